@@ -1,0 +1,18 @@
+// The explicit table of subcommands (one line each). Each Setup function lives in its own file.
+#pragma once
+
+#include "cli/subcommand.h"
+
+namespace gpulse::cli {
+
+Subcommand SetupDevices(CLI::App& parent);
+Subcommand SetupDmon(CLI::App& parent);
+Subcommand SetupFields(CLI::App& parent);
+
+inline constexpr SetupFn kSubcommands[] = {
+    &SetupDevices,
+    &SetupDmon,
+    &SetupFields,
+};
+
+}  // namespace gpulse::cli

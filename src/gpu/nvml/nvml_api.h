@@ -1,0 +1,87 @@
+// The table of NVML entry points gpulse calls, filled by the loader from dlsym (or by tests with fakes).
+// Each member names the symbols tried in order (newest version first) and whether it is required; a
+// missing optional symbol leaves the member null and the fields it feeds absent.
+//
+// Thread-safety: the table is immutable after loading; NVML itself is called from one owner thread.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "gpu/nvml/nvml_abi.h"
+
+namespace gpulse::nvml {
+
+struct NvmlApi {
+  nvmlReturn_t (*Init)() = nullptr;
+  nvmlReturn_t (*Shutdown)() = nullptr;
+  const char* (*ErrorString)(nvmlReturn_t) = nullptr;
+  nvmlReturn_t (*SystemGetDriverVersion)(char*, unsigned) = nullptr;
+  nvmlReturn_t (*SystemGetNVMLVersion)(char*, unsigned) = nullptr;
+  nvmlReturn_t (*DeviceGetCount)(unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetHandleByIndex)(unsigned, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetName)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*DeviceGetUUID)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*DeviceGetMinorNumber)(nvmlDevice_t, unsigned*) = nullptr;
+  // _v3 fills the whole struct; the _v2/v1 fallbacks fill busIdLegacy and the numeric fields only.
+  nvmlReturn_t (*DeviceGetPciInfo)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetMemoryInfo_v2)(nvmlDevice_t, nvmlMemory_v2_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetMemoryInfo)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetEncoderUtilization)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetDecoderUtilization)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetPowerUsage)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetTotalEnergyConsumption)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*DeviceGetEnforcedPowerLimit)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetPowerManagementLimit)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetTemperature)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetClockInfo)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetMaxClockInfo)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetPerformanceState)(nvmlDevice_t, int*) = nullptr;
+  nvmlReturn_t (*DeviceGetCurrentClocksEventReasons)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*DeviceGetPcieReplayCounter)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetTotalEccErrors)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
+  nvmlReturn_t (*DeviceGetRetiredPages)(nvmlDevice_t, int, unsigned*, unsigned long long*) = nullptr;
+  nvmlReturn_t (*DeviceGetRetiredPagesPendingStatus)(nvmlDevice_t, int*) = nullptr;
+  nvmlReturn_t (*DeviceGetRemappedRows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*,
+                                        unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetFieldValues)(nvmlDevice_t, int, nvmlFieldValue_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetMigMode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetMaxMigDeviceCount)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetMigDeviceHandleByIndex)(nvmlDevice_t, unsigned, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetGpuInstanceId)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetComputeInstanceId)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*EventSetCreate)(nvmlEventSet_t*) = nullptr;
+  nvmlReturn_t (*DeviceRegisterEvents)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
+  nvmlReturn_t (*EventSetWait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;
+  nvmlReturn_t (*EventSetFree)(nvmlEventSet_t) = nullptr;
+  // Exported only by gpulse's NVML simulator (sim/): the scenario it serves. Its presence is how
+  // gpulse knows, from the library itself, that the devices are simulated.
+  const char* (*GpulseSimScenario)() = nullptr;
+};
+
+// One row of the symbol table: the names tried in order and where the winner is stored.
+struct SymbolSpec {
+  std::vector<const char*> names;
+  bool required;
+  void** slot;
+};
+
+// The declarative symbol table over `api`. Order matters only for error messages.
+std::vector<SymbolSpec> SymbolTable(NvmlApi& api);
+
+// Which name each resolved member came from ("" for a missing optional one), for diagnostics.
+struct Resolution {
+  std::vector<std::string> chosen;   // parallel to SymbolTable()
+  std::vector<std::string> missing_optional;
+};
+
+using SymbolLookup = std::function<void*(const char* name)>;
+
+// Fills `api` through `lookup`, trying each row's names in order. Fails, naming the symbol, when a
+// required row resolves to nothing; `api` is then left cleared.
+Result<Resolution> ResolveSymbols(NvmlApi& api, const SymbolLookup& lookup);
+
+}  // namespace gpulse::nvml
