@@ -60,6 +60,7 @@ struct NvmlApi {
   // Exported only by gpulse's NVML simulator (sim/): the scenario it serves. Its presence is how
   // gpulse knows, from the library itself, that the devices are simulated.
   const char* (*GpulseSimScenario)() = nullptr;
+  const char* (*GpulseSimLastError)() = nullptr;  // why the simulator's nvmlInit failed
 };
 
 // One row of the symbol table: the names tried in order and where the winner is stored.

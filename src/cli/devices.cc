@@ -1,0 +1,123 @@
+// `gpulse devices [--json]`: the GPUs this host has, like `nvidia-smi -L` / `dcgmi discovery -l`.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/gpu_options.h"
+#include "cli/subcommand.h"
+#include "gpu/registry.h"
+
+namespace gpulse::cli {
+namespace {
+
+struct DevicesOptions {
+  gpu::BackendOptions gpu;
+  bool json = false;
+};
+
+nlohmann::json ToJson(const MigInstance& m) {
+  nlohmann::json j{{"gpu_instance_id", m.gpu_instance_id},
+                   {"compute_instance_id", m.compute_instance_id},
+                   {"uuid", m.uuid},
+                   {"profile", m.profile}};
+  j["memory_total_bytes"] = m.memory_total_bytes ? nlohmann::json(*m.memory_total_bytes) : nullptr;
+  return j;
+}
+
+template <typename T>
+nlohmann::json OrNull(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json ToJson(const DeviceInfo& d) {
+  nlohmann::json mig = nlohmann::json::array();
+  for (const auto& m : d.mig_instances) mig.push_back(ToJson(m));
+  return {{"index", d.index},
+          {"name", d.name},
+          {"uuid", d.uuid},
+          {"pci_bus_id", d.pci_bus_id},
+          {"minor_number", OrNull(d.minor_number)},
+          {"memory_total_bytes", OrNull(d.memory_total_bytes)},
+          {"power_limit_watts", OrNull(d.power_limit_watts)},
+          {"mig_enabled", OrNull(d.mig_enabled)},
+          {"mig_instances", mig}};
+}
+
+nlohmann::json ToJson(const SystemInfo* info, const std::string& error) {
+  nlohmann::json j;
+  j["schema_version"] = 1;
+  j["backend"] = info ? nlohmann::json(info->backend) : nullptr;
+  j["library"] = info ? nlohmann::json(info->library) : nullptr;
+  j["simulated"] = info != nullptr && info->simulated;
+  j["scenario"] = info && info->simulated ? nlohmann::json(info->scenario) : nullptr;
+  j["driver_version"] = info ? OrNull(info->driver_version) : nullptr;
+  j["nvml_version"] = info ? OrNull(info->library_version) : nullptr;
+  j["devices"] = nlohmann::json::array();
+  j["skipped"] = nlohmann::json::array();
+  if (info != nullptr) {
+    for (const auto& d : info->devices) j["devices"].push_back(ToJson(d));
+    for (const auto& s : info->skipped) j["skipped"].push_back({{"index", s.index}, {"reason", s.reason}});
+  }
+  j["error"] = error.empty() ? nlohmann::json(nullptr) : nlohmann::json(error);
+  return j;
+}
+
+std::string MemoryText(const std::optional<std::uint64_t>& bytes) {
+  return bytes ? fmt::format("{} MiB", *bytes / (1024 * 1024)) : "memory N/A";
+}
+
+void PrintText(const SystemInfo& info) {
+  if (info.simulated) {
+    fmt::print("Simulated GPUs: scenario {} (NVML simulator {})\n", info.scenario, info.library);
+  }
+  fmt::print("Driver {}, NVML {}\n", info.driver_version.value_or("N/A"),
+             info.library_version.value_or("N/A"));
+  for (const auto& d : info.devices) {
+    std::string mig = !d.mig_enabled ? "MIG N/A" : (*d.mig_enabled ? "MIG on" : "MIG off");
+    fmt::print("GPU {}: {} (UUID: {}, PCI: {}, {}, {})\n", d.index, d.name, d.uuid, d.pci_bus_id,
+               MemoryText(d.memory_total_bytes), mig);
+    for (const auto& m : d.mig_instances) {
+      fmt::print("  MIG {} GI {} CI {} (UUID: {}, {})\n", m.profile.empty() ? "instance" : m.profile,
+                 m.gpu_instance_id, m.compute_instance_id, m.uuid, MemoryText(m.memory_total_bytes));
+    }
+  }
+  for (const auto& s : info.skipped) fmt::print("GPU {}: skipped: {}\n", s.index, s.reason);
+  if (info.devices.empty() && info.skipped.empty()) fmt::print("No GPUs found.\n");
+}
+
+int Run(const DevicesOptions& o) {
+  auto backend = gpu::OpenBackend(o.gpu);
+  if (!backend && backend.error().code != ErrorCode::kUnavailable) {
+    fmt::print(stderr, "gpulse devices: {}\n", backend.error().message);
+    return kExitUsage;
+  }
+  if (!backend) {  // no driver: say why, list nothing, succeed
+    if (o.json) {
+      fmt::print("{}\n", ToJson(nullptr, backend.error().message).dump(2));
+    } else {
+      fmt::print("No GPUs found: {}\n", backend.error().message);
+    }
+    return kExitOk;
+  }
+  const SystemInfo& info = (*backend)->info();
+  if (o.json) {
+    fmt::print("{}\n", ToJson(&info, "").dump(2));
+  } else {
+    PrintText(info);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Subcommand SetupDevices(CLI::App& parent) {
+  auto opts = std::make_shared<DevicesOptions>();
+  CLI::App* app = parent.add_subcommand("devices", "List GPUs: index, name, UUID, PCI bus id, memory, MIG");
+  AddGpuOptions(*app, opts->gpu);
+  app->add_flag("--json", opts->json, "Print JSON (docs/schema/devices.schema.json)");
+  return {app, [opts] { return Run(*opts); }};
+}
+
+}  // namespace gpulse::cli

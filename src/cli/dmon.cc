@@ -1,0 +1,186 @@
+// `gpulse dmon`: one row per device per tick, like `dcgmi dmon`. Fixed cadence on the monotonic
+// clock, late ticks skipped, N/A for absent readings, Ctrl-C ends cleanly.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/gpu_options.h"
+#include "cli/subcommand.h"
+#include "gpu/registry.h"
+#include "sampling/ticker.h"
+
+namespace gpulse::cli {
+namespace {
+
+// The default columns, nvidia-smi dmon's "puc" plus memory and clocks.
+constexpr const char* kDefaultFields = "155,150,140,203,204,206,207,252,100,101";
+
+struct DmonOptions {
+  gpu::BackendOptions gpu;
+  std::string fields = kDefaultFields;
+  int delay_ms = 1000;
+  long long count = 0;  // 0 = until interrupted
+  std::string devices;  // "" = all
+  std::string format = "table";
+  bool no_header = false;
+};
+
+std::atomic<bool> g_stop{false};
+extern "C" void OnSignal(int) { g_stop.store(true); }
+
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: the ticker's sleep must wake up
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// Positions in info.devices of the devices named by -i (NVML indices), in the order given.
+Result<std::vector<std::size_t>> SelectDevices(const SystemInfo& info, const std::string& list) {
+  std::vector<std::size_t> out;
+  if (list.empty()) {
+    for (std::size_t i = 0; i < info.devices.size(); ++i) out.push_back(i);
+    return out;
+  }
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::size_t pos = info.devices.size();
+    for (std::size_t i = 0; i < info.devices.size(); ++i) {
+      if (std::to_string(info.devices[i].index) == item) pos = i;
+    }
+    if (pos == info.devices.size()) {
+      return InvalidArgument("-i: no readable GPU with index \"" + item + "\"");
+    }
+    out.push_back(pos);
+  }
+  return out;
+}
+
+class Printer {
+ public:
+  Printer(const DmonOptions& o, const SystemInfo& info, std::vector<FieldIndex> fields)
+      : o_(o), info_(info), fields_(std::move(fields)) {}
+
+  void Header() const {
+    if (o_.no_header || o_.format == "json") return;
+    if (o_.format == "csv") {
+      std::string line = "timestamp_unix,gpu,uuid,state";
+      for (FieldIndex f : fields_) line += "," + std::string(FieldAt(f).name);
+      fmt::print("{}\n", line);
+      return;
+    }
+    std::string names = fmt::format("{:<10}", "#Entity");
+    std::string units = fmt::format("{:<10}", "ID");
+    for (FieldIndex f : fields_) {
+      names += fmt::format(" {:>10}", FieldAt(f).short_name);
+      units += fmt::format(" {:>10}", UnitSymbol(FieldAt(f).unit));
+    }
+    fmt::print("{}\n{}\n", names, units);
+  }
+
+  void Row(const DeviceInfo& d, const Sample& s) const {
+    const char* state = s.state == DeviceState::kLost ? "lost" : "ok";
+    if (o_.format == "json") {
+      nlohmann::json values = nlohmann::json::object();
+      for (FieldIndex f : fields_) {
+        const auto& v = s.values[f];
+        values[std::string(FieldAt(f).name)] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+      }
+      nlohmann::json row{{"timestamp_unix", s.t_unix_ns / 1e9}, {"gpu", d.index}, {"uuid", d.uuid},
+                         {"state", state}, {"simulated", info_.simulated}, {"fields", values}};
+      fmt::print("{}\n", row.dump());
+      return;
+    }
+    if (o_.format == "csv") {
+      std::string line = fmt::format("{:.3f},{},{},{}", s.t_unix_ns / 1e9, d.index, d.uuid, state);
+      for (FieldIndex f : fields_) line += "," + FormatValue(FieldAt(f), s.values[f]);
+      fmt::print("{}\n", line);
+      return;
+    }
+    std::string line = fmt::format("{:<10}", fmt::format("GPU {}", d.index));
+    for (FieldIndex f : fields_) line += fmt::format(" {:>10}", FormatValue(FieldAt(f), s.values[f]));
+    if (s.state == DeviceState::kLost) line += "  (GPU lost)";
+    fmt::print("{}\n", line);
+  }
+
+ private:
+  const DmonOptions& o_;
+  const SystemInfo& info_;
+  std::vector<FieldIndex> fields_;
+};
+
+int Run(const DmonOptions& o) {
+  auto fields = ParseFieldList(o.fields);
+  if (!fields) {
+    fmt::print(stderr, "gpulse dmon: -e: {}\n", fields.error().message);
+    return kExitUsage;
+  }
+  auto backend = gpu::OpenBackend(o.gpu);
+  if (!backend) {
+    fmt::print(stderr, "gpulse dmon: {}\n", backend.error().message);
+    return backend.error().code == ErrorCode::kUnavailable ? kExitFailure : kExitUsage;
+  }
+  gpu::Backend& b = **backend;
+  const SystemInfo& info = b.info();
+  for (const auto& s : info.skipped) fmt::print(stderr, "gpulse dmon: GPU {} skipped: {}\n", s.index, s.reason);
+  auto selected = SelectDevices(info, o.devices);
+  if (!selected) {
+    fmt::print(stderr, "gpulse dmon: {}\n", selected.error().message);
+    return kExitUsage;
+  }
+  if (info.simulated && o.format == "table") {
+    fmt::print("# simulated GPUs: scenario {}\n", info.scenario);
+  }
+  Printer printer(o, info, *fields);
+  printer.Header();
+  std::fflush(stdout);
+
+  InstallSignalHandlers();
+  sampling::Ticker ticker(static_cast<std::int64_t>(o.delay_ms) * 1'000'000, &g_stop);
+  Sample sample;
+  for (long long done = 0; o.count == 0 || done < o.count; ++done) {
+    if (ticker.Next() < 0) break;
+    for (std::size_t pos : *selected) {
+      b.Read(pos, *fields, sample);
+      printer.Row(info.devices[pos], sample);
+    }
+    std::fflush(stdout);
+  }
+  if (ticker.skipped() > 0) {
+    fmt::print(stderr, "gpulse dmon: {} late tick(s) skipped\n", ticker.skipped());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Subcommand SetupDmon(CLI::App& parent) {
+  auto o = std::make_shared<DmonOptions>();
+  CLI::App* app = parent.add_subcommand("dmon", "Print field values per device per tick, like dcgmi dmon");
+  AddGpuOptions(*app, o->gpu);
+  app->add_option("-e,--fields", o->fields,
+                  "Fields: DCGM ids or names, comma-separated (see `gpulse fields`)")
+      ->capture_default_str();
+  app->add_option("-d,--delay", o->delay_ms, "Tick period in milliseconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86'400'000));
+  app->add_option("-c,--count", o->count, "Number of ticks (0: until interrupted)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("-i,--devices", o->devices, "GPU indices, comma-separated (default: all)");
+  app->add_option("--format", o->format, "Output format")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "csv", "json"}));
+  app->add_flag("--no-header", o->no_header, "Omit the header lines (table and csv)");
+  return {app, [o] { return Run(*o); }};
+}
+
+}  // namespace gpulse::cli

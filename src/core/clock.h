@@ -1,0 +1,12 @@
+// One clock for everything: monotonic nanoseconds for cadence and durations, unix nanoseconds for
+// wall time. Anchored pairs are taken together so the two can be related later.
+#pragma once
+
+#include <cstdint>
+
+namespace gpulse {
+
+std::int64_t MonotonicNowNs();
+std::int64_t UnixNowNs();
+
+}  // namespace gpulse

@@ -1,0 +1,61 @@
+// What gpulse knows about a GPU: structural information read once when a backend opens, and one
+// live Sample per device per tick. A reading that is unsupported or failed is absent (nullopt),
+// never 0 and never a sentinel.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpulse {
+
+struct MigInstance {
+  unsigned gpu_instance_id = 0;
+  unsigned compute_instance_id = 0;
+  std::string uuid;     // MIG-...
+  std::string profile;  // e.g. "3g.20gb", taken from the instance name; "" when unknown
+  std::optional<std::uint64_t> memory_total_bytes;
+};
+
+struct DeviceInfo {
+  unsigned index = 0;  // the backend's physical index (NVML index)
+  std::string name;
+  std::string uuid;
+  std::string pci_bus_id;  // "00000000:17:00.0"
+  std::optional<unsigned> minor_number;  // /dev/nvidiaN
+  std::optional<std::uint64_t> memory_total_bytes;
+  std::optional<double> power_limit_watts;  // enforced limit at open
+  std::optional<bool> mig_enabled;
+  std::vector<MigInstance> mig_instances;
+};
+
+// A device the backend saw but cannot read (e.g. NVML_ERROR_NO_PERMISSION on its index).
+struct SkippedDevice {
+  unsigned index = 0;
+  std::string reason;
+};
+
+struct SystemInfo {
+  std::string backend;  // "nvml"
+  std::string library;  // the file the vendor library was loaded from
+  std::optional<std::string> driver_version;
+  std::optional<std::string> library_version;  // NVML version
+  bool simulated = false;
+  std::string scenario;  // simulator scenario name when simulated
+  std::vector<DeviceInfo> devices;
+  std::vector<SkippedDevice> skipped;
+};
+
+enum class DeviceState { kOk, kLost };
+
+// One device's readings at one tick. `values` is indexed by FieldIndex over AllFields(); only the
+// requested fields can be present.
+struct Sample {
+  std::int64_t t_mono_ns = 0;
+  std::int64_t t_unix_ns = 0;
+  DeviceState state = DeviceState::kOk;
+  std::vector<std::optional<double>> values;
+};
+
+}  // namespace gpulse

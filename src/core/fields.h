@@ -1,0 +1,106 @@
+// The field catalogue: every reading gpulse knows is one row of one table. dmon, the exporter, the
+// reports and the docs all read it; it is the only place a field's name, unit or help text is written.
+//
+// Field ids and names are DCGM's (dcgm_fields.h), so `-e 155,150` and `-e DCGM_FI_DEV_POWER_USAGE`
+// mean what they mean to dcgmi users. The table is immutable and safe to read from any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpulse {
+
+enum class Unit {
+  kNone,
+  kPercent,
+  kMiB,
+  kWatts,
+  kMilliJoules,
+  kCelsius,
+  kMHz,
+  kCount,
+  kBitmask,
+  kPState,  // 0 (highest performance) .. 15
+  kXid,     // an XID error code
+};
+
+enum class PromType { kGauge, kCounter };
+
+// How a value prints: integers without decimals, doubles with them, bitmasks in hex.
+enum class ValueType { kInt64, kDouble, kBitmask };
+
+// How the NVML backend reads a field. Calls that yield several fields (utilization rates, memory
+// info, remapped rows) are made once per tick per device, however many of their fields are wanted.
+enum class NvmlSource {
+  kUtilizationGpu,
+  kUtilizationMemory,
+  kEncoderUtilization,
+  kDecoderUtilization,
+  kMemoryTotal,
+  kMemoryFree,
+  kMemoryUsed,
+  kMemoryReserved,  // nvmlDeviceGetMemoryInfo_v2 only
+  kPowerUsage,
+  kPowerInstant,  // nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)
+  kTotalEnergy,
+  kEnforcedPowerLimit,
+  kGpuTemperature,
+  kMemoryTemperature,  // nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)
+  kSmClock,
+  kMemClock,
+  kPstate,
+  kClocksEventReasons,
+  kPcieReplay,
+  kEccSbeVolatile,
+  kEccDbeVolatile,
+  kEccSbeAggregate,
+  kEccDbeAggregate,
+  kRetiredSbe,
+  kRetiredDbe,
+  kRetiredPending,
+  kRemappedUncorrectable,
+  kRemappedCorrectable,
+  kRowRemapFailure,
+  kLastXid,  // from the XID event set, not a query
+};
+
+using FieldId = int;  // the DCGM numeric id, e.g. 155
+
+struct FieldSpec {
+  FieldId id;
+  std::string_view name;        // DCGM_FI_DEV_POWER_USAGE
+  std::string_view alias;       // DCGM 4.6 canonical name where it differs, else ""
+  std::string_view short_name;  // dcgmi dmon column, e.g. POWER
+  Unit unit;
+  PromType prom_type;
+  ValueType value_type;
+  std::string_view help;  // the exposition's HELP text (dcgm-exporter's where it has one)
+  NvmlSource nvml;
+};
+
+// All rows, in catalogue order (ordered by id).
+std::span<const FieldSpec> AllFields();
+
+// Position of a field in AllFields(); samples store readings at these positions.
+using FieldIndex = std::uint16_t;
+std::optional<FieldIndex> IndexOf(FieldId id);
+const FieldSpec& FieldAt(FieldIndex index);
+
+// Looks up one field by numeric id, DCGM name, 4.6 alias or dmon short name (names
+// case-insensitive).
+std::optional<FieldIndex> FindField(std::string_view id_or_name);
+
+// Parses a comma-separated list such as "155,150" or "DCGM_FI_DEV_POWER_USAGE,GPUTL". Unknown or
+// duplicate entries fail with a message naming the entry.
+Result<std::vector<FieldIndex>> ParseFieldList(std::string_view list);
+
+std::string_view UnitSymbol(Unit unit);  // "W", "MiB", "%", ...
+std::string_view PromTypeName(PromType type);
+
+}  // namespace gpulse

@@ -1,0 +1,46 @@
+// The NVML backend: structural information once at open, live readings per device per tick through
+// the field catalogue, XID errors from an NVML event set.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "gpu/backend.h"
+#include "gpu/nvml/nvml_api.h"
+#include "gpu/nvml/nvml_reader.h"
+
+namespace gpulse::nvml {
+
+class NvmlLibrary;
+
+class NvmlBackend final : public gpu::Backend {
+ public:
+  // Builds a backend over an initialised API. `keepalive` owns whatever keeps `api` valid (the
+  // loaded library and its nvmlInit); tests pass nullptr with an API of fakes.
+  static Result<std::unique_ptr<NvmlBackend>> Create(const NvmlApi& api,
+                                                     std::shared_ptr<void> keepalive,
+                                                     std::string library_path);
+  ~NvmlBackend() override;
+
+  const SystemInfo& info() const override { return info_; }
+  void Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) override;
+  const gpu::ReadStats& stats() const override { return stats_; }
+
+ private:
+  NvmlBackend(const NvmlApi& api, std::shared_ptr<void> keepalive)
+      : api_(api), keepalive_(std::move(keepalive)) {}
+  void RegisterXidEvents();
+  void DrainEvents();
+
+  NvmlApi api_;
+  std::shared_ptr<void> keepalive_;
+  SystemInfo info_;
+  std::vector<DeviceReader> readers_;  // parallel to info_.devices
+  nvmlEventSet_t events_ = nullptr;
+  gpu::ReadStats stats_;
+};
+
+// The registry's entry point: loads NVML (or the simulator for options.simulate) and opens it.
+Result<std::unique_ptr<gpu::Backend>> OpenNvmlBackend(const gpu::BackendOptions& options);
+
+}  // namespace gpulse::nvml

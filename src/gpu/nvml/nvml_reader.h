@@ -1,0 +1,84 @@
+// Live readings of one NVML device through the field catalogue. Each NVML call is made at most once
+// per Read however many catalogue fields it feeds; a call that answered NOT_SUPPORTED (or
+// NO_PERMISSION) is remembered and never retried; GPU_IS_LOST marks the device lost for good.
+//
+// Not thread-safe: one owner thread.
+#pragma once
+
+#include <array>
+#include <bitset>
+#include <optional>
+#include <span>
+
+#include "core/device.h"
+#include "core/fields.h"
+#include "gpu/backend.h"
+#include "gpu/nvml/nvml_api.h"
+
+namespace gpulse::nvml {
+
+// The NVML calls behind the catalogue's NvmlSource values.
+enum class Call : unsigned {
+  kUtilization,
+  kEncoder,
+  kDecoder,
+  kMemoryV2,
+  kMemoryV1,
+  kPowerUsage,
+  kFieldPowerInstant,  // one entry of the batched nvmlDeviceGetFieldValues
+  kFieldMemoryTemp,    // another entry of the same batch
+  kEnergy,
+  kPowerLimit,
+  kTemperature,
+  kSmClock,
+  kMemClock,
+  kPstate,
+  kClockReasons,
+  kPcieReplay,
+  kEccSbeVolatile,
+  kEccDbeVolatile,
+  kEccSbeAggregate,
+  kEccDbeAggregate,
+  kRetiredSbe,
+  kRetiredDbe,
+  kRetiredPending,
+  kRemappedRows,
+  kXidEvents,
+  kCount
+};
+
+class DeviceReader {
+ public:
+  DeviceReader(const NvmlApi* api, nvmlDevice_t handle) : api_(api), handle_(handle) {}
+
+  // See Backend::Read.
+  void Read(std::span<const FieldIndex> fields, Sample& out, gpu::ReadStats& stats);
+
+  bool lost() const { return lost_; }
+  void MarkLost() { lost_ = true; }
+  bool unsupported(Call call) const { return unsupported_[static_cast<unsigned>(call)]; }
+  void MarkUnsupported(Call call) { unsupported_.set(static_cast<unsigned>(call)); }
+  void RecordXid(unsigned long long xid) { last_xid_ = static_cast<double>(xid); }
+  nvmlDevice_t handle() const { return handle_; }
+
+ private:
+  using Values = std::array<std::optional<double>, 32>;  // indexed by NvmlSource
+  static_assert(static_cast<unsigned>(NvmlSource::kLastXid) < 32);
+
+  // Records the outcome of `call`; true when its values may be used.
+  bool Check(Call call, nvmlReturn_t rc, gpu::ReadStats& stats);
+  void Perform(Call call, Values& v, gpu::ReadStats& stats);
+  void ReadMemory(Values& v, gpu::ReadStats& stats);
+  void ReadFieldValues(bool power_instant, bool memory_temp, Values& v, gpu::ReadStats& stats);
+
+  const NvmlApi* api_;
+  nvmlDevice_t handle_;
+  bool lost_ = false;
+  std::bitset<static_cast<unsigned>(Call::kCount)> unsupported_;
+  std::optional<double> last_xid_;
+};
+
+// The call that yields a catalogue source.
+Call CallFor(NvmlSource source);
+
+}  // namespace gpulse::nvml

@@ -1,0 +1,96 @@
+#include <string>
+
+#include "gpu/nvml/nvml_api.h"
+
+namespace gpulse::nvml {
+namespace {
+
+template <typename Fn>
+void** Slot(Fn*& member) {
+  return reinterpret_cast<void**>(&member);
+}
+
+constexpr bool kRequired = true;
+constexpr bool kOptional = false;
+
+}  // namespace
+
+std::vector<SymbolSpec> SymbolTable(NvmlApi& a) {
+  return {
+      {{"nvmlInit_v2", "nvmlInit"}, kRequired, Slot(a.Init)},
+      {{"nvmlShutdown"}, kRequired, Slot(a.Shutdown)},
+      {{"nvmlErrorString"}, kRequired, Slot(a.ErrorString)},
+      {{"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"}, kRequired, Slot(a.DeviceGetCount)},
+      {{"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"}, kRequired,
+       Slot(a.DeviceGetHandleByIndex)},
+      {{"nvmlDeviceGetName"}, kRequired, Slot(a.DeviceGetName)},
+      {{"nvmlDeviceGetUUID"}, kRequired, Slot(a.DeviceGetUUID)},
+      {{"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"}, kRequired,
+       Slot(a.DeviceGetPciInfo)},
+      {{"nvmlSystemGetDriverVersion"}, kOptional, Slot(a.SystemGetDriverVersion)},
+      {{"nvmlSystemGetNVMLVersion"}, kOptional, Slot(a.SystemGetNVMLVersion)},
+      {{"nvmlDeviceGetMinorNumber"}, kOptional, Slot(a.DeviceGetMinorNumber)},
+      {{"nvmlDeviceGetMemoryInfo_v2"}, kOptional, Slot(a.DeviceGetMemoryInfo_v2)},
+      {{"nvmlDeviceGetMemoryInfo"}, kOptional, Slot(a.DeviceGetMemoryInfo)},
+      {{"nvmlDeviceGetUtilizationRates"}, kOptional, Slot(a.DeviceGetUtilizationRates)},
+      {{"nvmlDeviceGetEncoderUtilization"}, kOptional, Slot(a.DeviceGetEncoderUtilization)},
+      {{"nvmlDeviceGetDecoderUtilization"}, kOptional, Slot(a.DeviceGetDecoderUtilization)},
+      {{"nvmlDeviceGetPowerUsage"}, kOptional, Slot(a.DeviceGetPowerUsage)},
+      {{"nvmlDeviceGetTotalEnergyConsumption"}, kOptional,
+       Slot(a.DeviceGetTotalEnergyConsumption)},
+      {{"nvmlDeviceGetEnforcedPowerLimit"}, kOptional, Slot(a.DeviceGetEnforcedPowerLimit)},
+      {{"nvmlDeviceGetPowerManagementLimit"}, kOptional, Slot(a.DeviceGetPowerManagementLimit)},
+      {{"nvmlDeviceGetTemperature"}, kOptional, Slot(a.DeviceGetTemperature)},
+      {{"nvmlDeviceGetClockInfo"}, kOptional, Slot(a.DeviceGetClockInfo)},
+      {{"nvmlDeviceGetMaxClockInfo"}, kOptional, Slot(a.DeviceGetMaxClockInfo)},
+      {{"nvmlDeviceGetPerformanceState"}, kOptional, Slot(a.DeviceGetPerformanceState)},
+      {{"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"},
+       kOptional, Slot(a.DeviceGetCurrentClocksEventReasons)},
+      {{"nvmlDeviceGetPcieReplayCounter"}, kOptional, Slot(a.DeviceGetPcieReplayCounter)},
+      {{"nvmlDeviceGetTotalEccErrors"}, kOptional, Slot(a.DeviceGetTotalEccErrors)},
+      {{"nvmlDeviceGetRetiredPages"}, kOptional, Slot(a.DeviceGetRetiredPages)},
+      {{"nvmlDeviceGetRetiredPagesPendingStatus"}, kOptional,
+       Slot(a.DeviceGetRetiredPagesPendingStatus)},
+      {{"nvmlDeviceGetRemappedRows"}, kOptional, Slot(a.DeviceGetRemappedRows)},
+      {{"nvmlDeviceGetFieldValues"}, kOptional, Slot(a.DeviceGetFieldValues)},
+      {{"nvmlDeviceGetMigMode"}, kOptional, Slot(a.DeviceGetMigMode)},
+      {{"nvmlDeviceGetMaxMigDeviceCount"}, kOptional, Slot(a.DeviceGetMaxMigDeviceCount)},
+      {{"nvmlDeviceGetMigDeviceHandleByIndex"}, kOptional, Slot(a.DeviceGetMigDeviceHandleByIndex)},
+      {{"nvmlDeviceGetGpuInstanceId"}, kOptional, Slot(a.DeviceGetGpuInstanceId)},
+      {{"nvmlDeviceGetComputeInstanceId"}, kOptional, Slot(a.DeviceGetComputeInstanceId)},
+      {{"nvmlEventSetCreate"}, kOptional, Slot(a.EventSetCreate)},
+      {{"nvmlDeviceRegisterEvents"}, kOptional, Slot(a.DeviceRegisterEvents)},
+      {{"nvmlEventSetWait_v2", "nvmlEventSetWait"}, kOptional, Slot(a.EventSetWait)},
+      {{"nvmlEventSetFree"}, kOptional, Slot(a.EventSetFree)},
+      {{"gpulseSimScenarioName"}, kOptional, Slot(a.GpulseSimScenario)},
+      {{"gpulseSimLastError"}, kOptional, Slot(a.GpulseSimLastError)},
+  };
+}
+
+Result<Resolution> ResolveSymbols(NvmlApi& api, const SymbolLookup& lookup) {
+  Resolution resolution;
+  for (const SymbolSpec& spec : SymbolTable(api)) {
+    *spec.slot = nullptr;
+    std::string chosen;
+    for (const char* name : spec.names) {
+      if (void* address = lookup(name)) {
+        *spec.slot = address;
+        chosen = name;
+        break;
+      }
+    }
+    if (chosen.empty()) {
+      std::string names;
+      for (const char* name : spec.names) names += (names.empty() ? "" : " or ") + std::string(name);
+      if (spec.required) {
+        api = NvmlApi{};
+        return Unavailable("the NVML library lacks the required symbol " + names);
+      }
+      resolution.missing_optional.push_back(spec.names.front());
+    }
+    resolution.chosen.push_back(chosen);
+  }
+  return resolution;
+}
+
+}  // namespace gpulse::nvml

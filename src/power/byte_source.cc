@@ -1,0 +1,165 @@
+#include "power/byte_source.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace gpulse::power {
+namespace {
+
+class FileSource : public ByteSource {
+ public:
+  FileSource(int fd, uint64_t size) : fd_(fd), size_(size) {}
+  ~FileSource() override { ::close(fd_); }
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+  uint64_t size() const override { return size_; }
+  Result<size_t> ReadAt(uint64_t offset, char* buf, size_t n) const override {
+    while (true) {
+      ssize_t got = ::pread(fd_, buf, n, static_cast<off_t>(offset));
+      if (got >= 0) return static_cast<size_t>(got);
+      if (errno != EINTR) return Error{ErrorCode::kIo, std::strerror(errno)};
+    }
+  }
+
+ private:
+  int fd_;
+  uint64_t size_;
+};
+
+class MemSource : public ByteSource {
+ public:
+  explicit MemSource(std::string_view bytes) : bytes_(bytes) {}
+  uint64_t size() const override { return bytes_.size(); }
+  Result<size_t> ReadAt(uint64_t offset, char* buf, size_t n) const override {
+    if (offset >= bytes_.size()) return size_t{0};
+    size_t k = std::min<uint64_t>(n, bytes_.size() - offset);
+    std::memcpy(buf, bytes_.data() + offset, k);
+    return k;
+  }
+
+ private:
+  std::string_view bytes_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ByteSource>> OpenFileSource(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    ErrorCode code = errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
+    return Error{code, path.string() + ": " + std::strerror(errno)};
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error{ErrorCode::kIo, path.string() + ": not a regular file"};
+  }
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  return std::unique_ptr<ByteSource>(new FileSource(fd, static_cast<uint64_t>(st.st_size)));
+}
+
+std::unique_ptr<ByteSource> MemorySource(std::string_view bytes) {
+  return std::make_unique<MemSource>(bytes);
+}
+
+Status ForEachLine(const ByteSource& src, uint64_t begin, uint64_t end, size_t buffer_bytes,
+                   const std::function<void(std::string_view, int64_t)>& on_line,
+                   const std::function<void(int64_t)>& on_overlong, Sha256* digest) {
+  std::vector<char> buf(std::max<size_t>(buffer_bytes, 64));
+  size_t have = 0;        // bytes in buf
+  bool skipping = false;  // inside an overlong line, dropping bytes until '\n'
+  int64_t line_no = 0;
+  uint64_t offset = begin;
+  while (offset < end) {
+    size_t want = std::min<uint64_t>(buf.size() - have, end - offset);
+    auto got = src.ReadAt(offset, buf.data() + have, want);
+    if (!got.ok()) return got.error();
+    if (*got == 0) break;  // the file shrank under us: treat as its end
+    if (digest) digest->Update(std::string_view(buf.data() + have, *got));
+    offset += *got;
+    size_t total = have + *got, pos = 0;
+    while (pos < total) {
+      const char* nl = static_cast<const char*>(std::memchr(buf.data() + pos, '\n', total - pos));
+      if (!nl) break;
+      size_t len = static_cast<size_t>(nl - (buf.data() + pos));
+      ++line_no;
+      if (skipping) {
+        skipping = false;  // the overlong line was already reported
+      } else {
+        on_line(std::string_view(buf.data() + pos, len), line_no);
+      }
+      pos += len + 1;
+    }
+    have = total - pos;
+    if (have == buf.size()) {  // one line fills the buffer: report it once and drop it
+      if (!skipping) on_overlong(line_no + 1);
+      skipping = true;
+      have = 0;
+    } else if (pos > 0 && have > 0) {
+      std::memmove(buf.data(), buf.data() + pos, have);
+    }
+  }
+  if (have > 0 && !skipping) on_line(std::string_view(buf.data(), have), ++line_no);
+  return Status::Ok();
+}
+
+Result<uint64_t> NextLineStart(const ByteSource& src, uint64_t offset) {
+  char buf[65536];
+  while (offset < src.size()) {
+    auto got = src.ReadAt(offset, buf, sizeof buf);
+    if (!got.ok()) return got.error();
+    if (*got == 0) break;
+    const char* nl = static_cast<const char*>(std::memchr(buf, '\n', *got));
+    if (nl) return offset + static_cast<uint64_t>(nl - buf) + 1;
+    offset += *got;
+  }
+  return src.size();
+}
+
+struct Sha256::Impl {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  ~Impl() { EVP_MD_CTX_free(ctx); }
+};
+
+Sha256::Sha256() : impl_(std::make_unique<Impl>()) {
+  EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr);
+}
+Sha256::~Sha256() = default;
+
+void Sha256::Update(std::string_view bytes) {
+  EVP_DigestUpdate(impl_->ctx, bytes.data(), bytes.size());
+}
+
+std::string Sha256::HexDigest() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(impl_->ctx, md, &n);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < n; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 15]);
+  }
+  return out;
+}
+
+Result<std::string> Sha256OfSource(const ByteSource& src, size_t buffer_bytes) {
+  std::vector<char> buf(buffer_bytes);
+  Sha256 sha;
+  uint64_t offset = 0;
+  while (true) {
+    auto got = src.ReadAt(offset, buf.data(), buf.size());
+    if (!got.ok()) return got.error();
+    if (*got == 0) break;
+    sha.Update(std::string_view(buf.data(), *got));
+    offset += *got;
+  }
+  return sha.HexDigest();
+}
+
+}  // namespace gpulse::power

@@ -1,0 +1,93 @@
+#include "power/contract.h"
+
+#include <algorithm>
+
+namespace gpulse::power {
+namespace {
+
+using namespace reason;
+
+constexpr std::string_view kDisk[] = {
+    kSamplesCsvMissing,   kSamplesCsvHeaderMismatch, kSamplesCsvMalformed,
+    kDuplicateSampleRow,  kTimestampNonMonotonic,    kUnexpectedDevice,
+    kExpectedDeviceMissing, kGpuUuidChanged,         kConflictingWorkerRoles,
+    kConflictingHetGroups, kWindowMissing,           kWindowUnexpected,
+    kWindowDuplicate,     kWindowMalformed,          kWindowArtifactPathInvalid,
+    kWindowIncomplete,    kWindowResultMissing,      kWindowResultMismatch,
+    kWindowResultPathInvalid, kWindowClockMismatch,  kWindowNotBracketed,
+    kSampleGapExceeded,   kSampleLossExceeded,
+};
+
+constexpr std::string_view kRuntime[] = {
+    kExporterStartupTimeout, kExporterLaunchFailed,   kEndpointResolutionFailed,
+    kExporterExited,         kEndpointTimeout,        kEndpointHttpError,
+    kEndpointParseError,     kPowerMetricMissing,     kDuplicatePowerMetric,
+    kGpuIndexMissing,        kGpuUuidMissing,         kInvalidPowerValue,
+    kMigInstanceUnsupported, kSamplesDigestUnavailable, kCollectorException,
+    kCollectorInterrupted,   kCollectorJoinTimeout,   kBenchmarkChildReapTimeout,
+    kSampleScheduleOverrun,  kClockSyncUnverified,
+};
+
+constexpr std::string_view kAll[] = {
+    kExporterStartupTimeout, kExporterLaunchFailed,   kEndpointResolutionFailed,
+    kExporterExited,         kEndpointTimeout,        kEndpointHttpError,
+    kEndpointParseError,     kPowerMetricMissing,     kDuplicatePowerMetric,
+    kGpuIndexMissing,        kGpuUuidMissing,         kInvalidPowerValue,
+    kMigInstanceUnsupported, kSamplesCsvMissing,      kSamplesCsvHeaderMismatch,
+    kSamplesCsvMalformed,    kDuplicateSampleRow,     kTimestampNonMonotonic,
+    kSamplesDigestUnavailable, kUnexpectedDevice,     kExpectedDeviceMissing,
+    kGpuUuidChanged,         kConflictingWorkerRoles, kConflictingHetGroups,
+    kCollectorException,     kCollectorInterrupted,   kCollectorJoinTimeout,
+    kBenchmarkChildReapTimeout, kWindowMissing,       kWindowUnexpected,
+    kWindowDuplicate,        kWindowMalformed,        kWindowArtifactPathInvalid,
+    kWindowIncomplete,       kWindowResultMissing,    kWindowResultMismatch,
+    kWindowResultPathInvalid, kWindowClockMismatch,   kWindowNotBracketed,
+    kSampleGapExceeded,      kSampleLossExceeded,     kSampleScheduleOverrun,
+    kClockSyncUnverified,
+};
+
+constexpr std::string_view kFatal[] = {kExporterExited, kCollectorException, kCollectorInterrupted,
+                                       kCollectorJoinTimeout, kBenchmarkChildReapTimeout};
+constexpr std::string_view kOperational[] = {kBenchmarkChildReapTimeout, kCollectorJoinTimeout};
+constexpr std::string_view kStartup[] = {kExporterStartupTimeout, kExporterLaunchFailed,
+                                         kEndpointResolutionFailed};
+constexpr std::string_view kUnrecoverable[] = {kExporterLaunchFailed, kEndpointResolutionFailed};
+constexpr std::string_view kSample[] = {kSamplesCsvMissing, kSamplesCsvHeaderMismatch,
+                                        kSamplesCsvMalformed, kDuplicateSampleRow,
+                                        kTimestampNonMonotonic};
+
+}  // namespace
+
+bool IsKnownRole(std::string_view role) {
+  return std::find(std::begin(kRoles), std::end(kRoles), role) != std::end(kRoles);
+}
+
+std::span<const std::string_view> AllReasonCodes() { return kAll; }
+std::span<const std::string_view> DiskDerivedReasonCodes() { return kDisk; }
+std::span<const std::string_view> RuntimeOnlyReasonCodes() { return kRuntime; }
+std::span<const std::string_view> FatalLifecycleReasons() { return kFatal; }
+std::span<const std::string_view> OperationalFailureReasons() { return kOperational; }
+std::span<const std::string_view> StartupFailureReasons() { return kStartup; }
+std::span<const std::string_view> UnrecoverableStartupReasons() { return kUnrecoverable; }
+std::span<const std::string_view> SampleReasons() { return kSample; }
+
+bool Contains(std::span<const std::string_view> set, std::string_view code) {
+  return std::find(set.begin(), set.end(), code) != set.end();
+}
+bool IsKnownReason(std::string_view code) { return Contains(kAll, code); }
+bool IsDiskDerived(std::string_view code) { return Contains(kDisk, code); }
+
+bool IsSafeRelativeSubpath(std::string_view path) {
+  if (path.empty() || path.front() == '/' || path.front() == '~') return false;
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    size_t end = path.find('/', begin);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view part = path.substr(begin, end - begin);
+    if (part.empty() || part == "..") return false;
+    begin = end + 1;
+  }
+  return true;
+}
+
+}  // namespace gpulse::power

@@ -1,0 +1,73 @@
+// Measurement windows: the window files under <power>/windows/, their strict parse and status
+// invariants, matching against the expected windows, the result-file checks (path safety under the
+// result root, stem equality, boundary identity), the clock tolerance, and per-window coverage.
+// Thread-safe: pure functions, except ScanWindowsDir and CheckResult which read files.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "power/coverage.h"
+#include "power/json_io.h"
+#include "power/samples_scan.h"
+#include "power/topology.h"
+
+namespace gpulse::power {
+
+struct WindowFile {
+  std::string rel_path;  // "windows/<stem>.json", relative to the power dir
+  std::string stem;
+  WindowKey key;
+  Json result_path;      // as recorded (validated by CheckResult)
+  double start = 0;
+  std::optional<double> end, duration;
+  std::string status;    // running | interrupted | completed | failed
+  std::optional<std::string> reason;
+};
+
+struct ArtifactError {
+  std::string path;  // relative to the power dir
+  std::vector<std::string> reasons;
+};
+
+struct WindowsScan {
+  std::vector<WindowFile> files;       // parsed and well-formed, sorted by path
+  std::vector<ArtifactError> errors;   // malformed or unsafe entries, sorted by path
+};
+
+// Parses one window document; the error names the broken rule.
+Result<WindowFile> ParseWindowFile(const Json& doc, const std::string& rel_path);
+bool StatusInvariantsHold(const WindowFile& w);
+WindowsScan ScanWindowsDir(const std::filesystem::path& power_dir);
+
+// |end - start - duration| <= max(0.5 s, 1% of duration), with end > start.
+bool ClockMatches(double start, double end, double duration);
+
+// Result-file checks of a completed window: result_path safe, inside result_root after resolving
+// symlinks, same stem as the window file; the result readable, an object whose start, end and
+// duration equal the window's exactly. Reasons in that order; empty when all hold.
+std::vector<std::string> CheckResult(const WindowFile& w, const std::filesystem::path& result_root);
+
+struct WindowEvaluation {
+  WindowKey key;
+  std::optional<size_t> file;           // index into WindowsScan::files when exactly one matched
+  std::vector<std::string> reasons;     // deduplicated
+  std::optional<TimeSpan> coverage_span;  // set when coverage must run (completed, checks passed)
+  std::map<std::string, double> max_gap_by_device;  // "<host>/<uuid>" -> seconds
+  bool valid() const { return reasons.empty(); }
+};
+
+// Everything but coverage, per expected window. Adds unexpected and duplicate artifact errors.
+std::vector<WindowEvaluation> EvaluateWindows(const Topology& topology, const WindowsScan& scan,
+                                              const std::filesystem::path& result_root,
+                                              std::vector<ArtifactError>& artifact_errors);
+
+// Coverage of one window over every expected device; `span_index` selects the device's spans entry.
+void ApplyCoverage(WindowEvaluation& w, size_t span_index, const Topology& topology,
+                   const std::vector<DeviceSamples>& observed,
+                   std::optional<double> sample_interval_s);
+
+}  // namespace gpulse::power

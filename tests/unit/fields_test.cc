@@ -1,0 +1,69 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/fields.h"
+
+namespace gpulse {
+namespace {
+
+TEST(Fields, IdsAndNamesAreUniqueAndOrdered) {
+  std::set<std::string_view> names;
+  FieldId last = 0;
+  for (const FieldSpec& f : AllFields()) {
+    EXPECT_GT(f.id, last) << f.name;
+    last = f.id;
+    EXPECT_TRUE(names.insert(f.name).second) << f.name;
+    EXPECT_TRUE(names.insert(f.short_name).second) << f.short_name;
+    if (!f.alias.empty()) EXPECT_TRUE(names.insert(f.alias).second) << f.alias;
+    EXPECT_TRUE(f.name.starts_with("DCGM_FI_")) << f.name;
+    EXPECT_FALSE(f.help.empty()) << f.name;
+  }
+}
+
+TEST(Fields, CatalogueHasTheDcgmIdsUsersRelyOn) {
+  EXPECT_EQ(FieldAt(*FindField("DCGM_FI_DEV_POWER_USAGE")).id, 155);
+  EXPECT_EQ(FieldAt(*FindField("155")).name, "DCGM_FI_DEV_POWER_USAGE");
+  EXPECT_EQ(FieldAt(*FindField("150")).name, "DCGM_FI_DEV_GPU_TEMP");
+  EXPECT_EQ(FieldAt(*FindField("203")).name, "DCGM_FI_DEV_GPU_UTIL");
+  EXPECT_EQ(FieldAt(*FindField("156")).prom_type, PromType::kCounter);
+  EXPECT_EQ(FieldAt(*FindField("252")).unit, Unit::kMiB);
+}
+
+TEST(Fields, FindAcceptsIdNameAliasShortNameAnyCase) {
+  auto power = FindField("155");
+  ASSERT_TRUE(power);
+  EXPECT_EQ(FindField("DCGM_FI_DEV_POWER_USAGE"), power);
+  EXPECT_EQ(FindField("dcgm_fi_dev_power_usage"), power);
+  EXPECT_EQ(FindField("DCGM_FI_DEV_BOARD_POWER_WATTS"), power);
+  EXPECT_EQ(FindField("POWER"), power);
+  EXPECT_EQ(FindField(" 155 "), power);
+  EXPECT_FALSE(FindField("9999"));
+  EXPECT_FALSE(FindField("DCGM_FI_DEV_NOPE"));
+  EXPECT_FALSE(FindField(""));
+}
+
+TEST(Fields, ParseListKeepsOrder) {
+  auto list = ParseFieldList("155,DCGM_FI_DEV_GPU_TEMP, GPUTL");
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ(FieldAt((*list)[0]).id, 155);
+  EXPECT_EQ(FieldAt((*list)[1]).id, 150);
+  EXPECT_EQ(FieldAt((*list)[2]).id, 203);
+}
+
+TEST(Fields, ParseListRejectsUnknownNamingIt) {
+  auto list = ParseFieldList("155,DCGM_FI_DEV_BOGUS");
+  ASSERT_FALSE(list.ok());
+  EXPECT_EQ(list.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(list.error().message.find("DCGM_FI_DEV_BOGUS"), std::string::npos);
+}
+
+TEST(Fields, ParseListRejectsDuplicatesAndEmptyEntries) {
+  EXPECT_FALSE(ParseFieldList("155,POWER").ok());
+  EXPECT_FALSE(ParseFieldList("155,,150").ok());
+  EXPECT_FALSE(ParseFieldList("").ok());
+}
+
+}  // namespace
+}  // namespace gpulse

@@ -1,0 +1,177 @@
+// Each NVML error class as the backend handles it, driven through an API of fakes.
+#include <gtest/gtest.h>
+
+#include "core/fields.h"
+#include "gpu/nvml/nvml_backend.h"
+#include "gpu/nvml/nvml_errors.h"
+#include "unit/fake_nvml.h"
+
+namespace gpulse::nvml {
+namespace {
+
+using testing::FakeNvml;
+
+FieldIndex F(FieldId id) { return *IndexOf(id); }
+
+class NvmlErrorsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { fake_.devices.resize(2); }
+  std::unique_ptr<NvmlBackend> Open() {
+    auto b = NvmlBackend::Create(testing::MakeFakeApi(&fake_), nullptr, "fake");
+    EXPECT_TRUE(b.ok());
+    return std::move(b).value();
+  }
+  FakeNvml fake_;
+  Sample s_;
+};
+
+TEST(NvmlClassify, MapsEveryClass) {
+  EXPECT_EQ(Classify(NVML_SUCCESS), ErrorClass::kOk);
+  EXPECT_EQ(Classify(NVML_ERROR_NOT_SUPPORTED), ErrorClass::kNotSupported);
+  EXPECT_EQ(Classify(NVML_ERROR_FUNCTION_NOT_FOUND), ErrorClass::kNotSupported);
+  EXPECT_EQ(Classify(NVML_ERROR_NO_PERMISSION), ErrorClass::kNoPermission);
+  EXPECT_EQ(Classify(NVML_ERROR_GPU_IS_LOST), ErrorClass::kGpuLost);
+  EXPECT_EQ(Classify(NVML_ERROR_TIMEOUT), ErrorClass::kTransient);
+  EXPECT_EQ(Classify(NVML_ERROR_UNKNOWN), ErrorClass::kTransient);
+  EXPECT_EQ(ReturnName(NVML_ERROR_GPU_IS_LOST), "NVML_ERROR_GPU_IS_LOST");
+  EXPECT_EQ(ReturnName(12345), "NVML error 12345");
+}
+
+TEST_F(NvmlErrorsTest, SuccessConvertsUnits) {
+  auto b = Open();
+  std::vector<FieldIndex> f = {F(155), F(156), F(203), F(204), F(150), F(252), F(253), F(157)};
+  b->Read(0, f, s_);
+  EXPECT_EQ(s_.state, DeviceState::kOk);
+  EXPECT_DOUBLE_EQ(*s_.values[F(155)], 250.0);          // mW -> W
+  EXPECT_DOUBLE_EQ(*s_.values[F(156)], 123456789.0);    // mJ stays mJ
+  EXPECT_DOUBLE_EQ(*s_.values[F(203)], 90.0);
+  EXPECT_DOUBLE_EQ(*s_.values[F(204)], 40.0);
+  EXPECT_DOUBLE_EQ(*s_.values[F(252)], 10 * 1024.0);    // bytes -> MiB
+  EXPECT_DOUBLE_EQ(*s_.values[F(253)], 1024.0);
+  EXPECT_DOUBLE_EQ(*s_.values[F(157)], 251.0);          // field value in mW -> W
+  EXPECT_FALSE(s_.values[F(100)].has_value());          // not requested: absent
+}
+
+TEST_F(NvmlErrorsTest, NotSupportedIsAbsentAndNotRetried) {
+  fake_.devices[0].rc["GetPowerUsage"] = NVML_ERROR_NOT_SUPPORTED;
+  auto b = Open();
+  std::vector<FieldIndex> f = {F(155), F(203)};
+  for (int tick = 0; tick < 5; ++tick) {
+    b->Read(0, f, s_);
+    EXPECT_FALSE(s_.values[F(155)].has_value());
+    EXPECT_TRUE(s_.values[F(203)].has_value());
+  }
+  EXPECT_EQ(fake_.devices[0].calls["GetPowerUsage"], 1);
+  EXPECT_EQ(fake_.devices[0].calls["GetUtilizationRates"], 5);
+  EXPECT_EQ(b->stats().unsupported_calls, 1u);
+}
+
+TEST_F(NvmlErrorsTest, TransientFailureIsAbsentThisTickOnly) {
+  fake_.devices[0].rc["GetTemperature"] = NVML_ERROR_TIMEOUT;
+  auto b = Open();
+  std::vector<FieldIndex> f = {F(150)};
+  b->Read(0, f, s_);
+  EXPECT_FALSE(s_.values[F(150)].has_value());
+  fake_.devices[0].rc.erase("GetTemperature");
+  b->Read(0, f, s_);
+  EXPECT_DOUBLE_EQ(*s_.values[F(150)], 65.0);
+  EXPECT_EQ(b->stats().failed_calls, 1u);
+}
+
+TEST_F(NvmlErrorsTest, GpuLostMarksOnlyThatDevice) {
+  auto b = Open();
+  fake_.devices[1].rc["GetPowerUsage"] = NVML_ERROR_GPU_IS_LOST;
+  std::vector<FieldIndex> f = {F(203), F(155)};
+  b->Read(1, f, s_);
+  EXPECT_EQ(s_.state, DeviceState::kLost);
+  for (const auto& v : s_.values) EXPECT_FALSE(v.has_value());  // nothing half-read survives
+  int calls = fake_.devices[1].calls["GetUtilizationRates"];
+  b->Read(1, f, s_);
+  EXPECT_EQ(s_.state, DeviceState::kLost);
+  EXPECT_EQ(fake_.devices[1].calls["GetUtilizationRates"], calls);  // a lost GPU is not polled
+  b->Read(0, f, s_);
+  EXPECT_EQ(s_.state, DeviceState::kOk);
+  EXPECT_TRUE(s_.values[F(155)].has_value());
+}
+
+TEST_F(NvmlErrorsTest, NoPermissionOnIndexSkipsDeviceWithReason) {
+  fake_.devices[1].handle_rc = NVML_ERROR_NO_PERMISSION;
+  auto b = Open();
+  ASSERT_EQ(b->info().devices.size(), 1u);
+  ASSERT_EQ(b->info().skipped.size(), 1u);
+  EXPECT_EQ(b->info().skipped[0].index, 1u);
+  EXPECT_NE(b->info().skipped[0].reason.find("no permission"), std::string::npos);
+  EXPECT_NE(b->info().skipped[0].reason.find("NVML_ERROR_NO_PERMISSION"), std::string::npos);
+}
+
+TEST_F(NvmlErrorsTest, LostAtOpenIsSkippedWithReason) {
+  fake_.devices[0].handle_rc = NVML_ERROR_GPU_IS_LOST;
+  auto b = Open();
+  ASSERT_EQ(b->info().devices.size(), 1u);
+  EXPECT_EQ(b->info().devices[0].index, 1u);
+  EXPECT_NE(b->info().skipped[0].reason.find("GPU is lost"), std::string::npos);
+}
+
+TEST_F(NvmlErrorsTest, NoPermissionOnAFieldIsAbsentForThatField) {
+  fake_.devices[0].rc["GetTotalEnergyConsumption"] = NVML_ERROR_NO_PERMISSION;
+  auto b = Open();
+  std::vector<FieldIndex> f = {F(156), F(155)};
+  b->Read(0, f, s_);
+  EXPECT_EQ(s_.state, DeviceState::kOk);
+  EXPECT_FALSE(s_.values[F(156)].has_value());
+  EXPECT_TRUE(s_.values[F(155)].has_value());
+}
+
+TEST_F(NvmlErrorsTest, PstateUnknownSentinelIsAbsent) {
+  fake_.devices[0].pstate = NVML_PSTATE_UNKNOWN;
+  auto b = Open();
+  std::vector<FieldIndex> f = {F(190)};
+  b->Read(0, f, s_);
+  EXPECT_FALSE(s_.values[F(190)].has_value());
+}
+
+TEST_F(NvmlErrorsTest, MemoryFallsBackToV1WhenV2VersionRejected) {
+  fake_.devices[0].memory_v2 = false;
+  auto b = Open();
+  fake_.devices[0].calls.clear();  // count only the calls made while sampling
+  std::vector<FieldIndex> f = {F(252), F(253), F(250)};
+  b->Read(0, f, s_);
+  EXPECT_DOUBLE_EQ(*s_.values[F(252)], 11 * 1024.0);
+  EXPECT_FALSE(s_.values[F(253)].has_value());  // v1 has no reserved figure
+  b->Read(0, f, s_);
+  EXPECT_EQ(fake_.devices[0].calls["GetMemoryInfo_v2"], 1);  // rejected once, not retried
+  EXPECT_EQ(fake_.devices[0].calls["GetMemoryInfo"], 2);
+}
+
+TEST_F(NvmlErrorsTest, FieldValueEntryNotSupportedLeavesOthers) {
+  fake_.devices[0].rc["field82"] = NVML_ERROR_NOT_SUPPORTED;
+  auto b = Open();
+  std::vector<FieldIndex> f = {F(140), F(157)};
+  b->Read(0, f, s_);
+  EXPECT_FALSE(s_.values[F(140)].has_value());
+  EXPECT_DOUBLE_EQ(*s_.values[F(157)], 251.0);
+}
+
+TEST_F(NvmlErrorsTest, XidIsAbsentUntilOneArrivesThenRoutedToItsDevice) {
+  auto b = Open();
+  std::vector<FieldIndex> f = {F(230)};
+  b->Read(0, f, s_);
+  EXPECT_FALSE(s_.values[F(230)].has_value());  // no XID yet is not "XID 0"
+  fake_.devices[1].xid_pending = 79;
+  b->Read(0, f, s_);
+  EXPECT_FALSE(s_.values[F(230)].has_value());
+  b->Read(1, f, s_);
+  EXPECT_DOUBLE_EQ(*s_.values[F(230)], 79.0);
+}
+
+TEST_F(NvmlErrorsTest, XidAbsentWhenEventsCannotBeRegistered) {
+  fake_.devices[0].rc["RegisterEvents"] = NVML_ERROR_NOT_SUPPORTED;
+  fake_.devices[0].xid_pending = 13;
+  auto b = Open();
+  std::vector<FieldIndex> f = {F(230)};
+  b->Read(0, f, s_);
+  EXPECT_FALSE(s_.values[F(230)].has_value());
+}
+
+}  // namespace
+}  // namespace gpulse::nvml
