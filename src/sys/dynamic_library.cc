@@ -11,7 +11,8 @@ Result<DynamicLibrary> DynamicLibrary::Open(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    return NotFound("cannot load " + path + ": " + (why ? why : "unknown dlopen error"));
+    // dlerror() names the file and the reason ("libx.so: cannot open shared object file: ...").
+    return NotFound(why != nullptr ? std::string(why) : "cannot load " + path);
   }
   return DynamicLibrary(handle, path);
 }

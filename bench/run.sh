@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# `make bench`: runs the micro-benchmarks and prints the tables for bench/RESULTS.md.
+# Usage: bench/run.sh [BUILD_DIR]
+set -euo pipefail
+build=${1:-build}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+echo "== tick cost (bench/tick_bench.cc)"
+"$build/bin/tick_bench" --benchmark_filter='BM_Tick/(null|sim)|BM_SimCallsOnly|BM_ProcessSpawnAnchor' \
+  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  --benchmark_format=json --benchmark_out="$out/tick.json" --benchmark_out_format=json >/dev/null
+/usr/bin/python3 bench/tick_report.py "$out/tick.json"

@@ -1,0 +1,34 @@
+"""Turns tick_bench's JSON into the table of bench/RESULTS.md (medians of the repetitions)."""
+import json
+import sys
+
+with open(sys.argv[1], encoding="utf-8") as f:
+    doc = json.load(f)
+med = {b["run_name"]: b for b in doc["benchmarks"] if b.get("aggregate_name") == "median"}
+
+
+def per_device_ns(name):
+    return med[name]["ns_per_device_tick"]
+
+
+null_ns = per_device_ns("BM_Tick/null")
+sim_ns = per_device_ns("BM_Tick/sim")
+sim_only_ns = per_device_ns("BM_SimCallsOnly")
+spawn_ns = med["BM_ProcessSpawnAnchor"]["real_time"] * 1000  # reported in us
+own_by_difference = sim_ns - sim_only_ns
+SMI_1GPU_NS = 7e6          # nvidia-smi --query-gpu, 1 GPU (research/perf.md, netdata #10362)
+SMI_8GPU_PER_DEV_NS = 71e6 / 8  # 71 ms for 8 GPUs (telegraf #8534)
+
+ctx = doc["context"]
+print(f"host: {ctx.get('host_name')}, {ctx.get('num_cpus')} CPUs, {ctx.get('mhz_per_cpu')} MHz, "
+      f"build {ctx.get('library_build_type')}")
+print()
+print("| measure (per device per tick, full catalogue of 30 fields) | time | ratio |")
+print("|---|---:|---:|")
+print(f"| gpulse's own work (backend over a null NVML) | {null_ns:.0f} ns | target 5,000 ns: {5000/null_ns:.1f}x under |")
+print(f"| gpulse + simulator (real loader, 8xH100) | {sim_ns:.0f} ns | |")
+print(f"| simulator calls alone (same calls, no gpulse) | {sim_only_ns:.0f} ns | |")
+print(f"| gpulse's own work by difference (sim − sim calls) | {own_by_difference:.0f} ns | |")
+print(f"| anchor, same run: spawn+reap /bin/true | {spawn_ns/1000:.0f} us | {spawn_ns/null_ns:,.0f}x gpulse's own work |")
+print(f"| published: nvidia-smi --query-gpu, 1 GPU (7 ms) | 7,000 us | {SMI_1GPU_NS/null_ns:,.0f}x gpulse's own work |")
+print(f"| published: nvidia-smi --query-gpu, 8 GPUs (71 ms, per GPU) | {SMI_8GPU_PER_DEV_NS/1000:,.0f} us | {SMI_8GPU_PER_DEV_NS/null_ns:,.0f}x gpulse's own work |")

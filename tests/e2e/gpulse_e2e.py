@@ -1,0 +1,35 @@
+"""Helpers for end-to-end tests: run the real gpulse binary (path in $GPULSE_BIN) and check its
+outputs against the JSON Schemas in docs/schema. Run with Debian's /usr/bin/python3."""
+import json
+import os
+import subprocess
+import unittest
+
+import jsonschema
+
+GPULSE = os.environ.get("GPULSE_BIN", "build/bin/gpulse")
+SOURCE_DIR = os.environ.get("GPULSE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILTIN_SCENARIOS = ["1xH200", "8xH100", "4xA40-tp2", "mig-a100", "faults"]
+
+
+def run(*args, timeout=60, env=None):
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run([GPULSE, *args], capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+def schema(name):
+    with open(os.path.join(SOURCE_DIR, "docs", "schema", name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def validate(instance, schema_name):
+    jsonschema.validate(instance, schema(schema_name), cls=jsonschema.Draft202012Validator)
+
+
+class GpulseTestCase(unittest.TestCase):
+    def run_ok(self, *args, **kw):
+        p = run(*args, **kw)
+        self.assertEqual(p.returncode, 0, f"gpulse {' '.join(args)} failed:\n{p.stderr}")
+        return p
