@@ -1,0 +1,216 @@
+#include "device_parser.h"
+
+#include <cmath>
+#include <string>
+
+#include "identity.h"
+
+namespace gpulse::sim {
+
+const std::initializer_list<std::string_view> kDeviceKeys = {
+    "name",
+    "uuid",
+    "pci_bus_id",
+    "pci_device_id",
+    "pci_subsystem_id",
+    "minor_number",
+    "memory_total_mib",
+    "memory_reserved_mib",
+    "power_limit_w",
+    "idle_power_w",
+    "max_sm_clock_mhz",
+    "idle_sm_clock_mhz",
+    "max_mem_clock_mhz",
+    "idle_mem_clock_mhz",
+    "idle_temp_c",
+    "max_temp_c",
+    "memory_temp",
+    "ecc",
+    "wobble",
+    "power_usage",
+    "energy_offset_j",
+    "unsupported",
+    "counters",
+    "mig",
+    "load",
+    "processes",
+};
+
+namespace {
+
+constexpr int64_t kMaxMib = int64_t{1} << 30;  // 1 PiB: far above any GPU, far below overflow
+constexpr int64_t kMaxCount = int64_t{1} << 40;
+
+unsigned ClockOr(const YamlCheck& check, const At& at, unsigned fallback) {
+  return at.present ? static_cast<unsigned>(check.Integer(at, 1, 100000)) : fallback;
+}
+
+void ParseIdentity(const YamlCheck& check, const DeviceFields& f, unsigned index,
+                   const std::string& scenario_name, DeviceSpec& d) {
+  At name = f.Get("name");
+  check.Require(name);
+  d.name = check.String(name);
+  if (d.name.empty() || d.name.size() >= 64) check.Fail(name, "must be 1 to 63 characters");
+
+  At uuid = f.Get("uuid");
+  d.uuid = uuid.present ? check.String(uuid) : GenerateGpuUuid(scenario_name, index);
+  if (!IsValidUuid(d.uuid, "GPU-")) {
+    check.Fail(uuid,
+               "'" + d.uuid + "' is not a GPU UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
+  }
+
+  At bus = f.Get("pci_bus_id");
+  if (bus.present) {
+    auto normal = NormalizePciBusId(check.String(bus));
+    if (!normal) check.Fail(bus, "expected a PCI bus id such as \"00000000:17:00.0\"");
+    d.pci_bus_id = *normal;
+  } else {
+    d.pci_bus_id = GeneratePciBusId(index);
+  }
+  At dev_id = f.Get("pci_device_id");
+  if (dev_id.present) d.pci_device_id = static_cast<unsigned>(check.Integer(dev_id, 0, 0xFFFF));
+  At sub_id = f.Get("pci_subsystem_id");
+  if (sub_id.present) {
+    d.pci_subsystem_id = static_cast<unsigned>(check.Integer(sub_id, 0, 0xFFFFFFFFLL));
+  }
+  At minor = f.Get("minor_number");
+  d.minor_number = minor.present ? static_cast<unsigned>(check.Integer(minor, 0, 255)) : index;
+}
+
+void ParseMemoryAndPower(const YamlCheck& check, const DeviceFields& f, unsigned index,
+                         const std::string& scenario_name, DeviceSpec& d) {
+  At total = f.Get("memory_total_mib");
+  check.Require(total);
+  d.memory_total_mib = static_cast<uint64_t>(check.Integer(total, 1, kMaxMib));
+  At reserved = f.Get("memory_reserved_mib");
+  if (reserved.present) {
+    d.memory_reserved_mib = static_cast<uint64_t>(
+        check.Integer(reserved, 0, static_cast<int64_t>(d.memory_total_mib) - 1));
+  }
+
+  At limit = f.Get("power_limit_w");
+  check.Require(limit);
+  d.power_limit_w = check.Number(limit, 1, 100000);
+  At idle = f.Get("idle_power_w");
+  d.idle_power_w = idle.present ? check.Number(idle, 0, d.power_limit_w) : 0.1 * d.power_limit_w;
+
+  At mode = f.Get("power_usage");
+  if (mode.present) {
+    std::string m = check.String(mode);
+    if (m == "average") {
+      d.power_usage = PowerUsageMode::kAverage;
+    } else if (m == "instant") {
+      d.power_usage = PowerUsageMode::kInstant;
+    } else {
+      check.Fail(mode, "expected 'average' or 'instant', got '" + m + "'");
+    }
+  }
+  At offset = f.Get("energy_offset_j");
+  if (offset.present) {
+    d.energy_offset_j = check.Number(offset, 0, 1e12);
+  } else {
+    // A plausible "energy since driver load": 1 to 100 MJ, stable per device.
+    uint64_t h = StableHash(scenario_name + "/energy/" + std::to_string(index));
+    d.energy_offset_j = std::floor(1e6 + static_cast<double>(h % 99'000'000ULL));
+  }
+}
+
+void ParseClocksAndTemps(const YamlCheck& check, const DeviceFields& f, DeviceSpec& d) {
+  d.max_sm_clock_mhz = ClockOr(check, f.Get("max_sm_clock_mhz"), 1500);
+  At idle_sm = f.Get("idle_sm_clock_mhz");
+  d.idle_sm_clock_mhz = ClockOr(check, idle_sm, std::min(210u, d.max_sm_clock_mhz));
+  if (d.idle_sm_clock_mhz > d.max_sm_clock_mhz) {
+    check.Fail(idle_sm, "is above max_sm_clock_mhz (" + std::to_string(d.max_sm_clock_mhz) + ")");
+  }
+  d.max_mem_clock_mhz = ClockOr(check, f.Get("max_mem_clock_mhz"), 1500);
+  At idle_mem = f.Get("idle_mem_clock_mhz");
+  d.idle_mem_clock_mhz = ClockOr(check, idle_mem, d.max_mem_clock_mhz);
+  if (d.idle_mem_clock_mhz > d.max_mem_clock_mhz) {
+    check.Fail(idle_mem,
+               "is above max_mem_clock_mhz (" + std::to_string(d.max_mem_clock_mhz) + ")");
+  }
+
+  At idle_t = f.Get("idle_temp_c");
+  d.idle_temp_c = idle_t.present ? check.Number(idle_t, -40, 120) : 30;
+  At max_t = f.Get("max_temp_c");
+  d.max_temp_c = max_t.present ? check.Number(max_t, -40, 120) : 80;
+  if (d.max_temp_c < d.idle_temp_c) {
+    check.Fail(max_t.present ? max_t : idle_t, "max_temp_c is below idle_temp_c");
+  }
+}
+
+void ParseFlags(const YamlCheck& check, const DeviceFields& f, DeviceSpec& d) {
+  At mem_temp = f.Get("memory_temp");
+  if (mem_temp.present) d.memory_temp = check.Bool(mem_temp);
+  At ecc = f.Get("ecc");
+  if (ecc.present) d.ecc = check.Bool(ecc);
+  At wobble = f.Get("wobble");
+  if (wobble.present) d.wobble = check.Bool(wobble);
+  At unsupported = f.Get("unsupported");
+  if (unsupported.present) d.unsupported = ParseCallList(check, unsupported);
+  if (!d.memory_temp) d.unsupported.set(static_cast<size_t>(Call::kMemoryTemp));
+  if (!d.ecc) {
+    d.unsupported.set(static_cast<size_t>(Call::kEcc));
+    d.unsupported.set(static_cast<size_t>(Call::kRetiredPages));
+    d.unsupported.set(static_cast<size_t>(Call::kRemappedRows));
+  }
+}
+
+void ParseCounters(const YamlCheck& check, const At& at, Counters& c) {
+  check.CheckKeys(at,
+                  {"ecc_sbe", "ecc_dbe", "pcie_replay", "retired_pages_sbe", "retired_pages_dbe",
+                   "remapped_rows_correctable", "remapped_rows_uncorrectable"});
+  auto get = [&](std::string_view key, uint64_t& out) {
+    At v = YamlCheck::Child(at, key);
+    if (v.present) out = static_cast<uint64_t>(check.Integer(v, 0, kMaxCount));
+  };
+  get("ecc_sbe", c.ecc_sbe);
+  get("ecc_dbe", c.ecc_dbe);
+  get("pcie_replay", c.pcie_replay);
+  get("retired_pages_sbe", c.retired_pages_sbe);
+  get("retired_pages_dbe", c.retired_pages_dbe);
+  get("remapped_rows_correctable", c.remapped_rows_correctable);
+  get("remapped_rows_uncorrectable", c.remapped_rows_uncorrectable);
+}
+
+}  // namespace
+
+At DeviceFields::Get(std::string_view key) const {
+  At own = YamlCheck::Child(device_, key);
+  if (own.present || !defaults_.present) return own;
+  At inherited = YamlCheck::Child(defaults_, key);
+  return inherited.present ? inherited : own;
+}
+
+DeviceSpec ParseDevice(const YamlCheck& check, const DeviceFields& f, unsigned index,
+                       const std::string& scenario_name) {
+  check.CheckKeys(f.device(), kDeviceKeys);
+  DeviceSpec d;
+  ParseIdentity(check, f, index, scenario_name, d);
+  ParseMemoryAndPower(check, f, index, scenario_name, d);
+  ParseClocksAndTemps(check, f, d);
+  ParseFlags(check, f, d);
+  if (At counters = f.Get("counters"); counters.present) ParseCounters(check, counters, d.counters);
+  if (At mig = f.Get("mig"); mig.present) d.mig = ParseMig(check, mig, d);
+  d.load = ParseLoad(check, f.Get("load"), d);
+  if (At procs = f.Get("processes"); procs.present) d.processes = ParseProcesses(check, procs, d);
+  return d;
+}
+
+CallSet ParseCallList(const YamlCheck& check, const At& at) {
+  check.ExpectSeq(at);
+  CallSet set;
+  for (size_t i = 0; i < at.node.size(); ++i) {
+    At item = YamlCheck::Element(at, i);
+    std::string name = check.String(item);
+    auto call = CallFromName(name);
+    if (!call) {
+      check.Fail(item, "unknown call name '" + name + "'" + Suggestion(name, CallNames()) +
+                           "; known: " + AllCallNames());
+    }
+    set.set(static_cast<size_t>(*call));
+  }
+  return set;
+}
+
+}  // namespace gpulse::sim

@@ -1,0 +1,89 @@
+#include "fault_state.h"
+
+#include <algorithm>
+
+namespace gpulse::sim {
+
+FaultState::FaultState(const Scenario& scenario) : scenario_(scenario) {
+  for (const Fault& f : scenario.faults) {
+    if (f.kind == FaultKind::kXid) xids_.push_back({f.at, f.device, f.xid});
+  }
+  std::stable_sort(xids_.begin(), xids_.end(),
+                   [](const XidEvent& a, const XidEvent& b) { return a.at < b.at; });
+}
+
+bool FaultState::Lost(unsigned device, double t) const {
+  for (const Fault& f : scenario_.faults) {
+    if (f.device == device && f.kind == FaultKind::kGpuLost && Active(f, t)) return true;
+  }
+  return false;
+}
+
+bool FaultState::NoPermission(unsigned device, double t) const {
+  for (const Fault& f : scenario_.faults) {
+    if (f.device == device && f.kind == FaultKind::kNoPermission && Active(f, t)) return true;
+  }
+  return false;
+}
+
+bool FaultState::NotSupported(unsigned device, Call call, double t) const {
+  const auto bit = static_cast<size_t>(call);
+  if (scenario_.devices[device].unsupported.test(bit)) return true;
+  for (const Fault& f : scenario_.faults) {
+    if (f.device == device && f.kind == FaultKind::kNotSupported && f.calls.test(bit) &&
+        Active(f, t)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+unsigned long long FaultState::ThrottleReasons(unsigned device, double t) const {
+  unsigned long long mask = 0;
+  for (const Fault& f : scenario_.faults) {
+    if (f.device == device && f.kind == FaultKind::kThrottle && Active(f, t)) mask |= f.reasons;
+  }
+  return mask;
+}
+
+CounterValues FaultState::Counters(unsigned device, double t) const {
+  const sim::Counters& base = scenario_.devices[device].counters;
+  CounterValues c;
+  c.ecc_sbe_aggregate = base.ecc_sbe;
+  c.ecc_dbe_aggregate = base.ecc_dbe;
+  c.pcie_replay = base.pcie_replay;
+  c.retired_sbe = base.retired_pages_sbe;
+  c.retired_dbe = base.retired_pages_dbe;
+  c.remapped_correctable = base.remapped_rows_correctable;
+  c.remapped_uncorrectable = base.remapped_rows_uncorrectable;
+  for (const Fault& f : scenario_.faults) {
+    if (f.device != device || !Active(f, t)) continue;
+    switch (f.kind) {
+      case FaultKind::kEcc:
+        c.ecc_sbe_volatile += f.sbe;
+        c.ecc_dbe_volatile += f.dbe;
+        c.ecc_sbe_aggregate += f.sbe;
+        c.ecc_dbe_aggregate += f.dbe;
+        break;
+      case FaultKind::kPcieReplay:
+        c.pcie_replay += f.count;
+        break;
+      case FaultKind::kRetiredPages:
+        c.retired_sbe += f.sbe;
+        c.retired_dbe += f.dbe;
+        c.retired_pending = c.retired_pending || f.pending;
+        break;
+      case FaultKind::kRemappedRows:
+        c.remapped_correctable += f.correctable;
+        c.remapped_uncorrectable += f.uncorrectable;
+        c.remap_pending = c.remap_pending || f.pending;
+        c.remap_failure = c.remap_failure || f.failure;
+        break;
+      default:
+        break;
+    }
+  }
+  return c;
+}
+
+}  // namespace gpulse::sim

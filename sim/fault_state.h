@@ -1,0 +1,53 @@
+// The scenario's faults evaluated at time t: which devices are lost or forbidden, which calls are
+// NOT_SUPPORTED, which throttle reasons are active, the health counters, and the XID events. A
+// fault takes effect at `at` (inclusive) and, where it has `until`, ends there (exclusive). Counter
+// faults add to the device's starting counters from `at` on.
+//
+// Thread-safety: immutable after construction; const methods may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "scenario.h"
+
+namespace gpulse::sim {
+
+struct CounterValues {
+  uint64_t ecc_sbe_volatile = 0, ecc_dbe_volatile = 0;
+  uint64_t ecc_sbe_aggregate = 0, ecc_dbe_aggregate = 0;
+  uint64_t pcie_replay = 0;
+  uint64_t retired_sbe = 0, retired_dbe = 0;
+  bool retired_pending = false;
+  uint64_t remapped_correctable = 0, remapped_uncorrectable = 0;
+  bool remap_pending = false, remap_failure = false;
+};
+
+struct XidEvent {
+  double at;
+  unsigned device;
+  unsigned long long xid;
+};
+
+class FaultState {
+ public:
+  // `scenario` must outlive this object.
+  explicit FaultState(const Scenario& scenario);
+
+  bool Lost(unsigned device, double t) const;
+  bool NoPermission(unsigned device, double t) const;
+  // Static (`unsupported`, memory_temp/ecc flags) or a not_supported fault active at t.
+  bool NotSupported(unsigned device, Call call, double t) const;
+  unsigned long long ThrottleReasons(unsigned device, double t) const;
+  CounterValues Counters(unsigned device, double t) const;
+  // Every XID fault, ordered by time (file order among equal times); the index is the event's id.
+  const std::vector<XidEvent>& Xids() const { return xids_; }
+
+ private:
+  static bool Active(const Fault& f, double t) { return f.at <= t && (!f.until || t < *f.until); }
+
+  const Scenario& scenario_;
+  std::vector<XidEvent> xids_;
+};
+
+}  // namespace gpulse::sim

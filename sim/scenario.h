@@ -1,0 +1,178 @@
+// A simulator scenario: the devices, their load over time and the faults injected into them, as
+// read from a YAML file (format: sim/README.md). Plain data, validated by the parser: every value
+// here is in range and consistent (keyframe times increase, memory fits, fault device indices
+// exist), so the time model and the C API never re-check it.
+//
+// Thread-safety: immutable after parsing; share freely.
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpulse::sim {
+
+// The NVML calls and field ids a scenario can mark NOT_SUPPORTED (statically with a device's
+// `unsupported` list, or for a time with a `not_supported` fault). One name per call or field id.
+enum class Call : uint8_t {
+  kUtilization,           // nvmlDeviceGetUtilizationRates
+  kEncoderUtilization,    // nvmlDeviceGetEncoderUtilization
+  kDecoderUtilization,    // nvmlDeviceGetDecoderUtilization
+  kMemoryInfoV2,          // nvmlDeviceGetMemoryInfo_v2
+  kMemoryInfo,            // nvmlDeviceGetMemoryInfo
+  kPowerUsage,            // nvmlDeviceGetPowerUsage
+  kPowerInstant,          // field 186
+  kPowerAverage,          // field 185
+  kTotalEnergy,           // nvmlDeviceGetTotalEnergyConsumption and field 83
+  kEnforcedPowerLimit,    // nvmlDeviceGetEnforcedPowerLimit
+  kPowerManagementLimit,  // nvmlDeviceGetPowerManagementLimit
+  kTemperature,           // nvmlDeviceGetTemperature
+  kMemoryTemp,            // field 82
+  kClocks,                // nvmlDeviceGetClockInfo
+  kMaxClocks,             // nvmlDeviceGetMaxClockInfo
+  kPstate,                // nvmlDeviceGetPerformanceState
+  kClocksEventReasons,    // nvmlDeviceGetCurrentClocksEventReasons
+  kPcieReplay,            // nvmlDeviceGetPcieReplayCounter
+  kEcc,                   // nvmlDeviceGetTotalEccErrors
+  kRetiredPages,          // nvmlDeviceGetRetiredPages and nvmlDeviceGetRetiredPagesPendingStatus
+  kRemappedRows,          // nvmlDeviceGetRemappedRows
+  kFieldValues,           // nvmlDeviceGetFieldValues (the whole call)
+  kEvents,                // nvmlDeviceRegisterEvents
+  kCount,
+};
+constexpr size_t kCallCount = static_cast<size_t>(Call::kCount);
+using CallSet = std::bitset<kCallCount>;
+
+// The scenario name of `call` ("power_instant"), and the reverse lookup.
+std::string_view CallName(Call call);
+std::optional<Call> CallFromName(std::string_view name);
+// All call names in Call order, and comma separated for error messages.
+std::span<const std::string_view> CallNames();
+std::string AllCallNames();
+
+// One keyframe of one load channel.
+struct Keyframe {
+  double t = 0;
+  double value = 0;
+};
+
+// A load channel: keyframes (increasing t), linearly interpolated, held before the first and after
+// the last. No keyframes means the constant `fallback`.
+struct Channel {
+  std::vector<Keyframe> points;
+  double fallback = 0;
+};
+
+struct Load {
+  Channel util, mem_util, enc_util, dec_util;  // percent
+  Channel mem_used_mib;
+  Channel power_w;
+  double repeat_s = 0;  // > 0: the keyframes loop with this period; 0: played once
+};
+
+struct MigInstance {
+  std::string profile;  // "3g.20gb"
+  unsigned gpu_instance_id = 0;
+  unsigned compute_instance_id = 0;
+  uint64_t memory_mib = 0;
+  uint64_t mem_used_mib = 0;
+  std::string uuid;  // "MIG-…"
+};
+
+struct MigConfig {
+  bool capable =
+      false;  // false: the device has no `mig` key (MIG calls NOT_SUPPORTED, max count 0)
+  bool enabled = false;
+  bool pending = false;
+  unsigned max_devices = 0;
+  std::vector<MigInstance> instances;  // slot i = instances[i]
+};
+
+struct Process {
+  unsigned pid = 0;
+  uint64_t used_memory_mib = 0;
+  unsigned gpu_instance_id = 0xFFFFFFFFu;  // NVML's "not MIG" value
+  unsigned compute_instance_id = 0xFFFFFFFFu;
+};
+
+// Counter values at t = 0; faults add to them.
+struct Counters {
+  uint64_t ecc_sbe = 0;  // aggregate only: volatile counters start at 0 at driver load
+  uint64_t ecc_dbe = 0;
+  uint64_t pcie_replay = 0;
+  uint64_t retired_pages_sbe = 0;
+  uint64_t retired_pages_dbe = 0;
+  uint64_t remapped_rows_correctable = 0;
+  uint64_t remapped_rows_uncorrectable = 0;
+};
+
+enum class PowerUsageMode { kAverage, kInstant };
+
+struct DeviceSpec {
+  std::string name;
+  std::string uuid;        // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+  std::string pci_bus_id;  // "00000000:17:00.0", upper-case hex, 8-digit domain
+  unsigned pci_device_id = 0;
+  unsigned pci_subsystem_id = 0;
+  unsigned minor_number = 0;
+  uint64_t memory_total_mib = 0;
+  uint64_t memory_reserved_mib = 0;
+  double power_limit_w = 0;
+  double idle_power_w = 0;
+  unsigned max_sm_clock_mhz = 0, idle_sm_clock_mhz = 0;
+  unsigned max_mem_clock_mhz = 0, idle_mem_clock_mhz = 0;
+  double idle_temp_c = 0, max_temp_c = 0;
+  bool memory_temp = true;
+  bool ecc = true;
+  bool wobble = true;
+  PowerUsageMode power_usage = PowerUsageMode::kAverage;
+  double energy_offset_j = 0;  // the energy counter at t = 0 (energy since driver load)
+  CallSet unsupported;         // static NOT_SUPPORTED set, memory_temp/ecc flags folded in
+  Counters counters;
+  MigConfig mig;
+  Load load;
+  std::vector<Process> processes;
+};
+
+enum class FaultKind {
+  kXid,
+  kNotSupported,
+  kNoPermission,
+  kGpuLost,
+  kEcc,
+  kThrottle,
+  kPcieReplay,
+  kRetiredPages,
+  kRemappedRows,
+};
+
+struct Fault {
+  double at = 0;
+  std::optional<double> until;  // throttle and not_supported only: active in [at, until)
+  unsigned device = 0;
+  FaultKind kind = FaultKind::kXid;
+  unsigned long long xid = 0;      // kXid
+  CallSet calls;                   // kNotSupported
+  unsigned long long reasons = 0;  // kThrottle: nvmlClocksEventReason* bits
+  uint64_t sbe = 0, dbe = 0;       // kEcc, kRetiredPages
+  uint64_t count = 0;              // kPcieReplay
+  uint64_t correctable = 0;        // kRemappedRows
+  uint64_t uncorrectable = 0;      // kRemappedRows
+  bool pending = false;            // kRetiredPages, kRemappedRows
+  bool failure = false;            // kRemappedRows
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string driver_version = "550.54.15";
+  std::string nvml_version = "12.550.54.15";
+  std::vector<DeviceSpec> devices;
+  std::vector<Fault> faults;  // in file order
+};
+
+}  // namespace gpulse::sim

@@ -1,0 +1,128 @@
+#include "sim_state.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "scenario_parser.h"
+
+namespace gpulse::sim {
+
+Session::Session(Scenario scenario) : scenario_(std::move(scenario)), faults_(scenario_) {
+  const unsigned n = device_count();
+  models_.reserve(n);
+  for (unsigned i = 0; i < n; ++i) models_.emplace_back(scenario_.devices[i], scenario_.name, i);
+  for (unsigned i = 0; i < n; ++i) {
+    handles_.push_back(std::make_unique<DeviceHandle>(DeviceHandle{i, -1}));
+  }
+  mig_handles_.resize(n);
+  for (unsigned i = 0; i < n; ++i) {
+    const auto& instances = scenario_.devices[i].mig.instances;
+    for (size_t slot = 0; slot < instances.size(); ++slot) {
+      handles_.push_back(std::make_unique<DeviceHandle>(DeviceHandle{i, static_cast<int>(slot)}));
+      mig_handles_[i].push_back(handles_.back().get());
+    }
+  }
+}
+
+nvmlDevice_t Session::GpuHandle(unsigned index) const {
+  return reinterpret_cast<nvmlDevice_t>(handles_[index].get());
+}
+
+nvmlDevice_t Session::MigHandle(unsigned index, unsigned slot) const {
+  return reinterpret_cast<nvmlDevice_t>(mig_handles_[index][slot]);
+}
+
+const DeviceHandle* Session::Find(nvmlDevice_t device) const {
+  if (device == nullptr) return nullptr;
+  for (const auto& h : handles_) {
+    if (reinterpret_cast<nvmlDevice_t>(h.get()) == device) return h.get();
+  }
+  return nullptr;
+}
+
+nvmlEventSet_t Session::CreateEventSet() {
+  auto set = std::make_unique<EventSet>();
+  set->delivered.assign(faults_.Xids().size(), false);
+  event_sets_.push_back(std::move(set));
+  return reinterpret_cast<nvmlEventSet_t>(event_sets_.back().get());
+}
+
+EventSet* Session::FindEventSet(nvmlEventSet_t set) {
+  for (const auto& s : event_sets_) {
+    if (reinterpret_cast<nvmlEventSet_t>(s.get()) == set) return s.get();
+  }
+  return nullptr;
+}
+
+bool Session::FreeEventSet(nvmlEventSet_t set) {
+  auto it = std::find_if(event_sets_.begin(), event_sets_.end(), [&](const auto& s) {
+    return reinterpret_cast<nvmlEventSet_t>(s.get()) == set;
+  });
+  if (it == event_sets_.end()) return false;
+  event_sets_.erase(it);
+  return true;
+}
+
+Simulator& Simulator::Instance() {
+  static Simulator* instance = new Simulator();  // never destroyed: see the header
+  return *instance;
+}
+
+nvmlReturn_t Simulator::Init() {
+  if (refcount_ > 0) {
+    ++refcount_;
+    return NVML_SUCCESS;
+  }
+  Result<Scenario> loaded = LoadScenario(std::getenv("GPULSE_SIM_SCENARIO"));
+  if (!loaded.ok()) {
+    last_error_ = loaded.error().message;
+    return NVML_ERROR_UNKNOWN;
+  }
+  session_ = std::make_unique<Session>(std::move(loaded).value());
+  scenario_name_ = session_->scenario().name;
+  last_error_.clear();
+  if (!epoch_) {
+    epoch_ = std::chrono::steady_clock::now();
+    epoch_unix_us_ = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  }
+  refcount_ = 1;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t Simulator::Shutdown() {
+  if (refcount_ == 0) return NVML_ERROR_UNINITIALIZED;
+  if (--refcount_ == 0) {
+    session_.reset();
+    cv_.notify_all();  // event waiters see the session gone
+  }
+  return NVML_SUCCESS;
+}
+
+double Simulator::Now() const {
+  if (frozen_) return *frozen_;
+  if (!epoch_) return 0;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - *epoch_).count();
+}
+
+void Simulator::SetClock(double seconds) {
+  if (seconds >= 0) {
+    frozen_ = seconds;
+  } else {
+    frozen_.reset();
+  }
+  cv_.notify_all();
+}
+
+std::chrono::steady_clock::time_point Simulator::SteadyAt(double t) const {
+  auto base = epoch_.value_or(std::chrono::steady_clock::now());
+  return base + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(t));
+}
+
+long long Simulator::UnixMicros(double t) const {
+  return epoch_unix_us_ + static_cast<long long>(t * 1e6);
+}
+
+}  // namespace gpulse::sim

@@ -1,0 +1,110 @@
+// The simulator's process-wide state behind the exported C API: the reference-counted session (the
+// loaded scenario, its device models, fault state, handles and event sets) and the clock.
+//
+// Ownership: one Simulator per process (never destroyed, so calls racing process exit stay safe). A
+// Session lives from the nvmlInit_v2 that takes the count from 0 to 1 until the nvmlShutdown that
+// takes it back to 0; device handles and event sets are pointers into it and die with it.
+//
+// Thread-safety: every member is guarded by mutex(); callers hold it (the C API takes it for the
+// whole call). EventSetWait waits on cv() with the mutex released.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fault_state.h"
+#include "gpu/nvml/nvml_abi.h"
+#include "scenario.h"
+#include "time_model.h"
+
+namespace gpulse::sim {
+
+// What an nvmlDevice_t points at.
+struct DeviceHandle {
+  unsigned index = 0;  // the GPU's index in the scenario
+  int mig_slot = -1;   // >= 0: the MIG instance in that slot of the GPU
+};
+
+// What an nvmlEventSet_t points at.
+struct EventSet {
+  struct Registration {
+    unsigned device;
+    double since;  // t of registration; XIDs from then on are delivered
+  };
+  std::vector<Registration> registrations;
+  std::vector<bool> delivered;  // by XidEvent index
+};
+
+class Session {
+ public:
+  explicit Session(Scenario scenario);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const Scenario& scenario() const { return scenario_; }
+  const DeviceModel& model(unsigned index) const { return models_[index]; }
+  const FaultState& faults() const { return faults_; }
+  unsigned device_count() const { return static_cast<unsigned>(scenario_.devices.size()); }
+
+  nvmlDevice_t GpuHandle(unsigned index) const;
+  nvmlDevice_t MigHandle(unsigned index, unsigned slot) const;  // REQUIRES: slot < instance count
+  // The handle `device` points at, or null when it is not one of this session's handles.
+  const DeviceHandle* Find(nvmlDevice_t device) const;
+
+  nvmlEventSet_t CreateEventSet();
+  EventSet* FindEventSet(nvmlEventSet_t set);
+  bool FreeEventSet(nvmlEventSet_t set);
+
+ private:
+  Scenario scenario_;
+  std::vector<DeviceModel> models_;
+  FaultState faults_;
+  std::vector<std::unique_ptr<DeviceHandle>> handles_;  // GPUs first (by index), then MIG instances
+  std::vector<std::vector<DeviceHandle*>> mig_handles_;  // [gpu][slot]
+  std::vector<std::unique_ptr<EventSet>> event_sets_;
+};
+
+class Simulator {
+ public:
+  static Simulator& Instance();
+
+  std::mutex& mutex() { return mu_; }
+  std::condition_variable& cv() { return cv_; }
+
+  // REQUIRES for everything below: mutex() held.
+  nvmlReturn_t Init();
+  nvmlReturn_t Shutdown();
+  Session* session() { return session_.get(); }
+
+  // Seconds since the first successful nvmlInit_v2 (or the frozen value).
+  double Now() const;
+  bool frozen() const { return frozen_.has_value(); }
+  void SetClock(double seconds);
+  // The steady-clock instant at which simulator time is `t` (real clock only).
+  std::chrono::steady_clock::time_point SteadyAt(double t) const;
+  // Microseconds since 1970 at simulator time `t`, for nvmlFieldValue_t timestamps.
+  long long UnixMicros(double t) const;
+
+  const std::string& scenario_name() const { return scenario_name_; }
+  const std::string& last_error() const { return last_error_; }
+
+ private:
+  Simulator() = default;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int refcount_ = 0;
+  std::unique_ptr<Session> session_;
+  std::optional<std::chrono::steady_clock::time_point> epoch_;
+  long long epoch_unix_us_ = 0;
+  std::optional<double> frozen_;
+  std::string scenario_name_;
+  std::string last_error_;
+};
+
+}  // namespace gpulse::sim
