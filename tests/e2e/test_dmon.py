@@ -32,7 +32,10 @@ class DmonTest(GpulseTestCase):
             else:
                 self.assertLessEqual(util, 5, r)
                 self.assertLess(power, 60, r)
-        self.assertEqual(len({r["timestamp_unix"] for r in rows}), 5, "five distinct ticks")
+        for tick in range(5):
+            self.assertEqual([r["gpu"] for r in rows[4 * tick:4 * tick + 4]], ["0", "1", "2", "3"])
+        stamps = [float(r["timestamp_unix"]) for r in rows]
+        self.assertEqual(stamps, sorted(stamps), "rows come out in reading order")
 
     def test_a40_has_no_memory_temperature_and_says_na(self):
         p = self.run_ok("dmon", "--simulate", "4xA40-tp2", "-c", "1", "-d", "10", "--format", "csv")
