@@ -8,11 +8,15 @@ namespace gpulse::cli {
 Subcommand SetupDevices(CLI::App& parent);
 Subcommand SetupDmon(CLI::App& parent);
 Subcommand SetupFields(CLI::App& parent);
+Subcommand SetupValidatePower(CLI::App& parent);
+Subcommand SetupEnergy(CLI::App& parent);
 
 inline constexpr SetupFn kSubcommands[] = {
     &SetupDevices,
     &SetupDmon,
     &SetupFields,
+    &SetupValidatePower,
+    &SetupEnergy,
 };
 
 }  // namespace gpulse::cli

@@ -1,6 +1,7 @@
-// Where samples.csv bytes come from (a file read with pread, or memory), cut into lines, and hashed.
-// The line reader keeps one fixed buffer, so memory does not grow with the file or with a line.
-// Thread-compatible: one LineReader per thread; a FileSource may be shared (pread has no cursor).
+// Where samples.csv bytes come from (a file read with pread, or memory), cut into lines, and
+// hashed. The line reader keeps one fixed buffer, so memory does not grow with the file or with a
+// line. Thread-compatible: one LineReader per thread; a FileSource may be shared (pread has no
+// cursor).
 #pragma once
 
 #include <cstdint>

@@ -30,11 +30,11 @@ struct SpanCoverage {
   std::optional<double> upper_t;  // bracketing sample at or after end
   bool bracketed() const { return lower_t.has_value() && upper_t.has_value(); }
   // Valid only when bracketed():
-  double max_gap_s = 0;           // largest consecutive difference in the bracketing sequence
-  int64_t observed_intervals = 0; // distinct sample times in the sequence - 1
-  std::vector<uint32_t> uuids;    // distinct UUIDs in the sequence, first seen first
-  double energy_j = 0;            // trapezoid, linear interpolation at the window edges
-  double power_min_w = 0, power_max_w = 0;  // over the bracketing samples
+  double max_gap_s = 0;            // largest consecutive difference in the bracketing sequence
+  int64_t observed_intervals = 0;  // distinct sample times in the sequence - 1
+  std::vector<uint32_t> uuids;     // distinct UUIDs in the sequence, first seen first
+  double energy_j = 0;             // trapezoid, linear interpolation at the window edges
+  double power_min_w = 0, power_max_w = 0;    // over the bracketing samples
   double edge_lower_s = 0, edge_upper_s = 0;  // part of each edge segment inside the window
 };
 

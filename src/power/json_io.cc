@@ -19,8 +19,10 @@ std::optional<std::string> Prepare(std::string_view in, std::string& out) {
     char c = in[i];
     if (in_string) {
       out.push_back(c);
-      if (c == '\\' && i + 1 < in.size()) out.push_back(in[++i]);
-      else if (c == '"') in_string = false;
+      if (c == '\\' && i + 1 < in.size())
+        out.push_back(in[++i]);
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '"') in_string = true;
@@ -59,7 +61,8 @@ Result<Json> ReadJsonFile(const std::filesystem::path& path) {
   std::error_code ec;
   auto st = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(st)) return NotFound(path.string() + " does not exist");
-  if (!std::filesystem::is_regular_file(st)) return Error{ErrorCode::kIo, path.string() + " is not a regular file"};
+  if (!std::filesystem::is_regular_file(st))
+    return Error{ErrorCode::kIo, path.string() + " is not a regular file"};
   auto size = std::filesystem::file_size(path, ec);
   if (ec) return Error{ErrorCode::kIo, path.string() + ": " + ec.message()};
   if (size > kMaxJsonFileBytes) return InvalidArgument(path.string() + " is larger than 64 MiB");
@@ -94,7 +97,9 @@ std::optional<double> AsFiniteNumber(const Json& j) {
   return j.get<double>();
 }
 
-bool IsNonEmptyString(const Json& j) { return j.is_string() && !j.get_ref<const std::string&>().empty(); }
+bool IsNonEmptyString(const Json& j) {
+  return j.is_string() && !j.get_ref<const std::string&>().empty();
+}
 
 bool IsLowerHex(std::string_view s, size_t length) {
   return s.size() == length && std::all_of(s.begin(), s.end(), [](char c) {
@@ -110,13 +115,20 @@ std::string Describe(const Json& j, size_t max_chars) {
 
 std::string_view PyTypeName(const Json& j) {
   switch (j.type()) {
-    case Json::value_t::null: return "NoneType";
-    case Json::value_t::object: return "dict";
-    case Json::value_t::array: return "list";
-    case Json::value_t::string: return "str";
-    case Json::value_t::boolean: return "bool";
-    case Json::value_t::number_float: return "float";
-    default: return "int";
+    case Json::value_t::null:
+      return "NoneType";
+    case Json::value_t::object:
+      return "dict";
+    case Json::value_t::array:
+      return "list";
+    case Json::value_t::string:
+      return "str";
+    case Json::value_t::boolean:
+      return "bool";
+    case Json::value_t::number_float:
+      return "float";
+    default:
+      return "int";
   }
 }
 

@@ -1,6 +1,6 @@
 // Strict parsing of one samples.csv record (schema_version 1). The hot path of validation: no
-// allocation unless a field is quoted. A record that breaks any rule is malformed, never guessed at.
-// Thread-safe: pure functions.
+// allocation unless a field is quoted. A record that breaks any rule is malformed, never guessed
+// at. Thread-safe: pure functions.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +28,8 @@ struct RowParse {
 };
 
 // Parses `line` (without its line terminator; a trailing '\r' is stripped). `scratch` holds
-// unquoted text when a field is quoted; the returned views stay valid while `line` and `scratch` do.
+// unquoted text when a field is quoted; the returned views stay valid while `line` and `scratch`
+// do.
 RowParse ParseSampleRow(std::string_view line, std::string& scratch);
 
 // True when the line (terminator stripped) is exactly the v1 header.

@@ -57,27 +57,44 @@ struct DevicePartial {
   }
 };
 
-// Maps (hostname, gpu_index) to a dense device number, with a one-entry cache for the common case
-// of consecutive rows from one host.
+// Maps (hostname, gpu_index) to a dense device number. Rows of one scrape cycle come host by host,
+// so the last host is cached, and small GPU indices are a direct table lookup.
 class DeviceIndex {
  public:
   // Returns the device number and whether it was just created.
   std::pair<size_t, bool> Find(std::string_view host, int64_t gpu) {
-    if (last_host_ == nullptr || *last_host_ != host) {
-      auto it = hosts_.find(std::string(host));
-      if (it == hosts_.end()) it = hosts_.emplace(std::string(host), std::map<int64_t, size_t>{}).first;
-      last_host_ = &it->first;
-      last_gpus_ = &it->second;
+    if (last_ == nullptr || last_->name != host) {
+      auto it = hosts_.find(host);
+      if (it == hosts_.end())
+        it = hosts_.emplace(std::string(host), Host{std::string(host), {}, {}}).first;
+      last_ = &it->second;
     }
-    auto [it, inserted] = last_gpus_->try_emplace(gpu, count_);
+    if (gpu >= 0 && gpu < kDirect) {
+      auto& slots = last_->direct;
+      if (slots.size() <= static_cast<size_t>(gpu)) slots.resize(gpu + 1, kNone);
+      if (slots[gpu] != kNone) return {slots[gpu], false};
+      slots[gpu] = count_;
+      return {count_++, true};
+    }
+    auto [it, inserted] = last_->others.try_emplace(gpu, count_);
     if (inserted) ++count_;
     return {it->second, inserted};
   }
 
  private:
-  std::unordered_map<std::string, std::map<int64_t, size_t>> hosts_;
-  const std::string* last_host_ = nullptr;
-  std::map<int64_t, size_t>* last_gpus_ = nullptr;
+  static constexpr int64_t kDirect = 1024;
+  static constexpr size_t kNone = SIZE_MAX;
+  struct Host {
+    std::string name;
+    std::vector<size_t> direct;
+    std::map<int64_t, size_t> others;
+  };
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, Host, Hash, std::equal_to<>> hosts_;
+  Host* last_ = nullptr;
   size_t count_ = 0;
 };
 
@@ -106,6 +123,7 @@ class RangeParser {
   }
 
   void OnOverlong(int64_t line_no) {
+    if (expect_header_ && line_no == 1) return;  // header_ok stays false
     ++records;
     Malformed(line_no, "line longer than the read buffer (a field over the 131072-byte limit)");
   }
@@ -193,7 +211,8 @@ void MergeInto(RangeParser& total, RangeParser& part, int64_t line_offset) {
   for (auto& e : part.examples)
     if (total.examples.size() < kMaxMalformedExamples)
       total.examples.push_back({e.line + line_offset, std::move(e.why)});
-  if (part.max_seq) total.max_seq = total.max_seq ? std::max(*total.max_seq, *part.max_seq) : part.max_seq;
+  if (part.max_seq)
+    total.max_seq = total.max_seq ? std::max(*total.max_seq, *part.max_seq) : part.max_seq;
   std::map<DeviceKey, size_t> where;
   for (size_t i = 0; i < total.devices.size(); ++i) where[total.devices[i].key] = i;
   for (auto& d : part.devices) {
@@ -213,15 +232,13 @@ struct BufferedRow {
   double t;
   double p;
   std::string uuid;
+  size_t order;  // position in the file
 };
 
 DeviceSamples ExactDevice(const DeviceKey& key, std::vector<BufferedRow>& rows,
                           const std::vector<TimeSpan>& spans) {
   DeviceSamples out;
   out.key = key;
-  for (const auto& r : rows)
-    if (std::find(out.uuids.begin(), out.uuids.end(), r.uuid) == out.uuids.end())
-      out.uuids.push_back(r.uuid);
   std::stable_sort(rows.begin(), rows.end(),
                    [](const BufferedRow& x, const BufferedRow& y) { return x.seq < y.seq; });
   std::vector<BufferedRow> kept;
@@ -234,6 +251,14 @@ DeviceSamples ExactDevice(const DeviceKey& key, std::vector<BufferedRow>& rows,
     kept.push_back(std::move(r));
   }
   out.rows = static_cast<int64_t>(kept.size());
+  // UUIDs of the kept rows (a dropped duplicate contributes nothing), first seen in file order.
+  std::vector<const BufferedRow*> by_order;
+  for (const auto& r : kept) by_order.push_back(&r);
+  std::sort(by_order.begin(), by_order.end(),
+            [](const BufferedRow* x, const BufferedRow* y) { return x->order < y->order; });
+  for (const auto* r : by_order)
+    if (std::find(out.uuids.begin(), out.uuids.end(), r->uuid) == out.uuids.end())
+      out.uuids.push_back(r->uuid);
   std::stable_sort(kept.begin(), kept.end(),
                    [](const BufferedRow& x, const BufferedRow& y) { return x.t < y.t; });
   if (!kept.empty()) {
@@ -257,6 +282,7 @@ Status ExactPass(const ByteSource& src, uint64_t begin, const ScanOptions& opt,
   for (const auto& k : keys) rows[k];
   std::string scratch;
   DeviceKey probe;
+  size_t order = 0;
   auto on_line = [&](std::string_view line, int64_t) {
     RowParse r = ParseSampleRow(line, scratch);
     if (!r.ok) return;
@@ -265,7 +291,7 @@ Status ExactPass(const ByteSource& src, uint64_t begin, const ScanOptions& opt,
     auto it = rows.find(probe);
     if (it != rows.end())
       it->second.push_back({r.row.scrape_seq, r.row.timestamp_unix, r.row.power_w,
-                            std::string(r.row.gpu_uuid)});
+                            std::string(r.row.gpu_uuid), order++});
   };
   Status st = ForEachLine(src, begin, src.size(), opt.chunk_bytes, on_line, [](int64_t) {});
   for (auto& [key, list] : rows) out.push_back(ExactDevice(key, list, opt.spans));
@@ -335,8 +361,10 @@ SamplesScan Scan(const ByteSource& src, const ScanOptions& opt) {
   }
   if (inline_digest) digest.emplace(inline_sha.HexDigest());
   if (digest) {
-    if (digest->ok()) scan.sha256_hex = digest->value();
-    else scan.digest_error = digest->error().message;
+    if (digest->ok())
+      scan.sha256_hex = digest->value();
+    else
+      scan.digest_error = digest->error().message;
   }
   for (const auto& s : status)
     if (!s.ok() && !scan.read_error) scan.read_error = s.error().message;
@@ -358,8 +386,10 @@ SamplesScan Scan(const ByteSource& src, const ScanOptions& opt) {
   scan.max_scrape_seq = total.max_seq;
   std::set<DeviceKey> exact;
   for (auto& d : total.devices) {
-    if (d.disordered) exact.insert(d.key);
-    else scan.devices.push_back(Finish(d));
+    if (d.disordered)
+      exact.insert(d.key);
+    else
+      scan.devices.push_back(Finish(d));
   }
   if (!exact.empty()) {
     Status st = ExactPass(src, *header_end, opt, exact, scan.devices);

@@ -32,8 +32,8 @@ struct DeviceSamples {
   int64_t rows = 0;                // accepted rows (later duplicates dropped)
   double first_t = 0, last_t = 0;  // earliest and latest sample time
   int64_t duplicate_rows = 0;
-  bool non_monotonic = false;      // ordered by scrape_seq, a timestamp decreases
-  std::vector<SpanCoverage> spans; // one per requested TimeSpan, same order
+  bool non_monotonic = false;       // ordered by scrape_seq, a timestamp decreases
+  std::vector<SpanCoverage> spans;  // one per requested TimeSpan, same order
 };
 
 struct MalformedRow {
@@ -42,10 +42,10 @@ struct MalformedRow {
 };
 
 struct SamplesScan {
-  bool present = false;        // the file exists and could be opened
-  bool header_ok = false;      // exact v1 header; when false, no rows were read
+  bool present = false;                   // the file exists and could be opened
+  bool header_ok = false;                 // exact v1 header; when false, no rows were read
   std::optional<std::string> read_error;  // I/O error while reading (rows may be partial)
-  int64_t data_rows = 0;       // records after the header, malformed ones included
+  int64_t data_rows = 0;                  // records after the header, malformed ones included
   int64_t malformed_rows = 0;
   std::vector<MalformedRow> malformed_examples;  // the first few
   std::optional<int64_t> max_scrape_seq;
@@ -54,7 +54,8 @@ struct SamplesScan {
   std::optional<std::string> digest_error;
   uint64_t bytes = 0;
 
-  // Reader reasons in canonical order (samples_csv_*, duplicate_sample_row, timestamp_non_monotonic).
+  // Reader reasons in canonical order (samples_csv_*, duplicate_sample_row,
+  // timestamp_non_monotonic).
   std::vector<std::string> Reasons() const;
 };
 

@@ -1,7 +1,8 @@
 #include "power/topology.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <set>
 
 #include "power/contract.h"
@@ -78,7 +79,8 @@ Result<WindowKey> ParseWindowKey(const Json& j, const std::string& where) {
 const Json* ListOrNull(const Json& m, const char* key, std::string& error) {
   auto it = m.find(key);
   if (it == m.end() || it->is_null()) return nullptr;
-  if (!it->is_array()) error = std::string(key) + " must be a list, got " + std::string(PyTypeName(*it));
+  if (!it->is_array())
+    error = std::string(key) + " must be a list, got " + std::string(PyTypeName(*it));
   return &*it;
 }
 
@@ -130,7 +132,7 @@ DeviceCheck CheckDevices(const Topology& topology, const std::vector<DeviceSampl
   auto add = [&out](std::string_view reason, std::string detail) {
     if (std::find(out.reasons.begin(), out.reasons.end(), reason) == out.reasons.end())
       out.reasons.emplace_back(reason);
-    out.details.push_back(std::move(detail));
+    out.details.emplace_back(std::string(reason), std::move(detail));
   };
   std::set<DeviceKey> expected, seen;
   for (const auto& d : topology.devices) expected.insert(d.key);
@@ -143,7 +145,8 @@ DeviceCheck CheckDevices(const Topology& topology, const std::vector<DeviceSampl
   std::map<std::string, DeviceKey> owner;
   for (const auto& d : observed) {
     if (d.uuids.size() > 1)
-      add(reason::kGpuUuidChanged, DeviceLabel(d.key) + " reported " + std::to_string(d.uuids.size()) + " UUIDs");
+      add(reason::kGpuUuidChanged,
+          DeviceLabel(d.key) + " reported " + std::to_string(d.uuids.size()) + " UUIDs");
     for (const auto& u : d.uuids) {
       auto [it, fresh] = owner.emplace(u, d.key);
       if (!fresh && it->second != d.key)
@@ -160,7 +163,8 @@ DeviceCheck CheckDevices(const Topology& topology, const std::vector<DeviceSampl
       add(reason::kConflictingHetGroups, DeviceLabel(d.key) + " has more than one het group");
   }
   for (const auto& [node, groups] : NodeGroups(topology))
-    if (groups.size() > 1) add(reason::kConflictingHetGroups, "node " + node + " has different het groups");
+    if (groups.size() > 1)
+      add(reason::kConflictingHetGroups, "node " + node + " has different het groups");
   return out;
 }
 

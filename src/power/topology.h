@@ -1,7 +1,7 @@
 // The expected job shape recorded in manifest.json (expected_devices, expected_windows), parsed
-// strictly, and the device-identity rules over it: expected vs observed keys, UUID stability, role and
-// het-group conflicts, plus the optional canary assertions (--expect-role, distinct het groups).
-// Thread-safe: pure functions.
+// strictly, and the device-identity rules over it: expected vs observed keys, UUID stability, role
+// and het-group conflicts, plus the optional canary assertions (--expect-role, distinct het
+// groups). Thread-safe: pure functions.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +47,7 @@ Result<Topology> ParseTopology(const Json& manifest);
 
 struct DeviceCheck {
   std::vector<std::string> reasons;  // disk-derived device reasons, deduplicated
-  std::vector<std::string> details;  // human detail per problem
+  std::vector<std::pair<std::string, std::string>> details;  // (reason, what exactly), found order
   bool valid() const { return reasons.empty(); }
 };
 

@@ -59,8 +59,10 @@ Result<WindowFile> ParseWindowFile(const Json& doc, const std::string& rel_path)
   w.rel_path = rel_path;
   w.stem = fs::path(rel_path).stem().string();
   auto schema = AsStrictInt(Get(doc, "schema_version"));
-  if (!schema || *schema != kSchemaVersion) return InvalidArgument("schema_version is not the integer 1");
-  if (!Get(doc, "benchmark_type").is_string()) return InvalidArgument("benchmark_type is not a string");
+  if (!schema || *schema != kSchemaVersion)
+    return InvalidArgument("schema_version is not the integer 1");
+  if (!Get(doc, "benchmark_type").is_string())
+    return InvalidArgument("benchmark_type is not a string");
   w.key.benchmark_type = Get(doc, "benchmark_type").get<std::string>();
   auto conc = AsStrictInt(Get(doc, "concurrency"));
   if (!conc) return InvalidArgument("concurrency is not an integer");
@@ -77,10 +79,12 @@ Result<WindowFile> ParseWindowFile(const Json& doc, const std::string& rel_path)
   auto start = AsFiniteNumber(Get(doc, "benchmark_start_time_unix"));
   if (!start) return InvalidArgument("benchmark_start_time_unix is not a finite number");
   w.start = *start;
-  for (auto [key, slot] : {std::pair{"benchmark_end_time_unix", &w.end}, std::pair{"duration", &w.duration}}) {
+  for (auto [key, slot] :
+       {std::pair{"benchmark_end_time_unix", &w.end}, std::pair{"duration", &w.duration}}) {
     const Json& v = Get(doc, key);
     if (v.is_null()) continue;
-    if (!IsFiniteNumber(v)) return InvalidArgument(std::string(key) + " is not null or a finite number");
+    if (!IsFiniteNumber(v))
+      return InvalidArgument(std::string(key) + " is not null or a finite number");
     *slot = v.get<double>();
   }
   const Json& reason = Get(doc, "reason");
@@ -88,7 +92,8 @@ Result<WindowFile> ParseWindowFile(const Json& doc, const std::string& rel_path)
     if (!reason.is_string()) return InvalidArgument("reason is not null or a string");
     w.reason = reason.get<std::string>();
   }
-  if (!StatusInvariantsHold(w)) return InvalidArgument("status invariants of '" + w.status + "' do not hold");
+  if (!StatusInvariantsHold(w))
+    return InvalidArgument("status invariants of '" + w.status + "' do not hold");
   w.result_path = Get(doc, "result_path");
   return w;
 }
@@ -109,7 +114,8 @@ WindowsScan ScanWindowsDir(const fs::path& power_dir) {
   }
   fs::path real_dir = fs::weakly_canonical(dir, ec);
   fs::path real_power = fs::weakly_canonical(power_dir, ec);
-  if (ec || !IsUnder(real_dir, real_power) || real_dir == real_power || !fs::is_directory(real_dir)) {
+  if (ec || !IsUnder(real_dir, real_power) || real_dir == real_power ||
+      !fs::is_directory(real_dir)) {
     bad(dir_rel);
     return out;
   }
@@ -177,7 +183,7 @@ std::vector<std::string> CheckResult(const WindowFile& w, const fs::path& result
 }
 
 std::vector<WindowEvaluation> EvaluateWindows(const Topology& topology, const WindowsScan& scan,
-                                              const fs::path& result_root,
+                                              const std::optional<fs::path>& result_root,
                                               std::vector<ArtifactError>& artifact_errors) {
   std::set<WindowKey> expected(topology.windows.begin(), topology.windows.end());
   std::map<WindowKey, std::vector<size_t>> by_key;
@@ -185,9 +191,11 @@ std::vector<WindowEvaluation> EvaluateWindows(const Topology& topology, const Wi
   for (const auto& [key, files] : by_key) {
     for (size_t i : files) {
       if (!expected.count(key))
-        artifact_errors.push_back({scan.files[i].rel_path, {std::string(reason::kWindowUnexpected)}});
+        artifact_errors.push_back(
+            {scan.files[i].rel_path, {std::string(reason::kWindowUnexpected)}});
       else if (files.size() > 1)
-        artifact_errors.push_back({scan.files[i].rel_path, {std::string(reason::kWindowDuplicate)}});
+        artifact_errors.push_back(
+            {scan.files[i].rel_path, {std::string(reason::kWindowDuplicate)}});
     }
   }
   std::sort(artifact_errors.begin(), artifact_errors.end(),
@@ -205,8 +213,10 @@ std::vector<WindowEvaluation> EvaluateWindows(const Topology& topology, const Wi
       if (f.status != "completed") {
         AddReason(w.reasons, reason::kWindowIncomplete);
       } else {
-        for (const auto& r : CheckResult(f, result_root)) AddReason(w.reasons, r);
-        if (!ClockMatches(f.start, *f.end, *f.duration)) AddReason(w.reasons, reason::kWindowClockMismatch);
+        if (result_root)
+          for (const auto& r : CheckResult(f, *result_root)) AddReason(w.reasons, r);
+        if (!ClockMatches(f.start, *f.end, *f.duration))
+          AddReason(w.reasons, reason::kWindowClockMismatch);
         if (w.reasons.empty()) w.coverage_span = TimeSpan{f.start, *f.end};
       }
     }
@@ -215,27 +225,41 @@ std::vector<WindowEvaluation> EvaluateWindows(const Topology& topology, const Wi
   return out;
 }
 
+std::vector<DeviceCoverage> CoverDevices(size_t span_index, const Topology& topology,
+                                         const std::vector<DeviceSamples>& observed,
+                                         std::optional<double> sample_interval_s) {
+  std::set<DeviceKey> keys;
+  for (const auto& d : topology.devices) keys.insert(d.key);
+  std::vector<DeviceCoverage> out;
+  for (const auto& key : keys) {
+    DeviceCoverage dc;
+    dc.key = key;
+    auto it =
+        std::lower_bound(observed.begin(), observed.end(), key,
+                         [](const DeviceSamples& d, const DeviceKey& k) { return d.key < k; });
+    if (it != observed.end() && it->key == key && span_index < it->spans.size())
+      dc.coverage = &it->spans[span_index];
+    if (!dc.coverage || !dc.coverage->bracketed()) {
+      AddReason(dc.reasons, reason::kWindowNotBracketed);
+    } else {
+      const SpanCoverage& c = *dc.coverage;
+      dc.uuid = it->uuids[c.uuids.front()];
+      if (c.uuids.size() > 1) AddReason(dc.reasons, reason::kGpuUuidChanged);
+      if (SampleGapExceeded(c)) AddReason(dc.reasons, reason::kSampleGapExceeded);
+      if (SampleLossExceeded(c, sample_interval_s))
+        AddReason(dc.reasons, reason::kSampleLossExceeded);
+    }
+    out.push_back(std::move(dc));
+  }
+  return out;
+}
+
 void ApplyCoverage(WindowEvaluation& w, size_t span_index, const Topology& topology,
                    const std::vector<DeviceSamples>& observed,
                    std::optional<double> sample_interval_s) {
-  std::set<DeviceKey> keys;
-  for (const auto& d : topology.devices) keys.insert(d.key);
-  for (const auto& key : keys) {
-    auto it = std::lower_bound(observed.begin(), observed.end(), key,
-                               [](const DeviceSamples& d, const DeviceKey& k) { return d.key < k; });
-    if (it == observed.end() || it->key != key || span_index >= it->spans.size()) {
-      AddReason(w.reasons, reason::kWindowNotBracketed);
-      continue;
-    }
-    const SpanCoverage& c = it->spans[span_index];
-    if (!c.bracketed()) {
-      AddReason(w.reasons, reason::kWindowNotBracketed);
-      continue;
-    }
-    if (c.uuids.size() > 1) AddReason(w.reasons, reason::kGpuUuidChanged);
-    w.max_gap_by_device[key.hostname + "/" + it->uuids[c.uuids.front()]] = c.max_gap_s;
-    if (SampleGapExceeded(c)) AddReason(w.reasons, reason::kSampleGapExceeded);
-    if (SampleLossExceeded(c, sample_interval_s)) AddReason(w.reasons, reason::kSampleLossExceeded);
+  for (const auto& dc : CoverDevices(span_index, topology, observed, sample_interval_s)) {
+    for (const auto& r : dc.reasons) AddReason(w.reasons, r);
+    if (dc.uuid) w.max_gap_by_device[dc.key.hostname + "/" + *dc.uuid] = dc.coverage->max_gap_s;
   }
 }
 

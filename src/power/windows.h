@@ -21,10 +21,10 @@ struct WindowFile {
   std::string rel_path;  // "windows/<stem>.json", relative to the power dir
   std::string stem;
   WindowKey key;
-  Json result_path;      // as recorded (validated by CheckResult)
+  Json result_path;  // as recorded (validated by CheckResult)
   double start = 0;
   std::optional<double> end, duration;
-  std::string status;    // running | interrupted | completed | failed
+  std::string status;  // running | interrupted | completed | failed
   std::optional<std::string> reason;
 };
 
@@ -34,8 +34,8 @@ struct ArtifactError {
 };
 
 struct WindowsScan {
-  std::vector<WindowFile> files;       // parsed and well-formed, sorted by path
-  std::vector<ArtifactError> errors;   // malformed or unsafe entries, sorted by path
+  std::vector<WindowFile> files;      // parsed and well-formed, sorted by path
+  std::vector<ArtifactError> errors;  // malformed or unsafe entries, sorted by path
 };
 
 // Parses one window document; the error names the broken rule.
@@ -53,19 +53,36 @@ std::vector<std::string> CheckResult(const WindowFile& w, const std::filesystem:
 
 struct WindowEvaluation {
   WindowKey key;
-  std::optional<size_t> file;           // index into WindowsScan::files when exactly one matched
-  std::vector<std::string> reasons;     // deduplicated
+  std::optional<size_t> file;             // index into WindowsScan::files when exactly one matched
+  std::vector<std::string> reasons;       // deduplicated
   std::optional<TimeSpan> coverage_span;  // set when coverage must run (completed, checks passed)
   std::map<std::string, double> max_gap_by_device;  // "<host>/<uuid>" -> seconds
   bool valid() const { return reasons.empty(); }
 };
 
 // Everything but coverage, per expected window. Adds unexpected and duplicate artifact errors.
-std::vector<WindowEvaluation> EvaluateWindows(const Topology& topology, const WindowsScan& scan,
-                                              const std::filesystem::path& result_root,
-                                              std::vector<ArtifactError>& artifact_errors);
+// Without a result root (energy without --result-root) the result-file checks are skipped.
+std::vector<WindowEvaluation> EvaluateWindows(
+    const Topology& topology, const WindowsScan& scan,
+    const std::optional<std::filesystem::path>& result_root,
+    std::vector<ArtifactError>& artifact_errors);
 
-// Coverage of one window over every expected device; `span_index` selects the device's spans entry.
+// Coverage of one expected device in one window.
+struct DeviceCoverage {
+  DeviceKey key;
+  std::optional<std::string> uuid;         // first UUID of the bracketing sequence
+  const SpanCoverage* coverage = nullptr;  // null when the device was never observed
+  std::vector<std::string> reasons;        // not_bracketed, gpu_uuid_changed, gap, loss
+  bool valid() const { return reasons.empty(); }
+};
+
+// Coverage of every expected device (sorted by key); `span_index` selects the devices' spans entry.
+// The returned pointers point into `observed`.
+std::vector<DeviceCoverage> CoverDevices(size_t span_index, const Topology& topology,
+                                         const std::vector<DeviceSamples>& observed,
+                                         std::optional<double> sample_interval_s);
+
+// Folds CoverDevices into the window's reasons and per-device gaps.
 void ApplyCoverage(WindowEvaluation& w, size_t span_index, const Topology& topology,
                    const std::vector<DeviceSamples>& observed,
                    std::optional<double> sample_interval_s);

@@ -23,7 +23,8 @@ class Checker {
   }
   void Equals(const std::string& key, std::string_view want) {
     const Json& v = Get(m_, key);
-    if (!v.is_string() || v.get<std::string>() != want) Fail(key, "must be \"" + std::string(want) + "\"");
+    if (!v.is_string() || v.get<std::string>() != want)
+      Fail(key, "must be \"" + std::string(want) + "\"");
   }
   void NonEmptyString(const std::string& key) {
     if (!IsNonEmptyString(Get(m_, key))) Fail(key, "must be a non-empty string");
@@ -61,9 +62,10 @@ void CheckExporter(const Json& m, std::vector<std::string>& out) {
   auto port = AsStrictInt(Get(e, "port"));
   if (!port || *port <= 0 || *port >= 65536) c.Fail("port", "must be an integer in 1..65535");
   const Json& cmd = Get(e, "command");
-  bool cmd_ok = IsNonEmptyString(cmd) ||
-                (cmd.is_array() && !cmd.empty() &&
-                 std::all_of(cmd.begin(), cmd.end(), [](const Json& a) { return IsNonEmptyString(a); }));
+  bool cmd_ok =
+      IsNonEmptyString(cmd) ||
+      (cmd.is_array() && !cmd.empty() &&
+       std::all_of(cmd.begin(), cmd.end(), [](const Json& a) { return IsNonEmptyString(a); }));
   if (!cmd_ok) c.Fail("command", "must be a non-empty string or list of strings");
   for (auto& f : c.failures_) out.push_back("dcgm_exporter." + f);
 }
@@ -132,7 +134,8 @@ std::vector<std::string> CheckWireContract(const Json& m) {
   auto started = c.Finite("started_at_unix");
   auto stopped = c.Finite("stopped_at_unix");
   if (started && stopped && *stopped < *started)
-    c.Fail("stopped_at_unix", "must not be before started_at_unix " + Describe(Get(m, "started_at_unix")));
+    c.Fail("stopped_at_unix",
+           "must not be before started_at_unix " + Describe(Get(m, "started_at_unix")));
   c.Bool("publication_valid");
   c.Count("scrape_count");
   c.Count("sample_row_count");

@@ -1,6 +1,6 @@
-// The manifest's wire contract: fixed identity strings, lifecycle fields, settings, counters, stored
-// reason codes and exporter identity, each checked by type (bool is never a number) and value.
-// Every failure message starts with the key it is about. Thread-safe: pure function.
+// The manifest's wire contract: fixed identity strings, lifecycle fields, settings, counters,
+// stored reason codes and exporter identity, each checked by type (bool is never a number) and
+// value. Every failure message starts with the key it is about. Thread-safe: pure function.
 #pragma once
 
 #include <string>
