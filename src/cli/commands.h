@@ -10,6 +10,8 @@ Subcommand SetupDmon(CLI::App& parent);
 Subcommand SetupFields(CLI::App& parent);
 Subcommand SetupValidatePower(CLI::App& parent);
 Subcommand SetupEnergy(CLI::App& parent);
+Subcommand SetupRecord(CLI::App& parent);
+Subcommand SetupReport(CLI::App& parent);
 
 inline constexpr SetupFn kSubcommands[] = {
     &SetupDevices,
@@ -17,6 +19,8 @@ inline constexpr SetupFn kSubcommands[] = {
     &SetupFields,
     &SetupValidatePower,
     &SetupEnergy,
+    &SetupRecord,
+    &SetupReport,
 };
 
 }  // namespace gpulse::cli

@@ -56,6 +56,9 @@ struct Sample {
   std::int64_t t_unix_ns = 0;
   DeviceState state = DeviceState::kOk;
   std::vector<std::optional<double>> values;
+  // XID errors the driver reported for this device since its previous read (when the XID field is
+  // requested); the XID field itself holds only the last one.
+  std::vector<std::uint64_t> xid_events;
 };
 
 }  // namespace gpulse

@@ -162,6 +162,10 @@ TEST_F(NvmlErrorsTest, XidIsAbsentUntilOneArrivesThenRoutedToItsDevice) {
   EXPECT_FALSE(s_.values[F(230)].has_value());
   b->Read(1, f, s_);
   EXPECT_DOUBLE_EQ(*s_.values[F(230)], 79.0);
+  EXPECT_EQ(s_.xid_events, std::vector<std::uint64_t>{79});  // the event, once
+  b->Read(1, f, s_);
+  EXPECT_DOUBLE_EQ(*s_.values[F(230)], 79.0);  // the last XID stays...
+  EXPECT_TRUE(s_.xid_events.empty());          // ...but is not reported as a new event
 }
 
 TEST_F(NvmlErrorsTest, XidAbsentWhenEventsCannotBeRegistered) {

@@ -68,6 +68,8 @@ bool DeviceReader::Check(Call call, nvmlReturn_t rc, gpu::ReadStats& stats) {
 
 void DeviceReader::Read(std::span<const FieldIndex> fields, Sample& out, gpu::ReadStats& stats) {
   out.values.assign(AllFields().size(), std::nullopt);
+  out.xid_events.swap(pending_xids_);
+  pending_xids_.clear();
   if (lost_) {
     out.state = DeviceState::kLost;
     return;

@@ -9,6 +9,7 @@
 #include <bitset>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "core/device.h"
 #include "core/fields.h"
@@ -58,7 +59,10 @@ class DeviceReader {
   void MarkLost() { lost_ = true; }
   bool unsupported(Call call) const { return unsupported_[static_cast<unsigned>(call)]; }
   void MarkUnsupported(Call call) { unsupported_.set(static_cast<unsigned>(call)); }
-  void RecordXid(unsigned long long xid) { last_xid_ = static_cast<double>(xid); }
+  void RecordXid(unsigned long long xid) {
+    last_xid_ = static_cast<double>(xid);
+    pending_xids_.push_back(xid);
+  }
   nvmlDevice_t handle() const { return handle_; }
 
  private:
@@ -76,6 +80,7 @@ class DeviceReader {
   bool lost_ = false;
   std::bitset<static_cast<unsigned>(Call::kCount)> unsupported_;
   std::optional<double> last_xid_;
+  std::vector<std::uint64_t> pending_xids_;  // handed out by the next Read
 };
 
 // The call that yields a catalogue source.

@@ -1,0 +1,209 @@
+// `gpulse record [-i MS] [--include-descendants] [-o DIR] [--fields LIST] [--simulate S] -- CMD…`:
+// runs CMD, samples the GPUs and CMD's process tree every tick, and writes DIR/run.json (canonical),
+// DIR/report.txt and DIR/report.html, printing the text report. Exits with CMD's exit code.
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "cli/gpu_options.h"
+#include "cli/subcommand.h"
+#include "cli/version.h"
+#include "gpu/registry.h"
+#include "report/derive.h"
+#include "report/render.h"
+#include "report/run_json.h"
+#include "sampling/recorder.h"
+#include "sys/child_process.h"
+
+namespace gpulse::cli {
+namespace {
+
+// gpulse's own failures, as env(1) and timeout(1) report them, so they cannot be mistaken for CMD's.
+constexpr int kExitRecordFailed = 125;
+constexpr int kExitCannotExecute = 126;
+constexpr int kExitNotFound = 127;
+
+struct RecordOptions {
+  gpu::BackendOptions gpu;
+  int interval_ms = 50;
+  bool include_descendants = false;
+  std::string out_dir;
+  std::string fields;
+  std::vector<std::string> command;
+};
+
+std::atomic<bool> g_child_exited{false};
+std::atomic<pid_t> g_child_pid{0};
+
+extern "C" void OnChild(int) { g_child_exited.store(true); }
+
+// Forwards a termination signal to CMD. A signal the terminal sent (Ctrl-C) already reached CMD,
+// which shares our process group, so only signals sent to gpulse itself are passed on.
+extern "C" void OnTerminate(int sig, siginfo_t* info, void*) {
+  pid_t child = g_child_pid.load();
+  if (child > 0 && (info == nullptr || info->si_code != SI_KERNEL)) kill(child, sig);
+}
+
+void InstallHandlers() {
+  struct sigaction sa {};
+  sigemptyset(&sa.sa_mask);
+  sa.sa_handler = OnChild;
+  sa.sa_flags = SA_NOCLDSTOP;  // no SA_RESTART: the ticker's sleep must wake up
+  sigaction(SIGCHLD, &sa, nullptr);
+  struct sigaction term {};
+  sigemptyset(&term.sa_mask);
+  term.sa_sigaction = OnTerminate;
+  term.sa_flags = SA_SIGINFO;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &term, nullptr);
+}
+
+std::string DefaultOutDir() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "gpulse-record-%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+// Creates DIR and proves it writable before CMD starts.
+Status PrepareOutDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error{ErrorCode::kIo, "cannot create output directory " + dir + ": " + ec.message()};
+  std::string probe = dir + "/.gpulse-write-test";
+  std::ofstream f(probe);
+  if (!f || !(f << "x") || (f.close(), !f)) {
+    return Error{ErrorCode::kIo, "output directory " + dir + " is not writable"};
+  }
+  std::filesystem::remove(probe, ec);
+  return Status::Ok();
+}
+
+Result<std::vector<FieldIndex>> OptionalFields(const std::string& list) {
+  if (list.empty()) return sampling::OptionalTimelineFields();
+  auto parsed = ParseFieldList(list);
+  if (!parsed) return parsed.error();
+  auto allowed = sampling::OptionalTimelineFields();
+  std::vector<FieldIndex> out;
+  for (FieldIndex f : *parsed) {
+    auto required = sampling::RequiredTimelineFields();
+    if (std::find(required.begin(), required.end(), f) != required.end()) continue;  // always recorded
+    if (std::find(allowed.begin(), allowed.end(), f) == allowed.end()) {
+      std::string names;
+      for (FieldIndex a : allowed) names += (names.empty() ? "" : ", ") + std::string(FieldAt(a).name);
+      return InvalidArgument("field " + std::string(FieldAt(f).name) +
+                             " cannot be recorded in the timeline (optional fields: " + names + ")");
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::string Hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!(f << text) || (f.close(), !f)) return Error{ErrorCode::kIo, "cannot write " + path};
+  return Status::Ok();
+}
+
+int Run(RecordOptions& o) {
+  auto fields = OptionalFields(o.fields);
+  if (!fields) {
+    fmt::print(stderr, "gpulse record: --fields: {}\n", fields.error().message);
+    return kExitRecordFailed;
+  }
+  if (o.out_dir.empty()) o.out_dir = DefaultOutDir();
+  if (Status st = PrepareOutDir(o.out_dir); !st.ok()) {
+    fmt::print(stderr, "gpulse record: {}\n", st.error().message);
+    return kExitRecordFailed;
+  }
+  report::Run run;
+  run.info.command = o.command;
+  run.info.host = Hostname();
+  run.info.gpulse_version = VersionString();
+  run.clock_ticks_per_second = sysconf(_SC_CLK_TCK);
+  auto backend = gpu::OpenBackend(o.gpu);
+  if (!backend && backend.error().code != ErrorCode::kUnavailable) {  // e.g. a bad --simulate
+    fmt::print(stderr, "gpulse record: {}\n", backend.error().message);
+    return kExitRecordFailed;
+  }
+  gpu::Backend* b = backend ? backend->get() : nullptr;
+  if (b != nullptr) {
+    run.devices = b->info().devices;
+    run.info.simulated = b->info().simulated;
+    run.info.scenario = b->info().scenario;
+    run.info.driver_version = b->info().driver_version;
+    if (run.devices.empty()) run.info.gpu_unavailable_reason = "no readable GPU";
+  } else {
+    run.info.gpu_unavailable_reason = backend.error().message;
+  }
+
+  InstallHandlers();
+  auto child = sys::ChildProcess::Spawn(o.command);
+  if (!child) {
+    fmt::print(stderr, "gpulse record: {}\n", child.error().message);
+    return child.error().code == ErrorCode::kNoPermission ? kExitCannotExecute : kExitNotFound;
+  }
+  g_child_pid.store(child->pid());
+  sampling::RecordOptions ro;
+  ro.period_ns = static_cast<std::int64_t>(o.interval_ms) * 1'000'000;
+  ro.include_descendants = o.include_descendants;
+  ro.optional_fields = *fields;
+  sampling::Recorder recorder(ro, b, &g_child_exited);
+  sys::ExitStatus status = recorder.Record(*child, run);
+  g_child_pid.store(0);
+  run.info.exit_code = status.code;
+  run.info.exit_signal = status.signal;
+  run.info.gpulse_exit_code = status.ShellCode();
+
+  report::Report rep = report::Derive(run);
+  std::string text = report::RenderText(run, rep);
+  bool ok = true;
+  for (Status st : {report::WriteRunJsonFile(run, rep, o.out_dir + "/run.json"),
+                    WriteText(o.out_dir + "/report.txt", text),
+                    WriteText(o.out_dir + "/report.html", report::RenderHtml(run, rep))}) {
+    if (!st.ok()) {
+      fmt::print(stderr, "gpulse record: {}\n", st.error().message);
+      ok = false;
+    }
+  }
+  fmt::print("{}", text);
+  fmt::print("Wrote {}/run.json, report.txt and report.html\n", o.out_dir);
+  if (!ok) return kExitRecordFailed;
+  return status.ShellCode();
+}
+
+}  // namespace
+
+Subcommand SetupRecord(CLI::App& parent) {
+  auto o = std::make_shared<RecordOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "record", "Run a command, sample its GPUs and process tree, and write run.json and reports");
+  AddGpuOptions(*app, o->gpu);
+  app->add_option("-i,--interval", o->interval_ms, "Sampling period in milliseconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3'600'000));
+  app->add_flag("--include-descendants", o->include_descendants,
+                "Sum RSS, CPU and threads over CMD's whole descendant tree");
+  app->add_option("-o,--output", o->out_dir, "Output directory (default: ./gpulse-record-DATE-TIME)");
+  app->add_option("--fields", o->fields,
+                  "Optional timeline fields to record (default: all of them; see docs/record.md)");
+  app->add_option("command", o->command, "The command to run, after --")->required();
+  app->footer("Exit status: CMD's, 128+N when CMD died of signal N, 126/127 when CMD cannot be "
+              "executed/found, 125 when gpulse itself fails.");
+  return {app, [o] { return Run(*o); }};
+}
+
+}  // namespace gpulse::cli

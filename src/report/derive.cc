@@ -1,0 +1,246 @@
+#include "report/derive.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace gpulse::report {
+namespace {
+
+using u128 = unsigned __int128;
+
+// Accumulates the ADR-007 set over a stream of samples.
+class AggregateBuilder {
+ public:
+  void Add(const GpuSample& s) {
+    if (n_ == 0) {
+      mem_min_ = mem_max_ = s.memory_used_bytes;
+      util_min_ = util_max_ = s.utilization_percent;
+      power_max_ = s.power_draw_milliwatts;
+      temp_max_ = s.temperature_celsius;
+      total_ = s.memory_total_bytes;
+    }
+    ++n_;
+    mem_min_ = std::min(mem_min_, s.memory_used_bytes);
+    mem_max_ = std::max(mem_max_, s.memory_used_bytes);
+    mem_sum_ += s.memory_used_bytes;
+    util_min_ = std::min(util_min_, s.utilization_percent);
+    util_max_ = std::max(util_max_, s.utilization_percent);
+    util_sum_ += s.utilization_percent;
+    power_max_ = std::max(power_max_, s.power_draw_milliwatts);
+    power_sum_ += s.power_draw_milliwatts;
+    temp_max_ = std::max(temp_max_, s.temperature_celsius);
+  }
+
+  GpuAggregates Build() const {
+    GpuAggregates a;
+    a.sample_count = n_;
+    if (n_ == 0) return a;
+    a.memory_used_min_bytes = mem_min_;
+    a.memory_used_max_bytes = mem_max_;
+    a.memory_used_mean_bytes = static_cast<std::uint64_t>(mem_sum_ / n_);
+    a.memory_total_bytes = total_;
+    a.utilization_min_percent = util_min_;
+    a.utilization_max_percent = util_max_;
+    a.utilization_mean_percent = static_cast<std::uint32_t>(util_sum_ / n_);
+    a.power_max_milliwatts = power_max_;
+    a.power_mean_milliwatts = static_cast<std::uint32_t>(power_sum_ / n_);
+    a.temperature_max_celsius = temp_max_;
+    return a;
+  }
+
+ private:
+  std::uint64_t n_ = 0;
+  std::uint64_t mem_min_ = 0, mem_max_ = 0, total_ = 0;
+  u128 mem_sum_ = 0;
+  std::uint32_t util_min_ = 0, util_max_ = 0, power_max_ = 0, temp_max_ = 0;
+  std::uint64_t util_sum_ = 0, power_sum_ = 0;
+};
+
+class StatBuilder {
+ public:
+  void Add(double v) {
+    min_ = std::min(min_, v);
+    max_ = std::max(max_, v);
+    sum_ += v;
+    ++n_;
+  }
+  std::optional<MinMaxMean> Build() const {
+    if (n_ == 0) return std::nullopt;
+    return MinMaxMean{min_, max_, sum_ / static_cast<double>(n_)};
+  }
+
+ private:
+  double min_ = std::numeric_limits<double>::infinity();
+  double max_ = -std::numeric_limits<double>::infinity();
+  double sum_ = 0;
+  std::uint64_t n_ = 0;
+};
+
+// Everything per device, built in one pass over that device's samples in time order.
+class DeviceBuilder {
+ public:
+  void Add(const GpuSample& s) {
+    agg_.Add(s);
+    power_.Add(s.power_draw_milliwatts / 1000.0);
+    sm_util_.Add(s.utilization_percent);
+    if (s.has(GpuSample::kMemoryUtilization)) mem_util_.Add(s.memory_utilization_percent);
+    if (s.has(GpuSample::kSmClock)) sm_clock_.Add(s.sm_clock_mhz);
+    if (s.has(GpuSample::kMemoryClock)) mem_clock_.Add(s.memory_clock_mhz);
+    max_mem_ = std::max(max_mem_.value_or(0), s.memory_used_bytes);
+    if (prev_) {
+      double dt_s = static_cast<double>(s.elapsed_ns - prev_->elapsed_ns) * 1e-9;
+      // mW * s = mJ
+      integral_mj_ += 0.5 * (prev_->power_draw_milliwatts + s.power_draw_milliwatts) * dt_s;
+      if (prev_->has(GpuSample::kClocksEventReasons)) {
+        for (int bit = 0; bit < 64; ++bit) {
+          if ((prev_->clocks_event_reasons >> bit) & 1U) {
+            (*throttle_)[ClockReasonName(bit)] += s.elapsed_ns - prev_->elapsed_ns;
+          }
+        }
+      }
+    } else {
+      first_ = s;
+    }
+    if (s.has(GpuSample::kClocksEventReasons) && !throttle_) throttle_.emplace();
+    prev_ = s;
+  }
+
+  DeviceReport Build(std::uint32_t index) const {
+    DeviceReport d;
+    d.device_index = index;
+    d.aggregates = agg_.Build();
+    d.energy = Energy();
+    d.stats.power_watts = power_.Build();
+    d.stats.sm_utilization_percent = sm_util_.Build();
+    d.stats.memory_utilization_percent = mem_util_.Build();
+    d.stats.sm_clock_mhz = sm_clock_.Build();
+    d.stats.memory_clock_mhz = mem_clock_.Build();
+    d.stats.max_memory_used_bytes = max_mem_;
+    if (first_ && prev_) {
+      d.stats.pcie_replays = Delta(GpuSample::kPcieReplay, first_->pcie_replay_count, prev_->pcie_replay_count);
+      d.stats.ecc_sbe_errors = Delta(GpuSample::kEccSbeVolatile, first_->ecc_sbe_volatile, prev_->ecc_sbe_volatile);
+      d.stats.ecc_dbe_errors = Delta(GpuSample::kEccDbeVolatile, first_->ecc_dbe_volatile, prev_->ecc_dbe_volatile);
+    }
+    d.stats.throttle_ns = throttle_;
+    return d;
+  }
+
+ private:
+  std::optional<std::uint64_t> Delta(GpuSample::Extra e, std::uint64_t first, std::uint64_t last) const {
+    if (!first_->has(e) || !prev_->has(e) || last < first) return std::nullopt;
+    return last - first;
+  }
+
+  DeviceEnergy Energy() const {
+    DeviceEnergy e;
+    if (!first_ || !prev_ || agg_.Build().sample_count < 2) return e;
+    if (first_->has(GpuSample::kEnergy) && prev_->has(GpuSample::kEnergy) &&
+        prev_->energy_millijoules >= first_->energy_millijoules) {
+      e.counter_millijoules = static_cast<double>(prev_->energy_millijoules - first_->energy_millijoules);
+    }
+    e.integrated_millijoules = integral_mj_;
+    if (e.counter_millijoules) {
+      e.source = EnergySource::kCounter;
+      e.millijoules = e.counter_millijoules;
+      if (*e.counter_millijoules > 0) {
+        e.relative_difference = (integral_mj_ - *e.counter_millijoules) / *e.counter_millijoules;
+      }
+    } else {
+      e.source = EnergySource::kIntegrated;
+      e.millijoules = integral_mj_;
+    }
+    return e;
+  }
+
+  AggregateBuilder agg_;
+  StatBuilder power_, sm_util_, mem_util_, sm_clock_, mem_clock_;
+  std::optional<std::uint64_t> max_mem_;
+  std::optional<GpuSample> first_, prev_;
+  double integral_mj_ = 0;
+  std::optional<std::map<std::string, std::int64_t>> throttle_;
+};
+
+ResourceReport DeriveResource(const Run& run) {
+  ResourceReport r;
+  const auto& s = run.resource_samples;
+  r.sample_count = s.size();
+  if (s.empty()) return r;
+  std::uint64_t rss_min = s.front().rss_bytes, rss_max = rss_min;
+  std::uint32_t th_min = s.front().thread_count, th_max = th_min;
+  u128 rss_sum = 0;
+  for (const ResourceSample& x : s) {
+    rss_min = std::min(rss_min, x.rss_bytes);
+    rss_max = std::max(rss_max, x.rss_bytes);
+    rss_sum += x.rss_bytes;
+    th_min = std::min(th_min, x.thread_count);
+    th_max = std::max(th_max, x.thread_count);
+  }
+  r.rss_min_bytes = rss_min;
+  r.rss_max_bytes = rss_max;
+  r.rss_mean_bytes = static_cast<std::uint64_t>(rss_sum / s.size());
+  r.rss_final_bytes = s.back().rss_bytes;
+  r.thread_min = th_min;
+  r.thread_max = th_max;
+  double wall_s = static_cast<double>(s.back().elapsed_ns - s.front().elapsed_ns) * 1e-9;
+  if (s.size() >= 2 && wall_s > 0 && run.clock_ticks_per_second > 0) {
+    auto jiffies = [](const ResourceSample& x) { return x.cpu_user_jiffies + x.cpu_system_jiffies; };
+    double used = static_cast<double>(jiffies(s.back())) - static_cast<double>(jiffies(s.front()));
+    r.cpu_mean_percent = used / static_cast<double>(run.clock_ticks_per_second) / wall_s * 100.0;
+  }
+  return r;
+}
+
+}  // namespace
+
+const char* EnergySourceName(EnergySource s) {
+  return s == EnergySource::kCounter ? "counter" : "integrated";
+}
+
+std::string ClockReasonName(int bit) {
+  static const char* const kNames[] = {"gpu_idle",          "applications_clocks_setting",
+                                       "sw_power_cap",      "hw_slowdown",
+                                       "sync_boost",        "sw_thermal_slowdown",
+                                       "hw_thermal_slowdown", "hw_power_brake_slowdown",
+                                       "display_clock_setting"};
+  if (bit >= 0 && bit < static_cast<int>(std::size(kNames))) return kNames[bit];
+  return "bit_" + std::to_string(bit);
+}
+
+Report Derive(const Run& run) {
+  Report report;
+  AggregateBuilder cluster;
+  std::map<std::uint32_t, DeviceBuilder> devices;
+  for (const GpuSample& s : run.gpu_samples) {
+    cluster.Add(s);
+    devices[s.device_index].Add(s);
+  }
+  GpuReport& g = report.gpu;
+  g.aggregates = cluster.Build();
+  g.device_count = devices.size();
+  bool any_counter = false, any_integrated = false;
+  for (const auto& [index, builder] : devices) {
+    DeviceReport d = builder.Build(index);
+    for (const DeviceInfo& info : run.devices) {
+      if (info.index == index) d.uuid = info.uuid;
+    }
+    for (const XidEvent& x : run.xid_events) {
+      if (x.device_index == index) d.stats.xids.push_back(x);
+    }
+    for (const GpuProcess& p : run.gpu_processes) {
+      if (p.device_index == index) d.stats.processes.push_back(p);
+    }
+    if (d.energy.millijoules) {
+      g.energy_millijoules = g.energy_millijoules.value_or(0) + *d.energy.millijoules;
+      (*d.energy.source == EnergySource::kCounter ? any_counter : any_integrated) = true;
+    }
+    g.per_device.push_back(std::move(d));
+  }
+  if (any_counter || any_integrated) {
+    g.energy_source = any_counter && any_integrated ? "mixed" : (any_counter ? "counter" : "integrated");
+  }
+  report.resource = DeriveResource(run);
+  return report;
+}
+
+}  // namespace gpulse::report

@@ -1,0 +1,96 @@
+// Derived figures of a run: cluster-wide and per-device GPU aggregates (ADR-007 of seeds/000),
+// process-tree aggregates, energy per device and DCGM-style job statistics. Pure functions of the
+// Run; deterministic, so re-rendering a report from run.json gives identical output.
+//
+// Rounding rule (also in docs/schema/run.schema.json): integer means are the floor of the exact
+// arithmetic mean over samples (sums are exact in 64/128-bit integers).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/run.h"
+
+namespace gpulse::report {
+
+// The ADR-007 aggregate set. Absent (nullopt) when there are no samples.
+struct GpuAggregates {
+  std::uint64_t sample_count = 0;
+  std::optional<std::uint64_t> memory_used_min_bytes, memory_used_max_bytes, memory_used_mean_bytes;
+  std::optional<std::uint64_t> memory_total_bytes;
+  std::optional<std::uint32_t> utilization_min_percent, utilization_max_percent,
+      utilization_mean_percent;
+  std::optional<std::uint32_t> power_max_milliwatts, power_mean_milliwatts;
+  std::optional<std::uint32_t> temperature_max_celsius;
+};
+
+enum class EnergySource { kCounter, kIntegrated };
+
+struct DeviceEnergy {
+  std::optional<double> counter_millijoules;     // last − first hardware counter reading
+  std::optional<double> integrated_millijoules;  // trapezoidal integral of power draw
+  std::optional<EnergySource> source;            // which one is reported (counter preferred)
+  std::optional<double> millijoules;             // the reported value
+  std::optional<double> relative_difference;     // (integrated − counter) / counter, when both
+};
+
+struct MinMaxMean {
+  double min = 0, max = 0, mean = 0;
+};
+
+// Like `dcgmi stats -v`, per device, over the run.
+struct JobStats {
+  std::optional<MinMaxMean> power_watts;
+  std::optional<MinMaxMean> sm_utilization_percent;
+  std::optional<MinMaxMean> memory_utilization_percent;
+  std::optional<MinMaxMean> sm_clock_mhz;
+  std::optional<MinMaxMean> memory_clock_mhz;
+  std::optional<std::uint64_t> max_memory_used_bytes;
+  std::optional<std::uint64_t> pcie_replays;      // counter increase during the run
+  std::optional<std::uint64_t> ecc_sbe_errors;    // volatile counter increase during the run
+  std::optional<std::uint64_t> ecc_dbe_errors;
+  std::vector<XidEvent> xids;
+  // Time with each clock-event (throttle) reason active, by reason name; absent when the reasons
+  // were never readable.
+  std::optional<std::map<std::string, std::int64_t>> throttle_ns;
+  std::vector<GpuProcess> processes;
+};
+
+struct DeviceReport {
+  std::uint32_t device_index = 0;
+  std::string uuid;  // "" when the device is not in run.devices
+  GpuAggregates aggregates;
+  DeviceEnergy energy;
+  JobStats stats;
+};
+
+struct GpuReport {
+  std::uint64_t device_count = 0;
+  GpuAggregates aggregates;  // cluster-wide, over every sample of every device
+  std::optional<double> energy_millijoules;  // sum of per-device reported energy
+  std::optional<std::string> energy_source;  // "counter", "integrated" or "mixed"
+  std::vector<DeviceReport> per_device;      // device index order
+};
+
+struct ResourceReport {
+  std::uint64_t sample_count = 0;
+  std::optional<std::uint64_t> rss_min_bytes, rss_max_bytes, rss_mean_bytes, rss_final_bytes;
+  std::optional<std::uint32_t> thread_min, thread_max;
+  std::optional<double> cpu_mean_percent;  // may exceed 100; absent with fewer than 2 samples
+};
+
+struct Report {
+  GpuReport gpu;
+  ResourceReport resource;
+};
+
+Report Derive(const Run& run);
+
+// Names of the clock-event reason bits, in bit order ("gpu_idle", "sw_power_cap", ...).
+std::string ClockReasonName(int bit);
+const char* EnergySourceName(EnergySource s);
+
+}  // namespace gpulse::report

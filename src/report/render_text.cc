@@ -1,0 +1,173 @@
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "report/render.h"
+
+namespace gpulse::report {
+namespace {
+
+std::string Iso8601(std::int64_t unix_ns) {
+  std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string Joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+std::string Watts(std::optional<std::uint32_t> mw) {
+  return mw ? fmt::format("{:.1f} W", *mw / 1000.0) : "n/a";
+}
+
+template <typename T>
+std::string Or(const std::optional<T>& v, const char* suffix) {
+  return v ? fmt::format("{}{}", *v, suffix) : "n/a";
+}
+
+std::string Bytes(const std::optional<std::uint64_t>& v) { return v ? FormatBytes(*v) : "n/a"; }
+
+std::string Seconds(std::int64_t ns) { return fmt::format("{:.3f} s", ns / 1e9); }
+
+void Header(std::string& o, const RunInfo& r) {
+  o += fmt::format("gpulse record: {}\n", Joined(r.command));
+  std::string status = r.exit_signal ? fmt::format("killed by signal {}", *r.exit_signal)
+                       : r.exit_code ? fmt::format("exit code {}", *r.exit_code)
+                                     : std::string("did not start");
+  o += fmt::format("  started {}, duration {}, {}\n", Iso8601(r.start_unix_ns), Seconds(r.duration_ns), status);
+  o += fmt::format("  sampling every {} ms{}{}\n", r.sample_period_ns / 1'000'000,
+                   r.include_descendants ? ", process tree with descendants" : "",
+                   r.simulated ? fmt::format("; simulated GPUs (scenario {})", r.scenario) : "");
+  if (r.skipped_ticks > 0) o += fmt::format("  {} late tick(s) skipped\n", r.skipped_ticks);
+}
+
+void Process(std::string& o, const RunInfo& info, const ResourceReport& r) {
+  if (r.sample_count == 0) {
+    o += "Process resource usage: no samples";
+    o += info.process_sampling_end_reason ? " (" + *info.process_sampling_end_reason + ")\n" : "\n";
+    return;
+  }
+  o += fmt::format("Process resource usage ({} samples)\n", r.sample_count);
+  o += fmt::format("  RSS                peak {}  mean {}\n", Bytes(r.rss_max_bytes), Bytes(r.rss_mean_bytes));
+  o += fmt::format("                     min  {}  final {}\n", Bytes(r.rss_min_bytes), Bytes(r.rss_final_bytes));
+  o += r.cpu_mean_percent ? fmt::format("  CPU utilization    mean {:.0f}%\n", *r.cpu_mean_percent)
+                          : std::string("  CPU utilization    (not enough samples)\n");
+  o += r.thread_min == r.thread_max ? fmt::format("  Threads            {} throughout\n", *r.thread_min)
+                                    : fmt::format("  Threads            {} .. {}\n", *r.thread_min, *r.thread_max);
+  if (info.process_sampling_end_reason) {
+    o += fmt::format("  (process sampling ended early: {})\n", *info.process_sampling_end_reason);
+  }
+}
+
+void Gpu(std::string& o, const RunInfo& info, const GpuReport& g) {
+  const GpuAggregates& a = g.aggregates;
+  if (a.sample_count == 0) {
+    o += "GPU resource usage: no GPU samples collected";
+    o += info.gpu_unavailable_reason ? " (" + *info.gpu_unavailable_reason + ")\n" : "\n";
+    return;
+  }
+  o += fmt::format("GPU resource usage ({} samples{})\n", a.sample_count,
+                   g.device_count != 1 ? fmt::format(", {} devices", g.device_count) : "");
+  o += fmt::format("  VRAM               peak {}  mean {}\n", Bytes(a.memory_used_max_bytes),
+                   Bytes(a.memory_used_mean_bytes));
+  o += fmt::format("                     min  {}  total {}\n", Bytes(a.memory_used_min_bytes),
+                   Bytes(a.memory_total_bytes));
+  o += fmt::format("  SM utilization     peak {}  mean {}  min {}\n", Or(a.utilization_max_percent, "%"),
+                   Or(a.utilization_mean_percent, "%"), Or(a.utilization_min_percent, "%"));
+  o += fmt::format("  Temperature        peak {}\n", Or(a.temperature_max_celsius, " C"));
+  o += fmt::format("  Power draw         peak {}  mean {}\n", Watts(a.power_max_milliwatts),
+                   Watts(a.power_mean_milliwatts));
+  if (g.device_count <= 1) return;
+  o += "Per-device GPU usage:\n";
+  for (const DeviceReport& d : g.per_device) {
+    const GpuAggregates& x = d.aggregates;
+    o += fmt::format("  GPU {}:  VRAM {} | SM mean {} | power mean {} | temp peak {}\n", d.device_index,
+                     Bytes(x.memory_used_max_bytes), Or(x.utilization_mean_percent, "%"),
+                     Watts(x.power_mean_milliwatts), Or(x.temperature_max_celsius, " C"));
+  }
+}
+
+std::string Joules(std::optional<double> mj) { return mj ? fmt::format("{:.1f} J", *mj / 1000.0) : "n/a"; }
+
+void Energy(std::string& o, const GpuReport& g) {
+  if (!g.energy_millijoules) return;
+  o += fmt::format("Energy (source: {}):\n", *g.energy_source);
+  o += fmt::format("  Total              {}\n", Joules(g.energy_millijoules));
+  for (const DeviceReport& d : g.per_device) {
+    const DeviceEnergy& e = d.energy;
+    if (!e.millijoules) {
+      o += fmt::format("  GPU {}              n/a (fewer than 2 samples)\n", d.device_index);
+      continue;
+    }
+    std::string cross;
+    if (e.counter_millijoules && e.integrated_millijoules && e.relative_difference) {
+      cross = fmt::format("; integrated {}, {:+.2f}%", Joules(e.integrated_millijoules), *e.relative_difference * 100);
+    }
+    o += fmt::format("  GPU {}              {} ({}{})\n", d.device_index, Joules(e.millijoules),
+                     EnergySourceName(*e.source), cross);
+  }
+}
+
+std::string Mmm(const std::optional<MinMaxMean>& m, const char* unit, const char* f = "{:.0f}") {
+  if (!m) return "n/a";
+  return fmt::format(fmt::runtime(std::string(f) + "/" + f + "/" + f + "{}"), m->min, m->mean, m->max, unit);
+}
+
+void Stats(std::string& o, const GpuReport& g) {
+  if (g.per_device.empty()) return;
+  o += "Job statistics (min/mean/max):\n";
+  for (const DeviceReport& d : g.per_device) {
+    const JobStats& s = d.stats;
+    o += fmt::format("  GPU {}{}\n", d.device_index, d.uuid.empty() ? "" : " (" + d.uuid + ")");
+    o += fmt::format("    Power              {}\n", Mmm(s.power_watts, " W", "{:.1f}"));
+    o += fmt::format("    SM utilization     {}\n", Mmm(s.sm_utilization_percent, "%"));
+    o += fmt::format("    Memory utilization {}\n", Mmm(s.memory_utilization_percent, "%"));
+    o += fmt::format("    SM clock           {}\n", Mmm(s.sm_clock_mhz, " MHz"));
+    o += fmt::format("    Memory clock       {}\n", Mmm(s.memory_clock_mhz, " MHz"));
+    o += fmt::format("    Max memory used    {}\n", Bytes(s.max_memory_used_bytes));
+    o += fmt::format("    PCIe replays       {}\n", Or(s.pcie_replays, ""));
+    o += fmt::format("    ECC errors         single-bit {}, double-bit {}\n", Or(s.ecc_sbe_errors, ""),
+                     Or(s.ecc_dbe_errors, ""));
+    std::string xids;
+    for (const XidEvent& x : s.xids) xids += fmt::format("{}{} at {}", xids.empty() ? "" : ", ", x.xid, Seconds(x.elapsed_ns));
+    o += fmt::format("    XID errors         {}\n", xids.empty() ? "none" : xids);
+    if (!s.throttle_ns) {
+      o += "    Clock events       n/a\n";
+    } else {
+      std::string t;
+      for (const auto& [reason, ns] : *s.throttle_ns) t += fmt::format("{}{} {}", t.empty() ? "" : ", ", reason, Seconds(ns));
+      o += fmt::format("    Clock events       {}\n", t.empty() ? "none" : t);
+    }
+    for (const GpuProcess& p : s.processes) {
+      o += fmt::format("    Process {:<10} peak memory {}\n", p.pid, Bytes(p.max_memory_bytes));
+    }
+  }
+}
+
+}  // namespace
+
+std::string FormatBytes(std::uint64_t bytes) {
+  constexpr std::uint64_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+  if (bytes >= kGiB) return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / kGiB);
+  if (bytes >= kMiB) return fmt::format("{} MiB", bytes / kMiB);
+  if (bytes >= kKiB) return fmt::format("{} KiB", bytes / kKiB);
+  return fmt::format("{} B", bytes);
+}
+
+std::string RenderText(const Run& run, const Report& report) {
+  std::string o;
+  Header(o, run.info);
+  Process(o, run.info, report.resource);
+  Gpu(o, run.info, report.gpu);
+  Energy(o, report.gpu);
+  Stats(o, report.gpu);
+  return o;
+}
+
+}  // namespace gpulse::report

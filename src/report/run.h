@@ -1,0 +1,111 @@
+// The raw record of one `gpulse record` run: what was run, on which devices, and the per-tick
+// samples of the GPUs and of the process tree, all on one monotonic clock anchored to the unix clock
+// once. Derived figures (aggregates, energy, job statistics) are computed from this by Derive().
+//
+// The timeline is the canonical data; everything else in run.json is a function of it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+
+namespace gpulse::report {
+
+// One device at one tick. The five ADR-007 readings are required: a device whose reading of any of
+// them failed is dropped from that tick, never zero-filled. The extras are optional, marked present
+// in a bitmask (kept compact: a run holds one of these per device per tick, about 96 bytes).
+struct GpuSample {
+  enum Extra : std::uint16_t {
+    kMemoryUtilization = 1 << 0,
+    kSmClock = 1 << 1,
+    kMemoryClock = 1 << 2,
+    kEnergy = 1 << 3,
+    kClocksEventReasons = 1 << 4,
+    kPcieReplay = 1 << 5,
+    kEccSbeVolatile = 1 << 6,
+    kEccDbeVolatile = 1 << 7,
+  };
+
+  std::int64_t elapsed_ns = 0;
+  std::uint64_t memory_used_bytes = 0;
+  std::uint64_t memory_total_bytes = 0;
+  std::uint64_t energy_millijoules = 0;  // the hardware counter's reading (kEnergy)
+  std::uint64_t clocks_event_reasons = 0;
+  std::uint64_t ecc_sbe_volatile = 0;
+  std::uint64_t ecc_dbe_volatile = 0;
+  std::uint32_t device_index = 0;
+  std::uint32_t utilization_percent = 0;
+  std::uint32_t temperature_celsius = 0;
+  std::uint32_t power_draw_milliwatts = 0;
+  std::uint32_t memory_utilization_percent = 0;
+  std::uint32_t sm_clock_mhz = 0;
+  std::uint32_t memory_clock_mhz = 0;
+  std::uint32_t pcie_replay_count = 0;
+  std::uint16_t present = 0;  // Extra bits
+
+  bool has(Extra e) const { return (present & e) != 0; }
+  template <typename T>
+  std::optional<T> get(Extra e, T value) const {
+    return has(e) ? std::optional<T>(value) : std::nullopt;
+  }
+};
+
+// An XID error reported by the driver during the run.
+struct XidEvent {
+  std::int64_t elapsed_ns = 0;
+  std::uint32_t device_index = 0;
+  std::uint64_t xid = 0;
+};
+
+// The process tree at one tick (CMD alone, or CMD and its descendants summed).
+struct ResourceSample {
+  std::int64_t elapsed_ns = 0;
+  std::uint64_t rss_bytes = 0;
+  std::uint64_t cpu_user_jiffies = 0;
+  std::uint64_t cpu_system_jiffies = 0;
+  std::uint32_t thread_count = 0;
+  std::uint32_t process_count = 0;
+};
+
+// A GPU process seen during the run, with its peak memory (job statistics).
+struct GpuProcess {
+  std::uint32_t device_index = 0;
+  std::uint32_t pid = 0;
+  std::optional<std::uint64_t> max_memory_bytes;
+};
+
+struct RunInfo {
+  std::vector<std::string> command;
+  std::int64_t start_unix_ns = 0;  // the anchor: elapsed_ns 0 happened at this unix time
+  std::int64_t end_unix_ns = 0;
+  std::int64_t duration_ns = 0;
+  std::optional<int> exit_code;      // CMD's exit status when it exited normally
+  std::optional<int> exit_signal;    // the signal that ended CMD
+  int gpulse_exit_code = 0;          // what gpulse exits with (CMD's code, 128+N, 127, ...)
+  std::int64_t sample_period_ns = 0;
+  bool include_descendants = false;
+  bool simulated = false;
+  std::string scenario;  // simulator scenario when simulated
+  std::string host;
+  std::string gpulse_version;
+  std::optional<std::string> driver_version;
+  std::optional<std::string> gpu_unavailable_reason;       // why no GPU samples were collected
+  std::optional<std::string> process_sampling_end_reason;  // why process sampling stopped early
+  std::int64_t skipped_ticks = 0;
+};
+
+struct Run {
+  RunInfo info;
+  std::vector<DeviceInfo> devices;
+  std::deque<GpuSample> gpu_samples;  // tick order, then device order (deque: no 2x growth spikes)
+  std::vector<XidEvent> xid_events;
+  std::deque<ResourceSample> resource_samples;  // tick order
+  std::vector<GpuProcess> gpu_processes;
+  long clock_ticks_per_second = 100;  // sysconf(_SC_CLK_TCK) at record time
+};
+
+}  // namespace gpulse::report

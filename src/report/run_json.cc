@@ -1,0 +1,255 @@
+#include "report/run_json.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace gpulse::report {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+template <typename T>
+json Opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json RunSection(const RunInfo& r) {
+  return {{"command", r.command},
+          {"start_unix_ns", r.start_unix_ns},
+          {"end_unix_ns", r.end_unix_ns},
+          {"duration_ns", r.duration_ns},
+          {"exit_code", Opt(r.exit_code)},
+          {"exit_signal", Opt(r.exit_signal)},
+          {"gpulse_exit_code", r.gpulse_exit_code},
+          {"sample_period_ns", r.sample_period_ns},
+          {"include_descendants", r.include_descendants},
+          {"simulated", r.simulated},
+          {"scenario", r.simulated ? json(r.scenario) : json(nullptr)},
+          {"host", r.host},
+          {"gpulse_version", r.gpulse_version},
+          {"driver_version", Opt(r.driver_version)},
+          {"gpu_unavailable_reason", Opt(r.gpu_unavailable_reason)},
+          {"process_sampling_end_reason", Opt(r.process_sampling_end_reason)},
+          {"skipped_ticks", r.skipped_ticks}};
+}
+
+json DevicesSection(const std::vector<DeviceInfo>& devices) {
+  json out = json::array();
+  for (const DeviceInfo& d : devices) {
+    out.push_back({{"index", d.index},
+                   {"name", d.name},
+                   {"uuid", d.uuid},
+                   {"pci_bus_id", d.pci_bus_id},
+                   {"memory_total_bytes", Opt(d.memory_total_bytes)},
+                   {"power_limit_watts", Opt(d.power_limit_watts)},
+                   {"mig_enabled", Opt(d.mig_enabled)}});
+  }
+  return out;
+}
+
+json AggregatesJson(const GpuAggregates& a) {
+  return {{"sample_count", a.sample_count},
+          {"memory_used_min_bytes", Opt(a.memory_used_min_bytes)},
+          {"memory_used_max_bytes", Opt(a.memory_used_max_bytes)},
+          {"memory_used_mean_bytes", Opt(a.memory_used_mean_bytes)},
+          {"memory_total_bytes", Opt(a.memory_total_bytes)},
+          {"utilization_min_percent", Opt(a.utilization_min_percent)},
+          {"utilization_max_percent", Opt(a.utilization_max_percent)},
+          {"utilization_mean_percent", Opt(a.utilization_mean_percent)},
+          {"power_max_milliwatts", Opt(a.power_max_milliwatts)},
+          {"power_mean_milliwatts", Opt(a.power_mean_milliwatts)},
+          {"temperature_max_celsius", Opt(a.temperature_max_celsius)}};
+}
+
+json EnergyJson(const DeviceEnergy& e, json& into) {
+  into["energy_millijoules"] = Opt(e.millijoules);
+  into["energy_source"] = e.source ? json(EnergySourceName(*e.source)) : json(nullptr);
+  into["energy_counter_millijoules"] = Opt(e.counter_millijoules);
+  into["energy_integrated_millijoules"] = Opt(e.integrated_millijoules);
+  into["energy_relative_difference"] = Opt(e.relative_difference);
+  return into;
+}
+
+json MmmJson(const std::optional<MinMaxMean>& m) {
+  if (!m) return nullptr;
+  return {{"min", m->min}, {"max", m->max}, {"mean", m->mean}};
+}
+
+json XidsJson(const std::vector<XidEvent>& xids) {
+  json out = json::array();
+  for (const XidEvent& x : xids) {
+    out.push_back({{"elapsed_ns", x.elapsed_ns}, {"device_index", x.device_index}, {"xid", x.xid}});
+  }
+  return out;
+}
+
+json ProcessesJson(const std::vector<GpuProcess>& ps) {
+  json out = json::array();
+  for (const GpuProcess& p : ps) {
+    out.push_back({{"device_index", p.device_index}, {"pid", p.pid}, {"max_memory_bytes", Opt(p.max_memory_bytes)}});
+  }
+  return out;
+}
+
+json JobStatsJson(const DeviceReport& d) {
+  const JobStats& s = d.stats;
+  json j{{"device_index", d.device_index},
+         {"uuid", d.uuid},
+         {"power_watts", MmmJson(s.power_watts)},
+         {"sm_utilization_percent", MmmJson(s.sm_utilization_percent)},
+         {"memory_utilization_percent", MmmJson(s.memory_utilization_percent)},
+         {"sm_clock_mhz", MmmJson(s.sm_clock_mhz)},
+         {"memory_clock_mhz", MmmJson(s.memory_clock_mhz)},
+         {"max_memory_used_bytes", Opt(s.max_memory_used_bytes)},
+         {"pcie_replays", Opt(s.pcie_replays)},
+         {"ecc_sbe_errors", Opt(s.ecc_sbe_errors)},
+         {"ecc_dbe_errors", Opt(s.ecc_dbe_errors)},
+         {"xid_errors", XidsJson(s.xids)},
+         {"throttle_ns", s.throttle_ns ? json(*s.throttle_ns) : json(nullptr)},
+         {"processes", ProcessesJson(s.processes)}};
+  EnergyJson(d.energy, j);
+  return j;
+}
+
+json GpuSection(const GpuReport& g) {
+  json j = AggregatesJson(g.aggregates);
+  j["device_count"] = g.device_count;
+  j["energy_millijoules"] = Opt(g.energy_millijoules);
+  j["energy_source"] = Opt(g.energy_source);
+  json per = json::array();
+  for (const DeviceReport& d : g.per_device) {
+    json e = AggregatesJson(d.aggregates);
+    e["device_index"] = d.device_index;
+    e["uuid"] = d.uuid;
+    EnergyJson(d.energy, e);
+    per.push_back(std::move(e));
+  }
+  j["per_device"] = std::move(per);
+  return j;
+}
+
+json ResourceSection(const ResourceReport& r) {
+  return {{"sample_count", r.sample_count},     {"rss_min_bytes", Opt(r.rss_min_bytes)},
+          {"rss_max_bytes", Opt(r.rss_max_bytes)}, {"rss_mean_bytes", Opt(r.rss_mean_bytes)},
+          {"rss_final_bytes", Opt(r.rss_final_bytes)}, {"thread_min", Opt(r.thread_min)},
+          {"thread_max", Opt(r.thread_max)},       {"cpu_mean_percent", Opt(r.cpu_mean_percent)}};
+}
+
+// Streams one object per sample into a growing buffer flushed in large writes.
+class Sink {
+ public:
+  explicit Sink(std::FILE* f) : f_(f) {}
+  fmt::memory_buffer& buf() { return buf_; }
+  bool MaybeFlush() { return buf_.size() < (1u << 20) || Flush(); }
+  bool Flush() {
+    bool ok = std::fwrite(buf_.data(), 1, buf_.size(), f_) == buf_.size();
+    buf_.clear();
+    return ok;
+  }
+
+ private:
+  std::FILE* f_;
+  fmt::memory_buffer buf_;
+};
+
+void AppendSample(fmt::memory_buffer& b, const GpuSample& s) {
+  auto out = std::back_inserter(b);
+  fmt::format_to(out,
+                 R"({{"elapsed_ns":{},"device_index":{},"memory_used_bytes":{},"memory_total_bytes":{},)"
+                 R"("utilization_percent":{},"temperature_celsius":{},"power_draw_milliwatts":{})",
+                 s.elapsed_ns, s.device_index, s.memory_used_bytes, s.memory_total_bytes,
+                 s.utilization_percent, s.temperature_celsius, s.power_draw_milliwatts);
+  auto extra = [&](GpuSample::Extra e, const char* key, std::uint64_t v) {
+    if (s.has(e)) fmt::format_to(out, R"(,"{}":{})", key, v);
+  };
+  extra(GpuSample::kMemoryUtilization, "memory_utilization_percent", s.memory_utilization_percent);
+  extra(GpuSample::kSmClock, "sm_clock_mhz", s.sm_clock_mhz);
+  extra(GpuSample::kMemoryClock, "memory_clock_mhz", s.memory_clock_mhz);
+  extra(GpuSample::kEnergy, "energy_millijoules", s.energy_millijoules);
+  extra(GpuSample::kClocksEventReasons, "clocks_event_reasons", s.clocks_event_reasons);
+  extra(GpuSample::kPcieReplay, "pcie_replay_count", s.pcie_replay_count);
+  extra(GpuSample::kEccSbeVolatile, "ecc_sbe_volatile", s.ecc_sbe_volatile);
+  extra(GpuSample::kEccDbeVolatile, "ecc_dbe_volatile", s.ecc_dbe_volatile);
+  b.push_back('}');
+}
+
+void AppendResource(fmt::memory_buffer& b, const ResourceSample& s) {
+  fmt::format_to(std::back_inserter(b),
+                 R"({{"elapsed_ns":{},"rss_bytes":{},"cpu_user_jiffies":{},"cpu_system_jiffies":{},)"
+                 R"("thread_count":{},"process_count":{}}})",
+                 s.elapsed_ns, s.rss_bytes, s.cpu_user_jiffies, s.cpu_system_jiffies, s.thread_count,
+                 s.process_count);
+}
+
+template <typename Container, typename AppendFn>
+bool WriteArray(Sink& sink, const Container& items, AppendFn append) {
+  auto& b = sink.buf();
+  b.push_back('[');
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) b.push_back(',');
+    first = false;
+    b.append(std::string_view("\n    "));
+    append(b, item);
+    if (!sink.MaybeFlush()) return false;
+  }
+  b.append(std::string_view(first ? "]" : "\n  ]"));
+  return true;
+}
+
+void AppendJson(fmt::memory_buffer& b, std::string_view key, const json& value, bool last = false) {
+  fmt::format_to(std::back_inserter(b), "  \"{}\": {}{}\n", key, value.dump(), last ? "" : ",");
+}
+
+}  // namespace
+
+Status WriteRunJson(const Run& run, const Report& report, std::FILE* out) {
+  Sink sink(out);
+  auto& b = sink.buf();
+  b.append(std::string_view("{\n"));
+  AppendJson(b, "schema_version", kRunSchemaVersion);
+  AppendJson(b, "run", RunSection(run.info));
+  AppendJson(b, "devices", DevicesSection(run.devices));
+  json job = json::array();
+  for (const DeviceReport& d : report.gpu.per_device) job.push_back(JobStatsJson(d));
+  AppendJson(b, "gpu", GpuSection(report.gpu));
+  AppendJson(b, "job_statistics", job);
+  AppendJson(b, "resource", ResourceSection(report.resource));
+  AppendJson(b, "xid_events", XidsJson(run.xid_events));
+  AppendJson(b, "gpu_processes", ProcessesJson(run.gpu_processes));
+  AppendJson(b, "clock_ticks_per_second", run.clock_ticks_per_second);
+  fmt::format_to(std::back_inserter(b), "  \"resource_timeline\": {{\"sample_period_ns\": {}, \"samples\": ",
+                 run.info.sample_period_ns);
+  if (!WriteArray(sink, run.resource_samples, AppendResource)) return Error{ErrorCode::kIo, "write failed"};
+  fmt::format_to(std::back_inserter(b), "}},\n  \"gpu_timeline\": {{\"sample_period_ns\": {}, \"samples\": ",
+                 run.info.sample_period_ns);
+  if (!WriteArray(sink, run.gpu_samples, AppendSample)) return Error{ErrorCode::kIo, "write failed"};
+  b.append(std::string_view("}\n}\n"));
+  if (!sink.Flush() || std::fflush(out) != 0) {
+    return Error{ErrorCode::kIo, std::string("write failed: ") + std::strerror(errno)};
+  }
+  return Status::Ok();
+}
+
+Status WriteRunJsonFile(const Run& run, const Report& report, const std::string& path) {
+  std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return Error{ErrorCode::kIo, "cannot write " + tmp + ": " + std::strerror(errno)};
+  Status st = WriteRunJson(run, report, f);
+  if (std::fclose(f) != 0 && st.ok()) st = Error{ErrorCode::kIo, "cannot close " + tmp};
+  if (!st.ok()) {
+    std::remove(tmp.c_str());
+    return Error{ErrorCode::kIo, path + ": " + st.error().message};
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Error{ErrorCode::kIo, "cannot rename " + tmp + " to " + path + ": " + ec.message()};
+  return Status::Ok();
+}
+
+}  // namespace gpulse::report

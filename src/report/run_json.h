@@ -1,0 +1,27 @@
+// run.json: the canonical, self-describing record of a run (docs/schema/run.schema.json). Writing
+// streams the timelines (a run can hold millions of samples) and embeds the derived sections;
+// reading restores the Run exactly, so every report can be re-rendered from run.json alone.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "core/result.h"
+#include "report/derive.h"
+#include "report/run.h"
+
+namespace gpulse::report {
+
+inline constexpr int kRunSchemaVersion = 1;
+
+// Writes run.json for `run` and its derived `report` to `out`. Fails on a write error.
+Status WriteRunJson(const Run& run, const Report& report, std::FILE* out);
+
+// Writes to `path` atomically (temporary file in the same directory, then rename).
+Status WriteRunJsonFile(const Run& run, const Report& report, const std::string& path);
+
+// Reads the raw parts of run.json (run, devices, timelines, events) back into a Run. Derived
+// sections are ignored: callers derive them again. Errors name the file and the problem.
+Result<Run> ReadRunJsonFile(const std::string& path);
+
+}  // namespace gpulse::report

@@ -1,0 +1,189 @@
+#include "sampling/process_tree.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <unordered_set>
+
+namespace gpulse::sampling {
+namespace {
+
+template <typename T>
+bool ParseNumber(std::string_view s, T& out) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+// Splits off the next space-separated token.
+std::string_view NextToken(std::string_view& s) {
+  std::size_t b = s.find_first_not_of(" \t\n");
+  if (b == std::string_view::npos) {
+    s = {};
+    return {};
+  }
+  s.remove_prefix(b);
+  std::size_t e = s.find_first_of(" \t\n");
+  std::string_view tok = s.substr(0, e);
+  s.remove_prefix(e == std::string_view::npos ? s.size() : e);
+  return tok;
+}
+
+bool PreadAll(int fd, std::string& out) {
+  out.resize(out.capacity() < 4096 ? 4096 : out.capacity());
+  std::size_t len = 0;
+  for (;;) {
+    if (len == out.size()) out.resize(out.size() * 2);
+    ssize_t n = pread(fd, out.data() + len, out.size() - len, static_cast<off_t>(len));
+    if (n < 0) return false;
+    if (n == 0) break;
+    len += static_cast<std::size_t>(n);
+  }
+  out.resize(len);
+  return true;
+}
+
+}  // namespace
+
+Result<ProcStats> ParseStat(std::string_view text) {
+  // The command name may contain spaces and parentheses: fields start after the last ')'.
+  std::size_t close = text.rfind(')');
+  if (close == std::string_view::npos) return InvalidArgument("missing ')' after the command name");
+  std::string_view rest = text.substr(close + 1);
+  // Field numbers as in proc(5): 3 state, 14 utime, 15 stime, 20 num_threads, 24 rss.
+  std::string_view f[22];
+  int n = 0;
+  while (n < 22) {
+    std::string_view tok = NextToken(rest);
+    if (tok.empty()) break;
+    f[n++] = tok;
+  }
+  if (n < 22) return InvalidArgument("too few fields");
+  ProcStats p;
+  p.zombie = f[0] == "Z" || f[0] == "X";
+  if (!ParseNumber(f[11], p.utime_jiffies)) return InvalidArgument("invalid utime");
+  if (!ParseNumber(f[12], p.stime_jiffies)) return InvalidArgument("invalid stime");
+  if (!ParseNumber(f[17], p.threads)) return InvalidArgument("invalid num_threads");
+  long long rss = 0;
+  if (!ParseNumber(f[21], rss)) return InvalidArgument("invalid rss");
+  p.rss_pages = rss > 0 ? static_cast<std::uint64_t>(rss) : 0;
+  return p;
+}
+
+Result<std::vector<pid_t>> ParseChildren(std::string_view text) {
+  std::vector<pid_t> out;
+  for (std::string_view tok = NextToken(text); !tok.empty(); tok = NextToken(text)) {
+    pid_t pid = 0;
+    if (!ParseNumber(tok, pid) || pid <= 0) return InvalidArgument("invalid child pid \"" + std::string(tok) + "\"");
+    out.push_back(pid);
+  }
+  return out;
+}
+
+ProcessTreeSampler::ProcessTreeSampler(std::string proc_root, pid_t pid, bool include_descendants)
+    : root_(std::move(proc_root)), pid_(pid), descendants_(include_descendants),
+      page_size_(static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE))) {}
+
+ProcessTreeSampler::~ProcessTreeSampler() {
+  for (auto& [pid, o] : open_) Close(o);
+}
+
+void ProcessTreeSampler::Close(Open& o) {
+  for (int fd : o.children_fds) close(fd);
+  if (o.stat_fd >= 0) close(o.stat_fd);
+  if (o.dir_fd >= 0) close(o.dir_fd);
+  o = Open{};
+}
+
+ProcessTreeSampler::Open* ProcessTreeSampler::Get(pid_t pid) {
+  auto it = open_.find(pid);
+  if (it == open_.end()) {
+    Open o;
+    std::string dir = root_ + "/" + std::to_string(pid);
+    o.dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (o.dir_fd < 0) return nullptr;
+    o.stat_fd = openat(o.dir_fd, "stat", O_RDONLY | O_CLOEXEC);
+    if (o.stat_fd < 0) {
+      Close(o);
+      return nullptr;
+    }
+    it = open_.emplace(pid, std::move(o)).first;
+  }
+  it->second.tick = tick_;
+  return &it->second;
+}
+
+Result<ProcStats> ProcessTreeSampler::ReadStats(Open& o) {
+  if (!PreadAll(o.stat_fd, buf_)) return NotFound("stat: cannot read (process gone)");
+  return ParseStat(buf_);
+}
+
+void ProcessTreeSampler::AppendChildren(Open& o, std::uint32_t threads, std::vector<pid_t>& out) {
+  // List the tasks again when threads came or went, and once a second (20 ticks at the default
+  // period) in case one thread replaced another.
+  if (threads != o.tasks_seen || tick_ % 20 == 0) {
+    for (int fd : o.children_fds) close(fd);
+    o.children_fds.clear();
+    int task_fd = openat(o.dir_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (task_fd < 0) return;
+    DIR* d = fdopendir(task_fd);
+    if (d == nullptr) {
+      close(task_fd);
+      return;
+    }
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      std::string rel = std::string(e->d_name) + "/children";
+      int fd = openat(dirfd(d), rel.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) o.children_fds.push_back(fd);
+    }
+    closedir(d);
+    o.tasks_seen = threads;
+  }
+  for (int fd : o.children_fds) {
+    if (!PreadAll(fd, buf_)) continue;  // that thread exited
+    if (auto kids = ParseChildren(buf_)) out.insert(out.end(), kids->begin(), kids->end());
+  }
+}
+
+Result<TreeTotals> ProcessTreeSampler::Read() {
+  ++tick_;
+  Open* root = Get(pid_);
+  if (root == nullptr) return NotFound(root_ + "/" + std::to_string(pid_) + ": cannot open (process gone)");
+  auto stats = ReadStats(*root);
+  if (!stats) return Error{stats.error().code, root_ + "/" + std::to_string(pid_) + "/" + stats.error().message};
+  if (stats->zombie) return NotFound("process exited");
+  TreeTotals t{stats->rss_pages * page_size_, stats->utime_jiffies, stats->stime_jiffies, stats->threads, 1};
+  if (descendants_) {
+    std::vector<pid_t> queue;
+    AppendChildren(*root, stats->threads, queue);
+    std::unordered_set<pid_t> seen{pid_};
+    while (!queue.empty()) {
+      pid_t pid = queue.back();
+      queue.pop_back();
+      if (!seen.insert(pid).second) continue;
+      Open* o = Get(pid);
+      if (o == nullptr) continue;  // exited between listing and reading: normal
+      auto s = ReadStats(*o);
+      if (!s || s->zombie) continue;
+      t.rss_bytes += s->rss_pages * page_size_;
+      t.utime_jiffies += s->utime_jiffies;
+      t.stime_jiffies += s->stime_jiffies;
+      t.threads += s->threads;
+      ++t.processes;
+      AppendChildren(*o, s->threads, queue);
+    }
+  }
+  for (auto it = open_.begin(); it != open_.end();) {  // close processes not seen this tick
+    if (it->second.tick != tick_) {
+      Close(it->second);
+      it = open_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return t;
+}
+
+}  // namespace gpulse::sampling

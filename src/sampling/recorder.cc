@@ -1,0 +1,126 @@
+#include "sampling/recorder.h"
+
+#include <cmath>
+
+#include "core/clock.h"
+#include "sampling/process_tree.h"
+#include "sampling/ticker.h"
+
+namespace gpulse::sampling {
+namespace {
+
+FieldIndex Idx(FieldId id) { return *IndexOf(id); }
+
+// The catalogue ids behind the timeline's columns.
+constexpr FieldId kFbUsed = 252, kFbTotal = 250, kGpuUtil = 203, kGpuTemp = 150, kPower = 155;
+constexpr FieldId kMemUtil = 204, kSmClock = 100, kMemClock = 101, kEnergy = 156, kReasons = 112,
+                  kPcieReplay = 202, kEccSbe = 310, kEccDbe = 311, kXid = 230;
+
+struct ExtraMap {
+  FieldId id;
+  report::GpuSample::Extra bit;
+};
+constexpr ExtraMap kExtras[] = {
+    {kMemUtil, report::GpuSample::kMemoryUtilization}, {kSmClock, report::GpuSample::kSmClock},
+    {kMemClock, report::GpuSample::kMemoryClock},      {kEnergy, report::GpuSample::kEnergy},
+    {kReasons, report::GpuSample::kClocksEventReasons}, {kPcieReplay, report::GpuSample::kPcieReplay},
+    {kEccSbe, report::GpuSample::kEccSbeVolatile},     {kEccDbe, report::GpuSample::kEccDbeVolatile},
+};
+
+std::uint64_t U64(double v) { return v <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(v)); }
+std::uint32_t U32(double v) { return static_cast<std::uint32_t>(U64(v)); }
+
+}  // namespace
+
+std::vector<FieldIndex> RequiredTimelineFields() {
+  return {Idx(kFbUsed), Idx(kFbTotal), Idx(kGpuUtil), Idx(kGpuTemp), Idx(kPower)};
+}
+
+std::vector<FieldIndex> OptionalTimelineFields() {
+  std::vector<FieldIndex> v;
+  for (const ExtraMap& e : kExtras) v.push_back(Idx(e.id));
+  v.push_back(Idx(kXid));
+  return v;
+}
+
+std::optional<report::GpuSample> ToGpuSample(const Sample& s, std::uint32_t device_index,
+                                             std::int64_t elapsed_ns) {
+  if (s.state != DeviceState::kOk) return std::nullopt;
+  const auto& v = s.values;
+  for (FieldIndex f : RequiredTimelineFields()) {
+    if (!v[f]) return std::nullopt;
+  }
+  constexpr double kMiB = 1024.0 * 1024.0;  // the catalogue reports framebuffer in MiB
+  report::GpuSample g;
+  g.elapsed_ns = elapsed_ns;
+  g.device_index = device_index;
+  g.memory_used_bytes = U64(*v[Idx(kFbUsed)] * kMiB);
+  g.memory_total_bytes = U64(*v[Idx(kFbTotal)] * kMiB);
+  g.utilization_percent = std::min<std::uint32_t>(U32(*v[Idx(kGpuUtil)]), 100);
+  g.temperature_celsius = U32(*v[Idx(kGpuTemp)]);
+  g.power_draw_milliwatts = U32(*v[Idx(kPower)] * 1000.0);
+  for (const ExtraMap& e : kExtras) {
+    const auto& x = v[Idx(e.id)];
+    if (!x) continue;
+    g.present |= e.bit;
+    switch (e.bit) {
+      case report::GpuSample::kMemoryUtilization: g.memory_utilization_percent = U32(*x); break;
+      case report::GpuSample::kSmClock: g.sm_clock_mhz = U32(*x); break;
+      case report::GpuSample::kMemoryClock: g.memory_clock_mhz = U32(*x); break;
+      case report::GpuSample::kEnergy: g.energy_millijoules = U64(*x); break;
+      case report::GpuSample::kClocksEventReasons: g.clocks_event_reasons = U64(*x); break;
+      case report::GpuSample::kPcieReplay: g.pcie_replay_count = U32(*x); break;
+      case report::GpuSample::kEccSbeVolatile: g.ecc_sbe_volatile = U64(*x); break;
+      case report::GpuSample::kEccDbeVolatile: g.ecc_dbe_volatile = U64(*x); break;
+    }
+  }
+  return g;
+}
+
+void Recorder::SampleGpus(std::int64_t elapsed_ns, report::Run& run) {
+  if (backend_ == nullptr) return;
+  const auto& devices = backend_->info().devices;
+  for (std::size_t pos = 0; pos < devices.size(); ++pos) {
+    backend_->Read(pos, fields_, scratch_);
+    for (std::uint64_t xid : scratch_.xid_events) run.xid_events.push_back({elapsed_ns, devices[pos].index, xid});
+    if (auto g = ToGpuSample(scratch_, devices[pos].index, elapsed_ns)) run.gpu_samples.push_back(*g);
+  }
+}
+
+sys::ExitStatus Recorder::Record(sys::ChildProcess& child, report::Run& run) {
+  fields_ = RequiredTimelineFields();
+  fields_.insert(fields_.end(), options_.optional_fields.begin(), options_.optional_fields.end());
+  const std::int64_t t0_mono = MonotonicNowNs();
+  run.info.start_unix_ns = UnixNowNs();
+  run.info.sample_period_ns = options_.period_ns;
+  run.info.include_descendants = options_.include_descendants;
+
+  ProcessTreeSampler tree(options_.proc_root, child.pid(), options_.include_descendants);
+  bool sample_process = true;
+  Ticker ticker(options_.period_ns, child_exited_);
+  std::optional<sys::ExitStatus> status;
+  while (ticker.Next() >= 0) {
+    if ((status = child.Poll())) break;
+    std::int64_t elapsed = MonotonicNowNs() - t0_mono;
+    if (sample_process) {
+      auto totals = tree.Read();
+      if (totals) {
+        run.resource_samples.push_back({elapsed, totals->rss_bytes, totals->utime_jiffies,
+                                        totals->stime_jiffies, totals->threads, totals->processes});
+      } else if ((status = child.Poll())) {
+        break;  // it exited (a zombie now reaped) between the two checks: a normal end
+      } else {
+        sample_process = false;  // a failure on CMD itself ends process sampling, with the reason
+        run.info.process_sampling_end_reason = totals.error().message;
+      }
+    }
+    SampleGpus(elapsed, run);
+  }
+  if (!status) status = child.Wait();
+  run.info.duration_ns = MonotonicNowNs() - t0_mono;
+  run.info.end_unix_ns = run.info.start_unix_ns + run.info.duration_ns;
+  run.info.skipped_ticks = ticker.skipped();
+  return *status;
+}
+
+}  // namespace gpulse::sampling

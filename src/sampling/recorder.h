@@ -1,0 +1,54 @@
+// The sampling loop of `gpulse record`: every tick, on one monotonic clock anchored to the unix
+// clock once, read every device of the backend and the process tree of the workload, until the
+// workload exits. Late ticks are skipped, never burst.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "core/fields.h"
+#include "gpu/backend.h"
+#include "report/run.h"
+#include "sys/child_process.h"
+
+namespace gpulse::sampling {
+
+// Catalogue fields a timeline sample always needs (the ADR-007 readings) and those it may carry.
+std::vector<FieldIndex> RequiredTimelineFields();
+std::vector<FieldIndex> OptionalTimelineFields();
+
+struct RecordOptions {
+  std::int64_t period_ns = 50'000'000;
+  bool include_descendants = false;
+  std::string proc_root = "/proc";
+  std::vector<FieldIndex> optional_fields = OptionalTimelineFields();
+};
+
+// Converts one catalogue reading into a timeline sample; nullopt when a required reading is absent
+// (the device is dropped from that tick, never zero-filled) or the device is lost.
+std::optional<report::GpuSample> ToGpuSample(const Sample& s, std::uint32_t device_index,
+                                             std::int64_t elapsed_ns);
+
+class Recorder {
+ public:
+  // `backend` may be null (no GPU). `child_exited` is raised by the caller's SIGCHLD handler; it
+  // ends the wait between ticks at once.
+  Recorder(RecordOptions options, gpu::Backend* backend, const std::atomic<bool>* child_exited)
+      : options_(std::move(options)), backend_(backend), child_exited_(child_exited) {}
+
+  // Samples until `child` exits, reaps it, and fills run.gpu_samples, run.resource_samples,
+  // run.xid_events and the timing fields of run.info.
+  sys::ExitStatus Record(sys::ChildProcess& child, report::Run& run);
+
+ private:
+  void SampleGpus(std::int64_t elapsed_ns, report::Run& run);
+
+  RecordOptions options_;
+  gpu::Backend* backend_;
+  const std::atomic<bool>* child_exited_;
+  std::vector<FieldIndex> fields_;
+  Sample scratch_;
+};
+
+}  // namespace gpulse::sampling

@@ -1,0 +1,231 @@
+"""`gpulse record` and `gpulse report` end to end: the real binary, the simulator, real child
+processes, and a real headless browser for the HTML report."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from gpulse_e2e import GPULSE, GpulseTestCase, run, validate
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+class RecordTest(GpulseTestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="gpulse-record-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def record(self, *args, scenario="4xA40-tp2", expect=0):
+        out = os.path.join(self.tmp, "out")
+        p = run("record", "--simulate", scenario, "-o", out, *args)
+        self.assertEqual(p.returncode, expect, p.stderr)
+        return out, p
+
+    def test_4xa40_tp2_writes_three_files_and_shows_idle_devices(self):
+        out, p = self.record("--", "sleep", "3")
+        for name in ("run.json", "report.txt", "report.html"):
+            self.assertTrue(os.path.isfile(os.path.join(out, name)), name)
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        validate(doc, "run.schema.json")
+        gpu = doc["gpu"]
+        self.assertEqual(gpu["device_count"], 4)
+        per = {d["device_index"]: d for d in gpu["per_device"]}
+        self.assertEqual(sorted(per), [0, 1, 2, 3])
+        for i in (0, 1):
+            self.assertGreaterEqual(per[i]["utilization_mean_percent"], 50)
+            self.assertGreater(per[i]["power_mean_milliwatts"], 100_000)
+        for i in (2, 3):
+            self.assertLessEqual(per[i]["utilization_max_percent"], 5)
+            self.assertLess(per[i]["power_mean_milliwatts"], 60_000)
+        self.assertEqual(gpu["sample_count"], sum(d["sample_count"] for d in per.values()))
+        self.assertGreater(gpu["sample_count"], 4 * 20, "3 s at 50 ms is about 60 ticks")
+        self.assertEqual(gpu["energy_source"], "counter")
+        self.assertEqual(doc["run"]["exit_code"], 0)
+        self.assertTrue(doc["run"]["simulated"])
+        self.assertEqual({s["device_index"] for s in doc["gpu_timeline"]["samples"]}, {0, 1, 2, 3})
+        text = load(os.path.join(out, "report.txt"))
+        self.assertIn("Per-device GPU usage:", text)
+        self.assertEqual(len(re.findall(r"^  GPU \d:  VRAM", text, re.M)), 4)
+        self.assertIn("GPU resource usage (", text)
+        self.assertIn(", 4 devices)", text)
+        self.assertIn(text, p.stdout, "the text report is printed")
+
+    def test_single_gpu_has_no_per_device_block(self):
+        out, _ = self.record("--", "sleep", "0.5", scenario="1xH200")
+        text = load(os.path.join(out, "report.txt"))
+        self.assertIn("GPU resource usage (", text)
+        self.assertNotIn("Per-device GPU usage", text)
+        self.assertNotIn("devices)", text)
+        validate(json.loads(load(os.path.join(out, "run.json"))), "run.schema.json")
+
+    def test_report_rerenders_identical_text_and_json(self):
+        out, _ = self.record("--", "sleep", "1")
+        p = self.run_ok("report", os.path.join(out, "run.json"))
+        self.assertEqual(p.stdout, load(os.path.join(out, "report.txt")))
+        p = self.run_ok("report", os.path.join(out, "run.json"), "--format", "json")
+        self.assertEqual(json.loads(p.stdout), json.loads(load(os.path.join(out, "run.json"))))
+        p = self.run_ok("report", os.path.join(out, "run.json"), "--format", "html")
+        self.assertEqual(p.stdout, load(os.path.join(out, "report.html")))
+
+    def test_report_rejects_a_damaged_file(self):
+        bad = os.path.join(self.tmp, "bad.json")
+        with open(bad, "w", encoding="utf-8") as f:
+            f.write('{"schema_version": 1, "run": {"command": 5}}')
+        p = run("report", bad)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("bad.json", p.stderr)
+        p = run("report", os.path.join(self.tmp, "missing.json"))
+        self.assertEqual(p.returncode, 2)
+
+    def test_exit_code_is_the_commands(self):
+        out, _ = self.record("--", "sh", "-c", "exit 3", expect=3)
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        self.assertEqual(doc["run"]["exit_code"], 3)
+        self.assertEqual(doc["run"]["gpulse_exit_code"], 3)
+
+    def test_command_killed_by_signal_gives_128_plus_n(self):
+        out, _ = self.record("--", "sh", "-c", "kill -KILL $$", expect=128 + 9)
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        self.assertEqual(doc["run"]["exit_signal"], 9)
+        self.assertIsNone(doc["run"]["exit_code"])
+
+    def test_command_not_found_is_127_and_not_executable_126(self):
+        p = run("record", "--simulate", "1xH200", "-o", os.path.join(self.tmp, "o"), "--", "/nonexistent/cmd")
+        self.assertEqual(p.returncode, 127)
+        self.assertIn("/nonexistent/cmd", p.stderr)
+        script = os.path.join(self.tmp, "noexec.sh")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write("#!/bin/sh\necho hi\n")
+        os.chmod(script, 0o644)
+        p = run("record", "--simulate", "1xH200", "-o", os.path.join(self.tmp, "o2"), "--", script)
+        self.assertEqual(p.returncode, 126)
+
+    def test_unwritable_output_directory_fails_before_the_command_starts(self):
+        marker = os.path.join(self.tmp, "marker")
+        blocker = os.path.join(self.tmp, "file")
+        with open(blocker, "w", encoding="utf-8") as f:
+            f.write("x")
+        p = run("record", "--simulate", "1xH200", "-o", os.path.join(blocker, "sub"), "--", "touch", marker)
+        self.assertEqual(p.returncode, 125)
+        self.assertIn("output directory", p.stderr)
+        self.assertFalse(os.path.exists(marker), "the command must not have run")
+
+    def test_bad_flags_and_fields_are_rejected(self):
+        p = run("record", "--simulate", "1xH200", "-o", self.tmp, "--fields", "DCGM_FI_DEV_XID_BOGUS", "--", "true")
+        self.assertEqual(p.returncode, 125)
+        self.assertIn("DCGM_FI_DEV_XID_BOGUS", p.stderr)
+        p = run("record", "--simulate", "1xH200", "-o", self.tmp, "--fields", "DCGM_FI_DEV_RETIRED_SBE", "--", "true")
+        self.assertEqual(p.returncode, 125)
+        self.assertIn("cannot be recorded", p.stderr)
+        p = run("record", "-i", "0", "--", "true")
+        self.assertNotEqual(p.returncode, 0)
+
+    def test_sigterm_is_forwarded_and_the_report_still_written(self):
+        out = os.path.join(self.tmp, "out")
+        started = os.path.join(self.tmp, "started")
+        script = f"trap 'exit 42' TERM; touch {started}; while true; do sleep 0.05; done"
+        proc = subprocess.Popen([GPULSE, "record", "--simulate", "4xA40-tp2", "-o", out, "--", "sh", "-c", script],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(600):  # bounded wait for the child to install its trap
+                if os.path.exists(started):
+                    break
+                time.sleep(0.05)
+            self.assertTrue(os.path.exists(started))
+            proc.send_signal(signal.SIGTERM)
+            stdout, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        self.assertEqual(proc.returncode, 42, stderr)
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        validate(doc, "run.schema.json")
+        self.assertEqual(doc["run"]["exit_code"], 42)
+        self.assertIn("exit code 42", stdout)
+
+    def test_descendants_are_summed_with_the_flag(self):
+        cmd = ["sh", "-c", "sleep 1 & sleep 1 & wait"]
+        out, _ = self.record("--include-descendants", "--", *cmd, scenario="1xH200")
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        counts = [s["process_count"] for s in doc["resource_timeline"]["samples"]]
+        self.assertEqual(max(counts), 3, counts)
+        self.assertTrue(doc["run"]["include_descendants"])
+        shutil.rmtree(out)
+        out, _ = self.record("--", *cmd, scenario="1xH200")
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        self.assertEqual({s["process_count"] for s in doc["resource_timeline"]["samples"]}, {1})
+
+    def test_no_gpu_still_records_the_process(self):
+        out = os.path.join(self.tmp, "out")
+        p = run("record", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1", "-o", out, "--", "sleep", "0.3")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("no GPU samples collected", p.stdout)
+        self.assertIn("NVML library not found", p.stdout)
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        validate(doc, "run.schema.json")
+        self.assertEqual(doc["gpu"]["sample_count"], 0)
+        self.assertGreater(doc["resource"]["sample_count"], 0)
+        self.assertIn("NVML library not found", doc["run"]["gpu_unavailable_reason"])
+
+    def test_faults_scenario_records_xids_lost_device_and_no_zero_fill(self):
+        out, _ = self.record("--", "sleep", "2.5", scenario="faults")
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        validate(doc, "run.schema.json")
+        self.assertTrue(doc["xid_events"], "the faults scenario injects an XID")
+        counts = {d["device_index"]: d["sample_count"] for d in doc["gpu"]["per_device"]}
+        self.assertNotIn(1, counts, "the no-permission device is never sampled")
+        self.assertLess(min(counts.values()), max(counts.values()), "the lost GPU stops contributing")
+        stats = {s["device_index"]: s for s in doc["job_statistics"]}
+        xid_devices = {x["device_index"] for x in doc["xid_events"]}
+        for dev in xid_devices:
+            self.assertTrue(stats[dev]["xid_errors"])
+
+
+@unittest.skipIf(CHROMIUM is None, "chromium is not installed (scripts/install-deps.sh installs it)")
+class HtmlReportBrowserTest(GpulseTestCase):
+    def chromium(self, path):
+        p = subprocess.run([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                            "--v=0", "--user-data-dir=" + os.path.join(os.path.dirname(path), "chrome-profile"),
+                            "--dump-dom", "file://" + path], capture_output=True, text=True, timeout=120)
+        console = [l for l in p.stderr.splitlines() if ":CONSOLE" in l or "Uncaught" in l]
+        return p.stdout, console
+
+    def test_console_errors_would_be_caught(self):
+        with tempfile.TemporaryDirectory() as d:
+            page = os.path.join(d, "broken.html")
+            with open(page, "w", encoding="utf-8") as f:
+                f.write("<!DOCTYPE html><html><body><script>undefinedFunction();</script></body></html>")
+            _, console = self.chromium(page)
+            self.assertTrue(console, "the console check must be able to fail")
+
+    def test_report_loads_clean_with_one_plot_group_per_device(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "out")
+            self.run_ok("record", "--simulate", "4xA40-tp2", "-o", out, "--", "sleep", "1")
+            dom, console = self.chromium(os.path.join(out, "report.html"))
+            self.assertEqual(console, [])
+            self.assertIn('data-ready="1"', dom, "the page finished loading")
+            self.assertIn('data-plot-groups="4"', dom)
+            for dev in range(4):
+                group = re.search(rf'<section class="plot-group device" data-device="{dev}">(.*?)</section>', dom, re.S)
+                self.assertIsNotNone(group, dev)
+                self.assertEqual(group.group(1).count('<svg class="plot"'), 4)
+                self.assertGreaterEqual(group.group(1).count("<polyline"), 4)
+            self.assertIn('class="process"', dom)
+            self.assertNotIn("http://", load(os.path.join(out, "report.html")).replace("http://www.w3.org", ""))
+
+
+if __name__ == "__main__":
+    unittest.main()

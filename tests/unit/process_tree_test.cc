@@ -1,0 +1,126 @@
+// procfs parsing, and descendant aggregation on a real process tree the test spawns.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "sampling/process_tree.h"
+#include "sys/child_process.h"
+
+namespace gpulse::sampling {
+namespace {
+
+// Every descendant of `pid`, from the kernel's children lists (to clean up after a test).
+std::vector<pid_t> Descendants(pid_t pid) {
+  std::vector<pid_t> out, queue{pid};
+  while (!queue.empty()) {
+    pid_t p = queue.back();
+    queue.pop_back();
+    FILE* f = std::fopen(("/proc/" + std::to_string(p) + "/task/" + std::to_string(p) + "/children").c_str(), "r");
+    if (f == nullptr) continue;
+    char buf[4096] = {};
+    std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    if (auto kids = ParseChildren(std::string_view(buf, n))) {
+      for (pid_t k : *kids) {
+        out.push_back(k);
+        queue.push_back(k);
+      }
+    }
+  }
+  return out;
+}
+
+TEST(ProcStat, ParsesFieldsAfterTheLastParenthesis) {
+  // A command name with spaces and parentheses, as proc(5) warns.
+  auto p = ParseStat("1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 "
+                     "250 75 0 0 20 0 7 0 12345 1000000 321 18446744073709551615");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->utime_jiffies, 250u);
+  EXPECT_EQ(p->stime_jiffies, 75u);
+  EXPECT_EQ(p->threads, 7u);
+  EXPECT_EQ(p->rss_pages, 321u);
+  EXPECT_FALSE(p->zombie);
+}
+
+TEST(ProcStat, ZombieIsRecognised) {
+  auto p = ParseStat("9 (sleep) Z 1 9 9 0 -1 0 0 0 0 0 3 1 0 0 20 0 1 0 1 0 0 0");
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->zombie);
+}
+
+TEST(ProcStat, MalformedIsAnErrorNamingTheProblem) {
+  EXPECT_NE(ParseStat("1234 no parenthesis").error().message.find("')'"), std::string::npos);
+  EXPECT_NE(ParseStat("1 (x) S 1 2").error().message.find("too few"), std::string::npos);
+  EXPECT_NE(ParseStat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 abc 1 0 0 20 0 1 0 1 0 5").error().message.find("utime"),
+            std::string::npos);
+}
+
+TEST(ProcChildren, ParsesListsAndRejectsGarbage) {
+  EXPECT_EQ(*ParseChildren("12 34 "), (std::vector<pid_t>{12, 34}));
+  EXPECT_TRUE(ParseChildren("")->empty());
+  EXPECT_FALSE(ParseChildren("12 x3").ok());
+}
+
+TEST(ProcessTree, SelfIsReadable) {
+  ProcessTreeSampler s("/proc", getpid(), false);
+  auto t = s.Read();
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_GT(t->rss_bytes, 0u);
+  EXPECT_GE(t->threads, 1u);
+  EXPECT_EQ(t->processes, 1u);
+}
+
+TEST(ProcessTree, DescendantsOfARealTreeAreSummed) {
+  // sh -> (sleep, sh -> sleep): four processes, two levels deep.
+  auto child = sys::ChildProcess::Spawn({"sh", "-c", "sleep 30 & sh -c 'sleep 30 & wait' & wait"});
+  ASSERT_TRUE(child.ok());
+  ProcessTreeSampler alone("/proc", child->pid(), false);
+  ProcessTreeSampler tree("/proc", child->pid(), true);
+  TreeTotals t;
+  for (int attempt = 0; attempt < 500; ++attempt) {  // wait (bounded) until the tree has formed
+    auto r = tree.Read();
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    t = *r;
+    if (t.processes == 4) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(t.processes, 4u);
+  EXPECT_GE(t.threads, 4u);
+  auto a = alone.Read();
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->processes, 1u);
+  EXPECT_LT(a->rss_bytes, t.rss_bytes);
+  for (pid_t pid : Descendants(child->pid())) kill(pid, SIGKILL);
+  kill(child->pid(), SIGKILL);
+  child->Wait();
+}
+
+TEST(ProcessTree, ExitedProcessIsAnError) {
+  auto child = sys::ChildProcess::Spawn({"true"});
+  ASSERT_TRUE(child.ok());
+  ProcessTreeSampler s("/proc", child->pid(), true);
+  child->Wait();
+  EXPECT_FALSE(s.Read().ok());
+}
+
+TEST(ChildProcess, ExitCodesFollowTheShellConvention) {
+  auto ok = sys::ChildProcess::Spawn({"sh", "-c", "exit 7"});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->Wait().ShellCode(), 7);
+  auto killed = sys::ChildProcess::Spawn({"sh", "-c", "kill -KILL $$"});
+  ASSERT_TRUE(killed.ok());
+  sys::ExitStatus st = killed->Wait();
+  EXPECT_EQ(*st.signal, SIGKILL);
+  EXPECT_EQ(st.ShellCode(), 128 + SIGKILL);
+  auto missing = sys::ChildProcess::Spawn({"/nonexistent/program"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gpulse::sampling
