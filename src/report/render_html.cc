@@ -165,7 +165,11 @@ std::string DeviceGroup(const Run& run, const DeviceReport& d, double x_max) {
   if (!memutil.points.empty()) u.push_back(memutil);
   o += Plot("utilization", "%", u, x_max, 100.0);
   o += Plot("memory used", "GiB", {mem}, x_max, mem_total);
-  o += Plot("power draw", "W", {power}, x_max);
+  std::optional<double> limit;
+  for (const DeviceInfo& info : run.devices) {
+    if (info.index == d.device_index) limit = info.power_limit_watts;
+  }
+  o += Plot("power draw", "W", {power}, x_max, limit);
   o += Plot("temperature", "C", {temp}, x_max);
   return o + "</section>\n";
 }

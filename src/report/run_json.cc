@@ -4,6 +4,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
+#include <future>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -147,59 +150,112 @@ class Sink {
   fmt::memory_buffer& buf() { return buf_; }
   bool MaybeFlush() { return buf_.size() < (1u << 20) || Flush(); }
   bool Flush() {
-    bool ok = std::fwrite(buf_.data(), 1, buf_.size(), f_) == buf_.size();
+    bool ok = Write(buf_);
     buf_.clear();
     return ok;
   }
+  bool Write(const fmt::memory_buffer& b) { return std::fwrite(b.data(), 1, b.size(), f_) == b.size(); }
 
  private:
   std::FILE* f_;
   fmt::memory_buffer buf_;
 };
 
+// The timeline is the bulk of run.json (millions of objects): keys are appended as literals and
+// numbers with fmt::format_int, with no format-string parsing per sample.
+template <std::size_t N>
+void Lit(fmt::memory_buffer& b, const char (&text)[N]) {
+  b.append(text, text + N - 1);
+}
+
+void Num(fmt::memory_buffer& b, std::uint64_t v) {
+  fmt::format_int f(v);
+  b.append(f.data(), f.data() + f.size());
+}
+
+void Num(fmt::memory_buffer& b, std::int64_t v) {
+  fmt::format_int f(v);
+  b.append(f.data(), f.data() + f.size());
+}
+
 void AppendSample(fmt::memory_buffer& b, const GpuSample& s) {
-  auto out = std::back_inserter(b);
-  fmt::format_to(out,
-                 R"({{"elapsed_ns":{},"device_index":{},"memory_used_bytes":{},"memory_total_bytes":{},)"
-                 R"("utilization_percent":{},"temperature_celsius":{},"power_draw_milliwatts":{})",
-                 s.elapsed_ns, s.device_index, s.memory_used_bytes, s.memory_total_bytes,
-                 s.utilization_percent, s.temperature_celsius, s.power_draw_milliwatts);
-  auto extra = [&](GpuSample::Extra e, const char* key, std::uint64_t v) {
-    if (s.has(e)) fmt::format_to(out, R"(,"{}":{})", key, v);
+  Lit(b, "{\"elapsed_ns\":");
+  Num(b, s.elapsed_ns);
+  Lit(b, ",\"device_index\":");
+  Num(b, std::uint64_t{s.device_index});
+  Lit(b, ",\"memory_used_bytes\":");
+  Num(b, s.memory_used_bytes);
+  Lit(b, ",\"memory_total_bytes\":");
+  Num(b, s.memory_total_bytes);
+  Lit(b, ",\"utilization_percent\":");
+  Num(b, std::uint64_t{s.utilization_percent});
+  Lit(b, ",\"temperature_celsius\":");
+  Num(b, std::uint64_t{s.temperature_celsius});
+  Lit(b, ",\"power_draw_milliwatts\":");
+  Num(b, std::uint64_t{s.power_draw_milliwatts});
+  auto extra = [&](GpuSample::Extra e, const auto& key, std::uint64_t v) {
+    if (!s.has(e)) return;
+    Lit(b, key);
+    Num(b, v);
   };
-  extra(GpuSample::kMemoryUtilization, "memory_utilization_percent", s.memory_utilization_percent);
-  extra(GpuSample::kSmClock, "sm_clock_mhz", s.sm_clock_mhz);
-  extra(GpuSample::kMemoryClock, "memory_clock_mhz", s.memory_clock_mhz);
-  extra(GpuSample::kEnergy, "energy_millijoules", s.energy_millijoules);
-  extra(GpuSample::kClocksEventReasons, "clocks_event_reasons", s.clocks_event_reasons);
-  extra(GpuSample::kPcieReplay, "pcie_replay_count", s.pcie_replay_count);
-  extra(GpuSample::kEccSbeVolatile, "ecc_sbe_volatile", s.ecc_sbe_volatile);
-  extra(GpuSample::kEccDbeVolatile, "ecc_dbe_volatile", s.ecc_dbe_volatile);
+  extra(GpuSample::kMemoryUtilization, ",\"memory_utilization_percent\":", s.memory_utilization_percent);
+  extra(GpuSample::kSmClock, ",\"sm_clock_mhz\":", s.sm_clock_mhz);
+  extra(GpuSample::kMemoryClock, ",\"memory_clock_mhz\":", s.memory_clock_mhz);
+  extra(GpuSample::kEnergy, ",\"energy_millijoules\":", s.energy_millijoules);
+  extra(GpuSample::kClocksEventReasons, ",\"clocks_event_reasons\":", s.clocks_event_reasons);
+  extra(GpuSample::kPcieReplay, ",\"pcie_replay_count\":", s.pcie_replay_count);
+  extra(GpuSample::kEccSbeVolatile, ",\"ecc_sbe_volatile\":", s.ecc_sbe_volatile);
+  extra(GpuSample::kEccDbeVolatile, ",\"ecc_dbe_volatile\":", s.ecc_dbe_volatile);
   b.push_back('}');
 }
 
 void AppendResource(fmt::memory_buffer& b, const ResourceSample& s) {
-  fmt::format_to(std::back_inserter(b),
-                 R"({{"elapsed_ns":{},"rss_bytes":{},"cpu_user_jiffies":{},"cpu_system_jiffies":{},)"
-                 R"("thread_count":{},"process_count":{}}})",
-                 s.elapsed_ns, s.rss_bytes, s.cpu_user_jiffies, s.cpu_system_jiffies, s.thread_count,
-                 s.process_count);
+  Lit(b, "{\"elapsed_ns\":");
+  Num(b, s.elapsed_ns);
+  Lit(b, ",\"rss_bytes\":");
+  Num(b, s.rss_bytes);
+  Lit(b, ",\"cpu_user_jiffies\":");
+  Num(b, s.cpu_user_jiffies);
+  Lit(b, ",\"cpu_system_jiffies\":");
+  Num(b, s.cpu_system_jiffies);
+  Lit(b, ",\"thread_count\":");
+  Num(b, std::uint64_t{s.thread_count});
+  Lit(b, ",\"process_count\":");
+  Num(b, std::uint64_t{s.process_count});
+  b.push_back('}');
 }
 
+// Writes a JSON array of `items`, formatting chunks of it on worker threads while the caller's
+// thread writes finished chunks in order. At most kInFlight chunks exist at once, so the memory this
+// adds is bounded (a few MB) whatever the timeline's length.
 template <typename Container, typename AppendFn>
 bool WriteArray(Sink& sink, const Container& items, AppendFn append) {
-  auto& b = sink.buf();
-  b.push_back('[');
-  bool first = true;
-  for (const auto& item : items) {
-    if (!first) b.push_back(',');
-    first = false;
-    b.append(std::string_view("\n    "));
-    append(b, item);
-    if (!sink.MaybeFlush()) return false;
+  constexpr std::size_t kChunk = 8192, kInFlight = 4;
+  auto format_chunk = [&items, append](std::size_t begin, std::size_t end) {
+    fmt::memory_buffer b;
+    b.reserve((end - begin) * 512);
+    for (auto it = std::next(items.begin(), static_cast<std::ptrdiff_t>(begin)); begin < end; ++begin, ++it) {
+      b.append(std::string_view(begin == 0 ? "\n    " : ",\n    "));
+      append(b, *it);
+    }
+    return b;
+  };
+  sink.buf().push_back('[');
+  std::deque<std::future<fmt::memory_buffer>> pending;
+  bool ok = true;
+  auto write_front = [&] {
+    fmt::memory_buffer chunk = pending.front().get();
+    pending.pop_front();
+    if (!sink.Flush() || !sink.Write(chunk)) ok = false;
+  };
+  for (std::size_t begin = 0; begin < items.size(); begin += kChunk) {
+    std::size_t end = std::min(items.size(), begin + kChunk);
+    pending.push_back(std::async(std::launch::async, format_chunk, begin, end));
+    if (pending.size() >= kInFlight) write_front();
   }
-  b.append(std::string_view(first ? "]" : "\n  ]"));
-  return true;
+  while (!pending.empty()) write_front();
+  sink.buf().append(std::string_view(items.empty() ? "]" : "\n  ]"));
+  return ok && sink.MaybeFlush();
 }
 
 void AppendJson(fmt::memory_buffer& b, std::string_view key, const json& value, bool last = false) {
