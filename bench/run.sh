@@ -11,3 +11,9 @@ echo "== tick cost (bench/tick_bench.cc)"
   --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_format=json --benchmark_out="$out/tick.json" --benchmark_out_format=json >/dev/null
 /usr/bin/python3 bench/tick_report.py "$out/tick.json"
+
+echo
+echo "== identity (bench/identity_bench.cc)"
+"$build/bin/identity_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  --benchmark_format=json --benchmark_out="$out/identity.json" --benchmark_out_format=json >/dev/null
+/usr/bin/python3 bench/identity_report.py "$out/identity.json"

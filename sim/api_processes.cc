@@ -70,8 +70,8 @@ unsigned Percent(const std::optional<double>& v) {
 }  // namespace
 
 GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
-                                                                     unsigned* count,
-                                                                     nvmlProcessInfo_v1_t* infos) {
+                                                                    unsigned* count,
+                                                                    nvmlProcessInfo_v1_t* infos) {
   return List(device, count, infos, Kind::kCompute);
 }
 
@@ -86,8 +86,8 @@ GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(
 }
 
 GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device,
-                                                                      unsigned* count,
-                                                                      nvmlProcessInfo_v1_t* infos) {
+                                                                     unsigned* count,
+                                                                     nvmlProcessInfo_v1_t* infos) {
   return List(device, count, infos, Kind::kGraphics);
 }
 
@@ -101,18 +101,25 @@ GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(
   return List(device, count, infos, Kind::kGraphics);
 }
 
-GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(
-    nvmlDevice_t device, nvmlProcessDetailList_v1_t* list) {
+GPULSE_SIM_EXPORT nvmlReturn_t
+nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, nvmlProcessDetailList_v1_t* list) {
   return OnDevice(device, [&](DeviceCtx& c) -> nvmlReturn_t {
     if (list == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (list->version != nvmlProcessDetailList_v1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     if (nvmlReturn_t r = c.Gate(Call::kProcessDetailList); r != NVML_SUCCESS) return r;
     Kind kind;
     switch (list->mode) {
-      case NVML_PROCESS_MODE_COMPUTE: kind = Kind::kCompute; break;
-      case NVML_PROCESS_MODE_GRAPHICS: kind = Kind::kGraphics; break;
-      case NVML_PROCESS_MODE_MPS: kind = Kind::kMps; break;
-      default: return NVML_ERROR_INVALID_ARGUMENT;
+      case NVML_PROCESS_MODE_COMPUTE:
+        kind = Kind::kCompute;
+        break;
+      case NVML_PROCESS_MODE_GRAPHICS:
+        kind = Kind::kGraphics;
+        break;
+      case NVML_PROCESS_MODE_MPS:
+        kind = Kind::kMps;
+        break;
+      default:
+        return NVML_ERROR_INVALID_ARGUMENT;
     }
     std::vector<const Process*> procs = Listed(c, kind);
     const auto needed = static_cast<unsigned>(procs.size());
@@ -126,9 +133,9 @@ GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(
   });
 }
 
-GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(
-    nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization, unsigned* count,
-    unsigned long long last_seen_us) {
+GPULSE_SIM_EXPORT nvmlReturn_t
+nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
+                                unsigned* count, unsigned long long last_seen_us) {
   return OnDevice(device, [&](DeviceCtx& c) -> nvmlReturn_t {
     if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (nvmlReturn_t r = c.Gate(Call::kProcessUtilization); r != NVML_SUCCESS) return r;
@@ -147,7 +154,11 @@ GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(
     }
     for (unsigned i = 0; i < needed; ++i) {
       const Process& p = *sampled[i];
-      utilization[i] = {p.pid, stamp, Percent(p.sm_util), Percent(p.mem_util), Percent(p.enc_util),
+      utilization[i] = {p.pid,
+                        stamp,
+                        Percent(p.sm_util),
+                        Percent(p.mem_util),
+                        Percent(p.enc_util),
                         Percent(p.dec_util)};
     }
     *count = needed;

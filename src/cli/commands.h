@@ -13,12 +13,7 @@ Subcommand SetupEnergy(CLI::App& parent);
 Subcommand SetupPs(CLI::App& parent);
 
 inline constexpr SetupFn kSubcommands[] = {
-    &SetupDevices,
-    &SetupDmon,
-    &SetupFields,
-    &SetupValidatePower,
-    &SetupEnergy,
-    &SetupPs,
+    &SetupDevices, &SetupDmon, &SetupFields, &SetupValidatePower, &SetupEnergy, &SetupPs,
 };
 
 }  // namespace gpulse::cli

@@ -98,7 +98,8 @@ int Run(const DevicesOptions& o) {
     fmt::print(stderr, "gpulse devices: {}\n", backend.error().message);
     return kExitUsage;
   }
-  if (!backend && o.visible.visible) return RunVisibleWithoutBackend(backend.error().message, o.visible, o.json);
+  if (!backend && o.visible.visible)
+    return RunVisibleWithoutBackend(backend.error().message, o.visible, o.json);
   if (backend && o.visible.visible) return RunVisible((*backend)->info(), o.visible, o.json);
   if (!backend) {  // no driver: say why, list nothing, succeed
     if (o.json) {

@@ -1,7 +1,7 @@
 // `gpulse ps [--json] [-l]`: the processes using GPUs, like `nvidia-smi pmon` joined with procfs:
-// PID, name, user, GPU, MIG instance, GPU memory, SM utilization, container and Kubernetes pod, then
-// per-pod and per-container aggregates (identity/attribution.h). Process lists are read once; the
-// backend rate-limits them (gpu::kProcessListMinIntervalNs).
+// PID, name, user, GPU, MIG instance, GPU memory, SM utilization, container and Kubernetes pod,
+// then per-pod and per-container aggregates (identity/attribution.h). Process lists are read once;
+// the backend rate-limits them (gpu::kProcessListMinIntervalNs).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -50,22 +50,26 @@ std::string UserOf(const identity::ProcessInfo& p) {
 
 std::string MigOf(const PsRow& r) {
   if (!r.gpu.gpu_instance_id) return "-";
-  std::string ids = fmt::format("{}/{}", *r.gpu.gpu_instance_id,
-                                r.gpu.compute_instance_id ? std::to_string(*r.gpu.compute_instance_id) : "?");
+  std::string ids =
+      fmt::format("{}/{}", *r.gpu.gpu_instance_id,
+                  r.gpu.compute_instance_id ? std::to_string(*r.gpu.compute_instance_id) : "?");
   return r.mig && !r.mig->profile.empty() ? r.mig->profile + " " + ids : ids;
 }
 
 void PrintRows(const PsReport& report, bool l) {
   std::string head = fmt::format("{:>3}  {:<{}}  {:>8}  {:<10}  {:<14}  {:>10}  {:>4}", "GPU",
                                  "UUID", l ? 40 : 12, "PID", "USER", "MIG", "GPU MEM", "SM%");
-  if (l) head += fmt::format("  {:>4}  {:>4}  {:>4}  {:<4}  {:<10}  {:<10}", "MEM%", "ENC%", "DEC%", "TYPE", "RUNTIME", "QOS");
+  if (l)
+    head += fmt::format("  {:>4}  {:>4}  {:>4}  {:<4}  {:<10}  {:<10}", "MEM%", "ENC%", "DEC%",
+                        "TYPE", "RUNTIME", "QOS");
   head += fmt::format("  {:<{}}  {:<36}  {}", "CONTAINER", l ? 64 : 12, "POD", "NAME");
   fmt::print("{}\n", head);
   for (const PsRow& r : report.rows) {
     const auto& c = r.process.cgroup;
-    std::string line = fmt::format("{:>3}  {:<{}}  {:>8}  {:<10}  {:<14}  {:>10}  {:>4}", r.gpu_index,
-                                   Short(r.gpu_uuid, l, 12), l ? 40 : 12, r.gpu.pid, UserOf(r.process),
-                                   MigOf(r), Mib(r.gpu.used_memory_bytes), Pct(r.gpu.sm_util));
+    std::string line =
+        fmt::format("{:>3}  {:<{}}  {:>8}  {:<10}  {:<14}  {:>10}  {:>4}", r.gpu_index,
+                    Short(r.gpu_uuid, l, 12), l ? 40 : 12, r.gpu.pid, UserOf(r.process), MigOf(r),
+                    Mib(r.gpu.used_memory_bytes), Pct(r.gpu.sm_util));
     if (l) {
       std::string type = r.gpu.compute && r.gpu.graphics ? "C+G" : (r.gpu.graphics ? "G" : "C");
       line += fmt::format("  {:>4}  {:>4}  {:>4}  {:<4}  {:<10}  {:<10}", Pct(r.gpu.mem_util),
@@ -90,8 +94,8 @@ std::string GpuList(const Group& g) {
 void PrintGroups(const PsReport& report, bool l) {
   if (!report.pods.empty()) {
     fmt::print("\nPer pod (GPU memory summed; SM% summed per GPU, capped at 100 per GPU):\n");
-    fmt::print("{:<36}  {:<10}  {:>10}  {:<12}  {:>10}  {:>4}\n", "POD", "QOS", "CONTAINERS", "GPUS",
-               "GPU MEM", "SM%");
+    fmt::print("{:<36}  {:<10}  {:>10}  {:<12}  {:>10}  {:>4}\n", "POD", "QOS", "CONTAINERS",
+               "GPUS", "GPU MEM", "SM%");
     for (const Group& g : report.pods) {
       fmt::print("{:<36}  {:<10}  {:>10}  {:<12}  {:>10}  {:>4}\n", g.id,
                  g.pod ? identity::QosName(g.pod->qos) : "-", g.containers.size(), GpuList(g),
@@ -100,8 +104,8 @@ void PrintGroups(const PsReport& report, bool l) {
   }
   if (!report.containers.empty()) {
     fmt::print("\nPer container:\n");
-    fmt::print("{:<{}}  {:<10}  {:<36}  {:<12}  {:>10}  {:>4}\n", "CONTAINER", l ? 64 : 12, "RUNTIME",
-               "POD", "GPUS", "GPU MEM", "SM%");
+    fmt::print("{:<{}}  {:<10}  {:<36}  {:<12}  {:>10}  {:>4}\n", "CONTAINER", l ? 64 : 12,
+               "RUNTIME", "POD", "GPUS", "GPU MEM", "SM%");
     for (const Group& g : report.containers) {
       fmt::print("{:<{}}  {:<10}  {:<36}  {:<12}  {:>10}  {:>4}\n", Short(g.id, l, 12), l ? 64 : 12,
                  g.container ? identity::RuntimeName(g.container->runtime) : "-",
@@ -120,8 +124,9 @@ std::map<unsigned, identity::ProcessInfo> ReadProcs(std::span<const ProcessList>
       if (proc) {
         out[p.pid] = identity::ReadProcessInfo(*proc, p.pid);
       } else {
-        out[p.pid] = {p.pid, {}, {}, {}, {},
-                      "simulated PID: give a procfs tree (--procfs-root) to attribute it"};
+        out[p.pid] = {p.pid, {},
+                      {},    {},
+                      {},    "simulated PID: give a procfs tree (--procfs-root) to attribute it"};
       }
     }
   }
@@ -151,7 +156,8 @@ int Run(const PsOptions& o) {
     any_listed |= d.listed;
     if (!d.error.empty()) fmt::print(stderr, "gpulse ps: GPU {}: {}\n", d.index, d.error);
   }
-  for (const auto& s : info.skipped) fmt::print(stderr, "gpulse ps: GPU {} skipped: {}\n", s.index, s.reason);
+  for (const auto& s : info.skipped)
+    fmt::print(stderr, "gpulse ps: GPU {} skipped: {}\n", s.index, s.reason);
   if (o.json) {
     fmt::print("{}\n", PsDocument(info, report, root).dump(2));
   } else {
@@ -170,7 +176,8 @@ int Run(const PsOptions& o) {
 Subcommand SetupPs(CLI::App& parent) {
   auto o = std::make_shared<PsOptions>();
   CLI::App* app = parent.add_subcommand(
-      "ps", "List processes using GPUs, with their container and Kubernetes pod, like nvidia-smi pmon");
+      "ps",
+      "List processes using GPUs, with their container and Kubernetes pod, like nvidia-smi pmon");
   AddGpuOptions(*app, o->gpu);
   AddProcfsOption(*app, o->procfs_root);
   app->add_flag("--json", o->json, "Print JSON (docs/schema/ps.schema.json)");

@@ -72,7 +72,8 @@ Json GroupJson(const identity::Group& g, bool pod) {
     j["containers"] = g.containers;
   } else {
     j["id"] = g.id;
-    j["runtime"] = g.container ? Json(std::string(identity::RuntimeName(g.container->runtime))) : Json(nullptr);
+    j["runtime"] = g.container ? Json(std::string(identity::RuntimeName(g.container->runtime)))
+                               : Json(nullptr);
     j["pod_uid"] = g.pod ? Json(g.pod->uid) : Json(nullptr);
   }
   return j;
@@ -89,12 +90,14 @@ Json PsDocument(const SystemInfo& info, const identity::PsReport& report,
   j["procfs_root"] = OrNull(procfs_root);
   j["devices"] = Json::array();
   for (const auto& d : report.devices) {
-    j["devices"].push_back({{"index", d.index},
-                            {"uuid", d.uuid},
-                            {"listed", d.listed},
-                            {"source", d.source.empty() ? Json(nullptr) : Json(d.source)},
-                            {"utilization_source", d.utilization_source.empty() ? Json(nullptr) : Json(d.utilization_source)},
-                            {"error", d.error.empty() ? Json(nullptr) : Json(d.error)}});
+    j["devices"].push_back(
+        {{"index", d.index},
+         {"uuid", d.uuid},
+         {"listed", d.listed},
+         {"source", d.source.empty() ? Json(nullptr) : Json(d.source)},
+         {"utilization_source",
+          d.utilization_source.empty() ? Json(nullptr) : Json(d.utilization_source)},
+         {"error", d.error.empty() ? Json(nullptr) : Json(d.error)}});
   }
   j["processes"] = Json::array();
   for (const auto& r : report.rows) j["processes"].push_back(RowJson(r));

@@ -21,7 +21,8 @@ using identity::Refusal;
 using identity::RuntimeScope;
 using Json = nlohmann::json;
 
-constexpr const char* kVars[] = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES"};
+constexpr const char* kVars[] = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+                                 "NVIDIA_VISIBLE_DEVICES"};
 
 // Whose environment is read, and the GPUs its runtime can open.
 struct Source {
@@ -36,9 +37,9 @@ struct Failure {
   std::string message;
 };
 
-std::optional<identity::CgroupPlacement> PlacementOf(const sys::RootedFs& proc, const std::string& who,
-                                                     std::string* error) {
-  auto text = proc.ReadFile(who + "/cgroup", 256 * 1024);
+std::optional<identity::CgroupPlacement> PlacementOf(const sys::RootedFs& proc,
+                                                     const std::string& who, std::string* error) {
+  auto text = proc.ReadFile(who + "/cgroup", std::size_t{256} * 1024);
   if (!text) {
     if (error != nullptr) *error = text.error().message;
     return std::nullopt;
@@ -92,8 +93,9 @@ std::variant<Source, Failure> LoadSource(const SystemInfo& info, const VisibleOp
   auto proc = ChooseProcfs(o.procfs_root, info.simulated);
   if (!proc) return Failure{kExitUsage, proc.error().message};
   if (!*proc) {
-    return Failure{kExitUsage, "--env-from with --simulate needs --procfs-root (or GPULSE_PROCFS_ROOT): "
-                               "simulated PIDs are not processes of this host"};
+    return Failure{kExitUsage,
+                   "--env-from with --simulate needs --procfs-root (or GPULSE_PROCFS_ROOT): "
+                   "simulated PIDs are not processes of this host"};
   }
   auto entries = sys::ReadEnviron(**proc, pid);
   if (!entries) {
@@ -120,8 +122,8 @@ Json ToJson(const identity::PhysicalDevice& p, std::size_t ordinal) {
            {"gpu_instance_id", p.mig->gpu_instance_id},
            {"compute_instance_id", p.mig->compute_instance_id}};
   }
-  return {{"ordinal", ordinal}, {"index", p.index}, {"uuid", p.uuid},
-          {"pci_bus_id", p.pci_bus_id}, {"name", p.name}, {"mig", mig}};
+  return {{"ordinal", ordinal},         {"index", p.index}, {"uuid", p.uuid},
+          {"pci_bus_id", p.pci_bus_id}, {"name", p.name},   {"mig", mig}};
 }
 
 Json EnvJson(const identity::Environment& env) {
@@ -146,7 +148,8 @@ Json Document(const SystemInfo* info, const Source* s, const Mapping* m, const s
   j["refusal"] = nullptr;
   j["notes"] = Json::array();
   if (m != nullptr) {
-    for (std::size_t i = 0; i < m->ordinals.size(); ++i) j["ordinals"].push_back(ToJson(m->ordinals[i], i));
+    for (std::size_t i = 0; i < m->ordinals.size(); ++i)
+      j["ordinals"].push_back(ToJson(m->ordinals[i], i));
     if (m->refusal) {
       j["refusal"] = {{"from_ordinal", m->ordinals.size()}, {"reason", m->refusal->reason}};
     }
@@ -162,8 +165,8 @@ void PrintText(const Source& s, const Mapping& m) {
     auto v = s.env.Get(var);
     fmt::print("  {}{}\n", var, v ? fmt::format("=\"{}\"", *v) : std::string(" unset"));
   }
-  fmt::print("{:>4}  {:>3}  {:<14}  {:<40}  {:<16}  {}\n", "CUDA", "GPU", "MIG", "UUID", "PCI BUS ID",
-             "NAME");
+  fmt::print("{:>4}  {:>3}  {:<14}  {:<40}  {:<16}  {}\n", "CUDA", "GPU", "MIG", "UUID",
+             "PCI BUS ID", "NAME");
   for (std::size_t i = 0; i < m.ordinals.size(); ++i) {
     const auto& p = m.ordinals[i];
     std::string mig = p.mig ? fmt::format("{} {}/{}", p.mig->profile, p.mig->gpu_instance_id,
@@ -174,7 +177,8 @@ void PrintText(const Source& s, const Mapping& m) {
   }
   if (m.ordinals.empty() && !m.refusal) fmt::print("  (no visible devices)\n");
   if (m.refusal) {
-    std::string from = m.ordinals.empty() ? "all ordinals" : fmt::format("ordinals {} and up", m.ordinals.size());
+    std::string from =
+        m.ordinals.empty() ? "all ordinals" : fmt::format("ordinals {} and up", m.ordinals.size());
     fmt::print("refused ({}): {}\n", from, m.refusal->reason);
   }
   for (const auto& n : m.notes) fmt::print("note: {}\n", n);

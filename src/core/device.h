@@ -64,10 +64,10 @@ struct GpuProcess {
 
 // The processes on one device at one moment, or why they could not be listed.
 struct ProcessList {
-  std::int64_t t_mono_ns = 0;  // when the driver was asked
+  std::int64_t t_mono_ns = 0;                        // when the driver was asked
   std::optional<std::vector<GpuProcess>> processes;  // nullopt: not readable (see `error`)
-  std::string error;           // why not, when processes is nullopt
-  std::string source;          // the driver call that produced the list, for diagnostics
+  std::string error;                                 // why not, when processes is nullopt
+  std::string source;              // the driver call that produced the list, for diagnostics
   std::string utilization_source;  // likewise for the utilization ("" when none was available)
 };
 

@@ -31,7 +31,8 @@ GroupGpu& GpuOf(Group& g, const PsRow& row) {
 }
 
 void Add(Group& g, const PsRow& row) {
-  if (std::find(g.pids.begin(), g.pids.end(), row.gpu.pid) == g.pids.end()) g.pids.push_back(row.gpu.pid);
+  if (std::find(g.pids.begin(), g.pids.end(), row.gpu.pid) == g.pids.end())
+    g.pids.push_back(row.gpu.pid);
   GroupGpu& x = GpuOf(g, row);
   if (x.used_memory_bytes && row.gpu.used_memory_bytes) {
     *x.used_memory_bytes += *row.gpu.used_memory_bytes;
@@ -46,7 +47,8 @@ void Add(Group& g, const PsRow& row) {
 }
 
 void Total(Group& g) {
-  std::sort(g.gpus.begin(), g.gpus.end(), [](const GroupGpu& a, const GroupGpu& b) { return a.index < b.index; });
+  std::sort(g.gpus.begin(), g.gpus.end(),
+            [](const GroupGpu& a, const GroupGpu& b) { return a.index < b.index; });
   std::sort(g.pids.begin(), g.pids.end());
   g.used_memory_bytes = 0;
   for (const GroupGpu& x : g.gpus) {
@@ -117,7 +119,8 @@ PsReport Attribute(const SystemInfo& info, std::span<const ProcessList> lists,
       Group& g = pods[c.pod->uid];
       g.id = c.pod->uid;
       g.pod = c.pod;
-      if (c.container && std::find(g.containers.begin(), g.containers.end(), c.container->id) == g.containers.end()) {
+      if (c.container && std::find(g.containers.begin(), g.containers.end(), c.container->id) ==
+                             g.containers.end()) {
         g.containers.push_back(c.container->id);
       }
       Add(g, row);

@@ -22,11 +22,11 @@
 namespace gpulse::identity {
 
 struct PsRow {
-  GpuProcess gpu;            // the driver's view
-  unsigned gpu_index = 0;    // physical (NVML) index
+  GpuProcess gpu;          // the driver's view
+  unsigned gpu_index = 0;  // physical (NVML) index
   std::string gpu_uuid;
   std::optional<MigInstance> mig;  // the MIG instance the process runs in, when found
-  ProcessInfo process;       // procfs's view
+  ProcessInfo process;             // procfs's view
 };
 
 struct GroupGpu {
@@ -39,7 +39,7 @@ struct GroupGpu {
 
 // A container or a pod.
 struct Group {
-  std::string id;  // container id or pod uid
+  std::string id;                         // container id or pod uid
   std::optional<ContainerRef> container;  // containers: the container
   std::optional<PodRef> pod;  // pods: the pod; containers: the pod the container belongs to
   std::vector<std::string> containers;  // pods: their containers' ids

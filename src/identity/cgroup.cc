@@ -35,7 +35,8 @@ std::vector<std::string_view> Components(std::string_view path) {
   std::size_t start = 0;
   while (start <= path.size()) {
     std::size_t slash = path.find('/', start);
-    std::string_view c = path.substr(start, slash == std::string_view::npos ? slash : slash - start);
+    std::string_view c =
+        path.substr(start, slash == std::string_view::npos ? slash : slash - start);
     if (!c.empty()) out.push_back(c);
     if (slash == std::string_view::npos) break;
     start = slash + 1;
@@ -113,20 +114,28 @@ int V1Rank(std::string_view controllers) {
 
 std::string_view RuntimeName(ContainerRuntime runtime) {
   switch (runtime) {
-    case ContainerRuntime::kDocker: return "docker";
-    case ContainerRuntime::kContainerd: return "containerd";
-    case ContainerRuntime::kCrio: return "cri-o";
-    case ContainerRuntime::kPodman: return "podman";
-    case ContainerRuntime::kUnknown: break;
+    case ContainerRuntime::kDocker:
+      return "docker";
+    case ContainerRuntime::kContainerd:
+      return "containerd";
+    case ContainerRuntime::kCrio:
+      return "cri-o";
+    case ContainerRuntime::kPodman:
+      return "podman";
+    case ContainerRuntime::kUnknown:
+      break;
   }
   return "unknown";
 }
 
 std::string_view QosName(QosClass qos) {
   switch (qos) {
-    case QosClass::kBurstable: return "Burstable";
-    case QosClass::kBestEffort: return "BestEffort";
-    case QosClass::kGuaranteed: break;
+    case QosClass::kBurstable:
+      return "Burstable";
+    case QosClass::kBestEffort:
+      return "BestEffort";
+    case QosClass::kGuaranteed:
+      break;
   }
   return "Guaranteed";
 }
@@ -142,7 +151,8 @@ Result<std::vector<CgroupLine>> ParseProcCgroup(std::string_view text) {
     if (line.empty()) continue;
     std::size_t first = line.find(':');
     std::size_t second = first == std::string_view::npos ? first : line.find(':', first + 1);
-    auto hierarchy = first == std::string_view::npos ? std::nullopt : ParseDecimal(line.substr(0, first));
+    auto hierarchy =
+        first == std::string_view::npos ? std::nullopt : ParseDecimal(line.substr(0, first));
     if (!hierarchy || second == std::string_view::npos) {
       return InvalidArgument("cgroup line " + std::to_string(number) + " " + Quoted(line) +
                              " is not hierarchy-ID:controllers:path");

@@ -23,7 +23,7 @@ enum class ContainerRuntime { kUnknown, kDocker, kContainerd, kCrio, kPodman };
 enum class QosClass { kGuaranteed, kBurstable, kBestEffort };
 
 std::string_view RuntimeName(ContainerRuntime runtime);  // "docker", "containerd", "cri-o", ...
-std::string_view QosName(QosClass qos);                   // "Guaranteed", "Burstable", "BestEffort"
+std::string_view QosName(QosClass qos);                  // "Guaranteed", "Burstable", "BestEffort"
 
 // One line of /proc/PID/cgroup: "hierarchy-ID:controller-list:cgroup-path".
 struct CgroupLine {
@@ -36,7 +36,7 @@ struct CgroupLine {
 Result<std::vector<CgroupLine>> ParseProcCgroup(std::string_view text);
 
 struct ContainerRef {
-  std::string id;  // 64 hex digits
+  std::string id;                                         // 64 hex digits
   ContainerRuntime runtime = ContainerRuntime::kUnknown;  // unknown: a bare id (cgroupfs driver)
 };
 
@@ -56,8 +56,8 @@ struct CgroupPlacement {
 CgroupPlacement ClassifyPath(std::string_view path);
 
 // The placement of a process: the v2 line when it names a container or pod, else the first v1
-// line (pids, memory, cpu, devices, name=systemd, then the rest) that does, else the v2 path (or the
-// first v1 path) with neither.
+// line (pids, memory, cpu, devices, name=systemd, then the rest) that does, else the v2 path (or
+// the first v1 path) with neither.
 CgroupPlacement Place(std::span<const CgroupLine> lines);
 
 }  // namespace gpulse::identity

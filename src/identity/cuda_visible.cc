@@ -47,7 +47,8 @@ class CudaResolver {
 
  private:
   bool InScope(std::size_t pos) const {
-    return std::find(scope_.positions.begin(), scope_.positions.end(), pos) != scope_.positions.end();
+    return std::find(scope_.positions.begin(), scope_.positions.end(), pos) !=
+           scope_.positions.end();
   }
   Outcome Entry(std::string_view token);
   Outcome Integer(std::string_view token);
@@ -70,7 +71,8 @@ class CudaResolver {
 Outcome CudaResolver::WholeGpu(std::size_t pos) {
   const DeviceInfo& d = info_.devices[pos];
   if (d.mig_enabled.value_or(false)) {
-    return Outcome::Refuse(GpuName(d) + " has MIG enabled: CUDA cannot use it as a whole GPU, and "
+    return Outcome::Refuse(GpuName(d) +
+                           " has MIG enabled: CUDA cannot use it as a whole GPU, and "
                            "which of its MIG instances CUDA would enumerate instead is not "
                            "documented; name the instance by its MIG-… UUID");
   }
@@ -107,6 +109,7 @@ Outcome CudaResolver::FindGpu(std::string_view token, std::string_view what) {
   if (in_scope.size() == 1) return Outcome::Device({in_scope.front(), -1});
   if (in_scope.size() > 1) {
     std::vector<std::string> names;
+    names.reserve(in_scope.size());
     for (std::size_t pos : in_scope) names.push_back(GpuName(info_.devices[pos]));
     return Outcome::End(std::string(what) + " " + Quoted(token) + " is an ambiguous UUID prefix (" +
                         JoinNames(names) + "); CUDA needs a unique prefix");
@@ -142,8 +145,8 @@ Outcome CudaResolver::MigUuid(std::string_view token) {
   PrefixMatches m = MatchPrefix(token, uuids);
   const bool full = token.size() == kMigUuidLength;
   if (!scope_.uncounted.empty() && !(full && m.exact.size() == 1)) {
-    return Outcome::Refuse("MIG entry " + Quoted(token) + " cannot be checked against every GPU: " +
-                           scope_.uncounted);
+    return Outcome::Refuse("MIG entry " + Quoted(token) +
+                           " cannot be checked against every GPU: " + scope_.uncounted);
   }
   if (m.exact.size() == 1) return Outcome::Device(picks[m.exact.front()]);
   if (m.exact.size() > 1) {
@@ -154,7 +157,8 @@ Outcome CudaResolver::MigUuid(std::string_view token) {
                            " matches a MIG instance only when case is ignored; whether CUDA "
                            "ignores case is not documented");
   }
-  return Outcome::End("MIG entry " + Quoted(token) + " matches no MIG instance the runtime can open");
+  return Outcome::End("MIG entry " + Quoted(token) +
+                      " matches no MIG instance the runtime can open");
 }
 
 Outcome CudaResolver::LegacyMig(std::string_view token) {
@@ -182,7 +186,8 @@ Outcome CudaResolver::LegacyMig(std::string_view token) {
     }
   }
   if (!d.mig_enabled.value_or(false)) {
-    return Outcome::End("MIG entry " + Quoted(token) + ": " + GpuName(d) + " does not have MIG enabled");
+    return Outcome::End("MIG entry " + Quoted(token) + ": " + GpuName(d) +
+                        " does not have MIG enabled");
   }
   return Outcome::End("MIG entry " + Quoted(token) + ": " + GpuName(d) +
                       " has no MIG instance with GPU instance " + std::to_string(*gi) +
@@ -191,7 +196,8 @@ Outcome CudaResolver::LegacyMig(std::string_view token) {
 
 Outcome CudaResolver::Entry(std::string_view token) {
   if (HasWhitespace(token)) {
-    return Outcome::Refuse("entry " + Quoted(token) + " contains whitespace, and how CUDA reads it "
+    return Outcome::Refuse("entry " + Quoted(token) +
+                           " contains whitespace, and how CUDA reads it "
                            "is not documented; remove the spaces");
   }
   if (IsDecimal(token)) return Integer(token);
@@ -211,7 +217,8 @@ bool CudaResolver::Take(const Outcome& o, std::string_view token, std::size_t en
     return false;
   }
   if (o.kind == Outcome::kEnd) {
-    m.notes.push_back(o.why + ": CUDA stops at the first invalid entry, so the list ends before entry " +
+    m.notes.push_back(o.why +
+                      ": CUDA stops at the first invalid entry, so the list ends before entry " +
                       std::to_string(entry_no) + " " + Quoted(token));
     return false;
   }
@@ -257,9 +264,12 @@ std::optional<Refusal> CudaResolver::OrderRefusal(Order order) const {
     for (std::size_t pos : scope_.positions) add(info_.devices[pos].name);
   }
   if (classes.size() <= 1) return std::nullopt;
-  return Refusal{"CUDA_DEVICE_ORDER is FASTEST_FIRST (CUDA's default when unset) and the GPUs it "
-                 "orders differ (" + JoinNames(classes) + "): CUDA's speed heuristic decides their "
-                 "order, which gpulse cannot reproduce; set CUDA_DEVICE_ORDER=PCI_BUS_ID"};
+  return Refusal{
+      "CUDA_DEVICE_ORDER is FASTEST_FIRST (CUDA's default when unset) and the GPUs it "
+      "orders differ (" +
+      JoinNames(classes) +
+      "): CUDA's speed heuristic decides their "
+      "order, which gpulse cannot reproduce; set CUDA_DEVICE_ORDER=PCI_BUS_ID"};
 }
 
 Mapping CudaResolver::Resolve(std::optional<std::string_view> mask, Order order) {

@@ -37,29 +37,32 @@ Step RocrToken(std::string_view raw, std::span<const DeviceInfo> agents) {
       if (!agents[i].uuid.empty() && ToUpper(agents[i].uuid).starts_with(token)) hits.push_back(i);
     }
     if (hits.size() == 1) return {Step::kAgent, hits.front(), ""};
-    return {Step::kEnd, 0, "UUID token " + Quoted(raw) +
-                               (hits.empty() ? " matches no GPU" : " matches several GPUs")};
+    return {
+        Step::kEnd, 0,
+        "UUID token " + Quoted(raw) + (hits.empty() ? " matches no GPU" : " matches several GPUs")};
   }
   errno = 0;
   char* end = nullptr;
   long v = std::strtol(token.c_str(), &end, 0);
   if (end == token.c_str()) return {Step::kEnd, 0, "token " + Quoted(raw) + " is not a number"};
   if (*end != '\0') {
-    return {Step::kRefuse, 0, "ROCR_VISIBLE_DEVICES token " + Quoted(raw) +
-                                  " has characters after its number, and whether ROCr accepts "
-                                  "that is not documented"};
+    return {Step::kRefuse, 0,
+            "ROCR_VISIBLE_DEVICES token " + Quoted(raw) +
+                " has characters after its number, and whether ROCr accepts "
+                "that is not documented"};
   }
   if (errno != 0 || v < 0 || static_cast<unsigned long>(v) >= agents.size()) {
-    return {Step::kEnd, 0, "index " + Quoted(raw) + " is out of range (" +
-                               std::to_string(agents.size()) + " GPUs)"};
+    return {
+        Step::kEnd, 0,
+        "index " + Quoted(raw) + " is out of range (" + std::to_string(agents.size()) + " GPUs)"};
   }
   return {Step::kAgent, static_cast<std::size_t>(v), ""};
 }
 
 // ROCr's filter: the surviving agents in list order, or a refusal.
 std::variant<std::vector<std::size_t>, Refusal> ApplyRocr(const Environment& env,
-                                                         std::span<const DeviceInfo> agents,
-                                                         std::vector<std::string>& notes) {
+                                                          std::span<const DeviceInfo> agents,
+                                                          std::vector<std::string>& notes) {
   std::vector<std::size_t> out;
   auto mask = env.Get("ROCR_VISIBLE_DEVICES");
   if (!mask) {
@@ -78,7 +81,8 @@ std::variant<std::vector<std::size_t>, Refusal> ApplyRocr(const Environment& env
       s = {Step::kEnd, 0, "token " + Quoted(tokens[i]) + " repeats an earlier one"};
     }
     if (s.kind == Step::kEnd) {
-      notes.push_back("ROCR_VISIBLE_DEVICES: " + s.why + ": ROCr stops at the first invalid, "
+      notes.push_back("ROCR_VISIBLE_DEVICES: " + s.why +
+                      ": ROCr stops at the first invalid, "
                       "out-of-range or duplicate token, so its list ends before token " +
                       std::to_string(i));
       break;
@@ -92,8 +96,9 @@ std::variant<std::vector<std::size_t>, Refusal> ApplyRocr(const Environment& env
 Step ClrToken(std::string_view token, std::span<const DeviceInfo> agents,
               const std::vector<std::size_t>& survivors, std::string_view var) {
   if (HasWhitespace(token)) {
-    return {Step::kRefuse, 0, std::string(var) + " entry " + Quoted(token) +
-                                  " contains whitespace, and how ROCclr reads it is not documented"};
+    return {Step::kRefuse, 0,
+            std::string(var) + " entry " + Quoted(token) +
+                " contains whitespace, and how ROCclr reads it is not documented"};
   }
   if (token.starts_with("GPU-")) {
     std::vector<std::size_t> hits;
@@ -102,21 +107,24 @@ Step ClrToken(std::string_view token, std::span<const DeviceInfo> agents,
     }
     if (hits.size() == 1) return {Step::kAgent, hits.front(), ""};
     if (hits.empty()) return {Step::kEnd, 0, "UUID " + Quoted(token) + " matches no visible GPU"};
-    return {Step::kRefuse, 0, std::string(var) + " entry " + Quoted(token) +
-                                  " matches several GPUs, and which one ROCclr takes is not "
-                                  "documented"};
+    return {Step::kRefuse, 0,
+            std::string(var) + " entry " + Quoted(token) +
+                " matches several GPUs, and which one ROCclr takes is not "
+                "documented"};
   }
   if (auto i = ParseDecimal(token)) {
     if (*i >= survivors.size()) {
-      return {Step::kEnd, 0, "index " + Quoted(token) + " is out of range (" +
-                                 std::to_string(survivors.size()) + " GPUs after ROCR_VISIBLE_DEVICES)"};
+      return {Step::kEnd, 0,
+              "index " + Quoted(token) + " is out of range (" + std::to_string(survivors.size()) +
+                  " GPUs after ROCR_VISIBLE_DEVICES)"};
     }
     return {Step::kAgent, *i, ""};
   }
   if (!token.empty() && token.front() >= '0' && token.front() <= '9') {
-    return {Step::kRefuse, 0, std::string(var) + " entry " + Quoted(token) +
-                                  " is not a plain decimal index, and how ROCclr parses it is not "
-                                  "documented"};
+    return {Step::kRefuse, 0,
+            std::string(var) + " entry " + Quoted(token) +
+                " is not a plain decimal index, and how ROCclr parses it is not "
+                "documented"};
   }
   return {Step::kEnd, 0, "entry " + Quoted(token) + " is not an index or GPU UUID"};
 }
@@ -143,7 +151,8 @@ Mapping ResolveRocm(const Environment& env, std::span<const DeviceInfo> agents, 
       }
     }
     if (auto g = env.Get("GPU_DEVICE_ORDINAL")) {
-      m.notes.push_back("GPU_DEVICE_ORDINAL=" + Quoted(*g) + " is ignored: ROCclr reads it for "
+      m.notes.push_back("GPU_DEVICE_ORDINAL=" + Quoted(*g) +
+                        " is ignored: ROCclr reads it for "
                         "OpenCL only");
     }
   } else {
@@ -163,8 +172,10 @@ Mapping ResolveRocm(const Environment& env, std::span<const DeviceInfo> agents, 
         break;
       }
       if (s.kind == Step::kEnd) {
-        m.notes.push_back(var + ": " + s.why + ": ROCclr stops at the first invalid entry, so "
-                          "the list ends before entry " + std::to_string(i));
+        m.notes.push_back(var + ": " + s.why +
+                          ": ROCclr stops at the first invalid entry, so "
+                          "the list ends before entry " +
+                          std::to_string(i));
         break;
       }
       if (std::find(chosen.begin(), chosen.end(), s.pos) != chosen.end()) {

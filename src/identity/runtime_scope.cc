@@ -30,8 +30,8 @@ std::variant<std::size_t, Refusal> ContainerEntry(std::string_view token, const 
     for (std::size_t pos = 0; pos < devices.size(); ++pos) {
       if (devices[pos].uuid == token) return pos;
     }
-    return Refusal{std::string(who) + " was given " + std::string(token) + " (" + std::string(kVar) +
-                   "), which is not a GPU gpulse can read"};
+    return Refusal{std::string(who) + " was given " + std::string(token) + " (" +
+                   std::string(kVar) + "), which is not a GPU gpulse can read"};
   }
   return Refusal{std::string(who) + " was given " + Quoted(token) + " in " + std::string(kVar) +
                  ": gpulse resolves whole GPUs by index or UUID only (MIG instances and other "
@@ -50,7 +50,8 @@ RuntimeScope HostScope(const SystemInfo& info) {
   }
   for (const DeviceInfo& d : info.devices) {
     if (d.pci_bus_id.empty()) {
-      scope.uncounted = "GPU " + std::to_string(d.index) + " has no PCI bus id, so the bus order is unknown";
+      scope.uncounted =
+          "GPU " + std::to_string(d.index) + " has no PCI bus id, so the bus order is unknown";
       return scope;
     }
   }
@@ -61,9 +62,12 @@ std::variant<RuntimeScope, Refusal> ContainerScope(const Environment& env, const
                                                    std::string_view who) {
   auto value = env.Get(kVar);
   if (!value) {
-    return Refusal{std::string(who) + " runs in another container and its environment does not say "
-                   "which GPUs the container was given (no " + std::string(kVar) +
-                   "; CDI or device mounts may have given them), so its device numbering is unknown"};
+    return Refusal{
+        std::string(who) +
+        " runs in another container and its environment does not say "
+        "which GPUs the container was given (no " +
+        std::string(kVar) +
+        "; CDI or device mounts may have given them), so its device numbering is unknown"};
   }
   RuntimeScope scope;
   if (*value == "all") {

@@ -6,8 +6,8 @@ Target Lookup(const Mapping& mapping, unsigned ordinal) {
   if (ordinal < mapping.ordinals.size()) return mapping.ordinals[ordinal];
   if (mapping.refusal) {
     if (mapping.ordinals.empty()) return *mapping.refusal;
-    return Refusal{"ordinal " + std::to_string(ordinal) + " cannot be resolved: " +
-                   mapping.refusal->reason};
+    return Refusal{"ordinal " + std::to_string(ordinal) +
+                   " cannot be resolved: " + mapping.refusal->reason};
   }
   const std::size_t n = mapping.ordinals.size();
   return Refusal{"ordinal " + std::to_string(ordinal) + " is not visible: the runtime sees " +

@@ -1,7 +1,7 @@
-// Runtime ordinal → physical device: the answer gpulse gives for "which GPU is CUDA device 0 of this
-// workload". The answer is typed: a physical device, or a refusal with the reason the answer cannot
-// be known. Nothing in between: a mask that cannot be inverted exactly is never inverted by a guess
-// (another tenant's GPU would be reported as yours). The rules, with their sources, are in
+// Runtime ordinal → physical device: the answer gpulse gives for "which GPU is CUDA device 0 of
+// this workload". The answer is typed: a physical device, or a refusal with the reason the answer
+// cannot be known. Nothing in between: a mask that cannot be inverted exactly is never inverted by
+// a guess (another tenant's GPU would be reported as yours). The rules, with their sources, are in
 // docs/identity.md.
 //
 // Thread-safety: plain values.
@@ -29,8 +29,8 @@ struct Refusal {
   std::string reason;
 };
 
-// How the runtime numbers its devices. Ordinal i < ordinals.size() is ordinals[i]. When `refusal` is
-// set, the ordinals from ordinals.size() on cannot be known (a whole refusal has no ordinals);
+// How the runtime numbers its devices. Ordinal i < ordinals.size() is ordinals[i]. When `refusal`
+// is set, the ordinals from ordinals.size() on cannot be known (a whole refusal has no ordinals);
 // otherwise there are no more ordinals.
 struct Mapping {
   std::vector<PhysicalDevice> ordinals;

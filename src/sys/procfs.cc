@@ -19,7 +19,8 @@ std::string PidFile(unsigned pid, std::string_view name) {
 
 std::string ChooseProcfsRoot(const std::string& option) {
   if (!option.empty()) return option;
-  if (const char* env = std::getenv("GPULSE_PROCFS_ROOT"); env != nullptr && *env != '\0') return env;
+  if (const char* env = std::getenv("GPULSE_PROCFS_ROOT"); env != nullptr && *env != '\0')
+    return env;
   return "";
 }
 
@@ -33,7 +34,7 @@ Result<std::string> ReadComm(const RootedFs& proc, unsigned pid) {
 
 Result<unsigned> ReadRealUid(const RootedFs& proc, unsigned pid) {
   const std::string file = PidFile(pid, "status");
-  auto text = proc.ReadFile(file, 64 * 1024);
+  auto text = proc.ReadFile(file, std::size_t{64} * 1024);
   if (!text) return text.error();
   std::string_view rest = *text;
   while (!rest.empty()) {
@@ -55,7 +56,7 @@ Result<unsigned> ReadRealUid(const RootedFs& proc, unsigned pid) {
 }
 
 Result<std::vector<std::string>> ReadEnviron(const RootedFs& proc, unsigned pid) {
-  auto text = proc.ReadFile(PidFile(pid, "environ"), 4 << 20);
+  auto text = proc.ReadFile(PidFile(pid, "environ"), std::size_t{4} << 20);
   if (!text) return text.error();
   std::vector<std::string> entries;
   std::string_view rest = *text;
@@ -70,7 +71,7 @@ Result<std::vector<std::string>> ReadEnviron(const RootedFs& proc, unsigned pid)
 }
 
 Result<std::string> ReadCgroup(const RootedFs& proc, unsigned pid) {
-  return proc.ReadFile(PidFile(pid, "cgroup"), 256 * 1024);
+  return proc.ReadFile(PidFile(pid, "cgroup"), std::size_t{256} * 1024);
 }
 
 std::vector<std::string> CurrentEnvironment() {

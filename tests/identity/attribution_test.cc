@@ -1,8 +1,8 @@
 // Joining GPU processes with procfs facts, and the per-container / per-pod aggregates: memory
 // sums, SM utilization summed per GPU and capped at 100, missing values kept missing.
-#include <gtest/gtest.h>
-
 #include "identity/attribution.h"
+
+#include <gtest/gtest.h>
 
 namespace gpulse::identity {
 namespace {
@@ -45,7 +45,9 @@ class AttributionTest : public ::testing::Test {
     info.devices = {Device(0), Device(1)};
     lists = {Listed({Proc(1, 10, 60), Proc(2, 20, 60), Proc(3, 5, std::nullopt)}),
              Listed({Proc(4, 7, 30)})};
-    procs = {{1, In(1, "c1", "pod")}, {2, In(2, "c2", "pod")}, {3, In(3, "c2", "pod")},
+    procs = {{1, In(1, "c1", "pod")},
+             {2, In(2, "c2", "pod")},
+             {3, In(3, "c2", "pod")},
              {4, In(4, "c1", "pod")}};
   }
   SystemInfo info;

@@ -1,11 +1,11 @@
 // /proc/PID/cgroup → container and pod, for cgroup v1 and v2, the systemd and cgroupfs drivers, and
 // each runtime (docker, containerd, cri-o, podman). Paths are the shapes documented by the kubelet
 // and the runtimes (docs/identity.md).
+#include "identity/cgroup.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "identity/cgroup.h"
 
 namespace gpulse::identity {
 namespace {
@@ -29,48 +29,61 @@ const Case kCases[] = {
          ".slice/cri-containerd-" + kId + ".scope\n",
      2, "containerd", "Burstable"},
     {"V2SystemdContainerdGuaranteed",
-     "0::/kubepods.slice/kubepods-pod" + kPodUnderscores + ".slice/cri-containerd-" + kId + ".scope\n",
+     "0::/kubepods.slice/kubepods-pod" + kPodUnderscores + ".slice/cri-containerd-" + kId +
+         ".scope\n",
      2, "containerd", "Guaranteed"},
     {"V2SystemdCrioBestEffort",
      "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + kPodUnderscores +
          ".slice/crio-" + kId + ".scope\n",
      2, "cri-o", "BestEffort"},
-    {"V2SystemdDockerOutsideKubernetes", "0::/system.slice/docker-" + kId + ".scope\n", 2, "docker", nullptr},
+    {"V2SystemdDockerOutsideKubernetes", "0::/system.slice/docker-" + kId + ".scope\n", 2, "docker",
+     nullptr},
     {"V2RootlessPodman",
-     "0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + kId + ".scope/container\n",
+     "0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + kId +
+         ".scope/container\n",
      2, "podman", nullptr},
     {"V2HostProcess", "0::/user.slice/user-1000.slice/session-4.scope\n", 2, nullptr, nullptr},
-    {"V2ConmonIsNotAContainer", "0::/system.slice/crio-conmon-" + kId + ".scope\n", 2, nullptr, nullptr},
-    {"V2PodmanConmonIsNotAContainer", "0::/machine.slice/libpod-conmon-" + kId + ".scope\n", 2, nullptr, nullptr},
+    {"V2ConmonIsNotAContainer", "0::/system.slice/crio-conmon-" + kId + ".scope\n", 2, nullptr,
+     nullptr},
+    {"V2PodmanConmonIsNotAContainer", "0::/machine.slice/libpod-conmon-" + kId + ".scope\n", 2,
+     nullptr, nullptr},
     {"V2PodLevelCgroupHasPodButNoContainer",
-     "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + kPodUnderscores + ".slice\n",
+     "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + kPodUnderscores +
+         ".slice\n",
      2, nullptr, "Burstable"},
     // cgroup v2, cgroupfs driver.
-    {"V2CgroupfsBareIdUnderPod", "0::/kubepods/besteffort/pod" + kPod + "/" + kId + "\n", 2, "unknown", "BestEffort"},
-    {"V2CgroupfsCrioUnderPod", "0::/kubepods/burstable/pod" + kPod + "/crio-" + kId + "\n", 2, "cri-o", "Burstable"},
-    {"V2CgroupfsGuaranteedPod", "0::/kubepods/pod" + kPod + "/" + kId + "\n", 2, "unknown", "Guaranteed"},
+    {"V2CgroupfsBareIdUnderPod", "0::/kubepods/besteffort/pod" + kPod + "/" + kId + "\n", 2,
+     "unknown", "BestEffort"},
+    {"V2CgroupfsCrioUnderPod", "0::/kubepods/burstable/pod" + kPod + "/crio-" + kId + "\n", 2,
+     "cri-o", "Burstable"},
+    {"V2CgroupfsGuaranteedPod", "0::/kubepods/pod" + kPod + "/" + kId + "\n", 2, "unknown",
+     "Guaranteed"},
     {"V2CgroupfsPodmanParent", "0::/libpod_parent/libpod-" + kId + "\n", 2, "podman", nullptr},
     // cgroup v1 (one line per hierarchy), cgroupfs driver: Docker and dockershim-era kubelet.
     {"V1CgroupfsDocker",
-     "12:pids:/docker/" + kId + "\n11:memory:/docker/" + kId + "\n1:name=systemd:/docker/" + kId + "\n",
+     "12:pids:/docker/" + kId + "\n11:memory:/docker/" + kId + "\n1:name=systemd:/docker/" + kId +
+         "\n",
      1, "docker", nullptr},
     {"V1CgroupfsKubepods",
-     "12:pids:/kubepods/burstable/pod" + kPod + "/" + kId + "\n6:cpu,cpuacct:/kubepods/burstable/pod" +
-         kPod + "/" + kId + "\n0::/\n",
+     "12:pids:/kubepods/burstable/pod" + kPod + "/" + kId +
+         "\n6:cpu,cpuacct:/kubepods/burstable/pod" + kPod + "/" + kId + "\n0::/\n",
      1, "unknown", "Burstable"},
     // cgroup v1, systemd driver.
     {"V1SystemdContainerd",
-     "11:memory:/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + kPodUnderscores +
-         ".slice/cri-containerd-" + kId + ".scope\n10:devices:/kubepods.slice/kubepods-besteffort.slice/"
-         "kubepods-besteffort-pod" + kPodUnderscores + ".slice/cri-containerd-" + kId + ".scope\n",
+     "11:memory:/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" +
+         kPodUnderscores + ".slice/cri-containerd-" + kId +
+         ".scope\n10:devices:/kubepods.slice/kubepods-besteffort.slice/"
+         "kubepods-besteffort-pod" +
+         kPodUnderscores + ".slice/cri-containerd-" + kId + ".scope\n",
      1, "containerd", "BestEffort"},
     // Hybrid: the v2 line is "/" (systemd only), the v1 controllers name the container.
     {"HybridPrefersTheLineThatNamesAContainer",
-     "0::/\n4:pids:/system.slice/docker-" + kId + ".scope\n1:name=systemd:/system.slice/docker-" + kId + ".scope\n",
+     "0::/\n4:pids:/system.slice/docker-" + kId + ".scope\n1:name=systemd:/system.slice/docker-" +
+         kId + ".scope\n",
      1, "docker", nullptr},
     // A v1 controller at "/" is skipped for one that names the container.
-    {"V1PrefersControllersThatNameAContainer",
-     "3:cpuset:/\n2:memory:/docker/" + kId + "\n", 1, "docker", nullptr},
+    {"V1PrefersControllersThatNameAContainer", "3:cpuset:/\n2:memory:/docker/" + kId + "\n", 1,
+     "docker", nullptr},
     // Short (12-digit) ids are not container ids.
     {"ShortIdIsNotAContainer", "0::/docker/4f1e2d3c4b5a\n", 2, nullptr, nullptr},
     // A pod uid outside kubepods is not a pod.

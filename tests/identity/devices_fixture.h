@@ -52,7 +52,8 @@ inline SystemInfo Mixed() {
   return s;
 }
 
-// NVML's index order is not the bus order (NVML guarantees nothing; CUDA's PCI_BUS_ID sorts by bus).
+// NVML's index order is not the bus order (NVML guarantees nothing; CUDA's PCI_BUS_ID sorts by
+// bus).
 inline SystemInfo BusOrderDiffers() {
   SystemInfo s;
   s.devices = {Gpu(0, "NVIDIA A40", Uuid("d0000000"), "00000000:65:00.0"),

@@ -1,12 +1,13 @@
 // The procfs seam (sys::RootedFs, sys/procfs.h) and identity::ReadProcessInfo over fixture trees
 // built in temporary directories: cgroup v1 and v2, systemd and cgroupfs paths, missing and
 // malformed files.
+#include "identity/process_info.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "identity/environment.h"
-#include "identity/process_info.h"
 #include "identity/temp_tree.h"
 #include "sys/procfs.h"
 
@@ -82,7 +83,8 @@ TEST(ProcessInfo, V2SystemdPodProcess) {
   TempTree t;
   t.Process(41001, "python3", 0,
             "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11111111_2222_3333_"
-            "4444_555555555555.slice/cri-containerd-" + kId + ".scope\n");
+            "4444_555555555555.slice/cri-containerd-" +
+                kId + ".scope\n");
   ProcessInfo p = ReadProcessInfo(sys::RootedFs(t.root()), 41001);
   EXPECT_EQ(p.error, "");
   EXPECT_EQ(p.name, "python3");
@@ -100,7 +102,8 @@ TEST(ProcessInfo, V2SystemdPodProcess) {
 TEST(ProcessInfo, V1CgroupfsDockerProcess) {
   TempTree t;
   t.Process(500, "train", 1234,
-            "12:pids:/docker/" + kId + "\n5:memory:/docker/" + kId + "\n1:name=systemd:/docker/" + kId + "\n");
+            "12:pids:/docker/" + kId + "\n5:memory:/docker/" + kId + "\n1:name=systemd:/docker/" +
+                kId + "\n");
   ProcessInfo p = ReadProcessInfo(sys::RootedFs(t.root()), 500);
   EXPECT_EQ(p.uid, 1234u);
   ASSERT_TRUE(p.cgroup.has_value());

@@ -1,10 +1,11 @@
 // Which GPUs a process in another container can open: NVIDIA_VISIBLE_DEVICES as the NVIDIA
 // container runtime reads it, and what its CUDA ordinals then are.
+#include "identity/runtime_scope.h"
+
 #include <gtest/gtest.h>
 
 #include "identity/cuda_visible.h"
 #include "identity/devices_fixture.h"
-#include "identity/runtime_scope.h"
 
 namespace gpulse::identity {
 namespace {

@@ -33,7 +33,8 @@ class TempTree {
   }
 
   // A /proc/PID with comm, status (real uid) and cgroup.
-  void Process(unsigned pid, const std::string& comm, unsigned uid, const std::string& cgroup) const {
+  void Process(unsigned pid, const std::string& comm, unsigned uid,
+               const std::string& cgroup) const {
     const std::string dir = std::to_string(pid) + "/";
     Write(dir + "comm", comm + "\n");
     Write(dir + "status", "Name:\t" + comm + "\nPid:\t" + std::to_string(pid) + "\nUid:\t" +

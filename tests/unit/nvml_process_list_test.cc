@@ -2,6 +2,8 @@
 // stride trap with 16-, 24- and 32-byte strides and several processes (a single entry hides stride
 // bugs), "not available" memory, lists that grow between calls, per-process utilization, and the
 // once-per-second rate limit.
+#include "gpu/nvml/nvml_process_list.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "gpu/backend.h"
-#include "gpu/nvml/nvml_process_list.h"
 #include "gpu/nvml/nvml_processes.h"
 
 namespace gpulse::nvml {
@@ -25,7 +26,7 @@ struct Proc {
 // The state every fake entry point reads; reset per test.
 struct Fake {
   std::vector<Proc> compute, graphics;
-  std::size_t v3_stride = 24;         // bytes per entry the fake _v3 writes
+  std::size_t v3_stride = 24;  // bytes per entry the fake _v3 writes
   bool v3_clears_whole_buffer = false;
   std::map<std::string, nvmlReturn_t> rc;  // forced return codes by call name
   std::map<std::string, int> calls;
@@ -68,15 +69,17 @@ std::vector<Proc>& ListOf(bool compute) { return compute ? g->compute : g->graph
 template <bool kCompute>
 nvmlReturn_t V1(nvmlDevice_t, unsigned* count, nvmlProcessInfo_v1_t* out) {
   auto& list = ListOf(kCompute);
-  return Protocol(kCompute ? "v1" : "gv1", list, count, out != nullptr,
-                  [&](unsigned i) { out[i] = {list[i].pid, list[i].mem}; });
+  return Protocol(kCompute ? "v1" : "gv1", list, count, out != nullptr, [&](unsigned i) {
+    out[i] = {list[i].pid, list[i].mem};
+  });
 }
 
 template <bool kCompute>
 nvmlReturn_t V2(nvmlDevice_t, unsigned* count, nvmlProcessInfo_v2_t* out) {
   auto& list = ListOf(kCompute);
-  return Protocol(kCompute ? "v2" : "gv2", list, count, out != nullptr,
-                  [&](unsigned i) { out[i] = {list[i].pid, list[i].mem, list[i].gi, list[i].ci}; });
+  return Protocol(kCompute ? "v2" : "gv2", list, count, out != nullptr, [&](unsigned i) {
+    out[i] = {list[i].pid, list[i].mem, list[i].gi, list[i].ci};
+  });
 }
 
 // _v3 as drivers wrote it: the v2 fields first, then padding up to `v3_stride` bytes (the 32-byte
@@ -105,9 +108,10 @@ nvmlReturn_t V3(nvmlDevice_t, unsigned* count, void* out) {
 nvmlReturn_t DetailList(nvmlDevice_t, nvmlProcessDetailList_v1_t* l) {
   if (l->version != nvmlProcessDetailList_v1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   auto& list = ListOf(l->mode == NVML_PROCESS_MODE_COMPUTE);
-  return Protocol("detail", list, &l->numProcArrayEntries, l->procArray != nullptr, [&](unsigned i) {
-    l->procArray[i] = {list[i].pid, list[i].mem, list[i].gi, list[i].ci, 0};
-  });
+  return Protocol("detail", list, &l->numProcArrayEntries, l->procArray != nullptr,
+                  [&](unsigned i) {
+                    l->procArray[i] = {list[i].pid, list[i].mem, list[i].gi, list[i].ci, 0};
+                  });
 }
 
 nvmlReturn_t Utilization(nvmlDevice_t, nvmlProcessUtilizationSample_t* out, unsigned* count,
@@ -169,7 +173,8 @@ class ProcessListTest : public ::testing::Test {
     EXPECT_EQ(l.entries[2].pid, 303u);
     EXPECT_EQ(l.entries[0].used_memory_bytes, 1ull << 30);
     EXPECT_EQ(l.entries[1].used_memory_bytes, 2ull << 30);
-    EXPECT_FALSE(l.entries[2].used_memory_bytes.has_value()) << "NVML_VALUE_NOT_AVAILABLE is absent";
+    EXPECT_FALSE(l.entries[2].used_memory_bytes.has_value())
+        << "NVML_VALUE_NOT_AVAILABLE is absent";
     EXPECT_FALSE(l.entries[0].gpu_instance_id.has_value()) << "not MIG";
     if (with_mig_ids) {
       EXPECT_EQ(l.entries[1].gpu_instance_id, 2u);
@@ -307,7 +312,8 @@ TEST_F(ReaderTest, MergesComputeAndGraphicsByPid) {
 }
 
 TEST_F(ReaderTest, UtilizationAveragesSamplesDropsNoiseAndUnknownPids) {
-  fake.samples = {{101, kNowUs - 300'000, 40, 10, 0, 0}, {101, kNowUs - 100'000, 60, 20, 4, 2},
+  fake.samples = {{101, kNowUs - 300'000, 40, 10, 0, 0},
+                  {101, kNowUs - 100'000, 60, 20, 4, 2},
                   {202, kNowUs - 100'000, 150, 0, 0, 0},  // > 100: driver noise, dropped
                   {999, kNowUs - 100'000, 50, 5, 0, 0}};  // not a listed process
   ProcessReader r(&api, kDev);

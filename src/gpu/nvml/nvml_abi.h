@@ -132,8 +132,8 @@ constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFFULL;
 // gpuInstanceId / computeInstanceId of a process on a GPU without MIG.
 constexpr unsigned NVML_INSTANCE_ID_NONE = 0xFFFFFFFFU;
 
-// nvmlDeviceGetRunningProcessDetailList (drivers 535.104+): the 32-byte entry that the _v3 calls used
-// without a version bump on 535.43-535.86, moved behind an explicitly versioned list struct.
+// nvmlDeviceGetRunningProcessDetailList (drivers 535.104+): the 32-byte entry that the _v3 calls
+// used without a version bump on 535.43-535.86, moved behind an explicitly versioned list struct.
 enum : unsigned {
   NVML_PROCESS_MODE_COMPUTE = 0,
   NVML_PROCESS_MODE_GRAPHICS = 1,

@@ -56,7 +56,8 @@ struct NvmlApi {
   // Process lists, newest first. The _v3 calls take a buffer whose stride changed between drivers
   // without a version bump (research/vendors.md section 1.5), so it is declared untyped here and
   // used only as a last resort with the stride measured (nvml_process_list.h).
-  nvmlReturn_t (*DeviceGetRunningProcessDetailList)(nvmlDevice_t, nvmlProcessDetailList_v1_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetRunningProcessDetailList)(nvmlDevice_t,
+                                                    nvmlProcessDetailList_v1_t*) = nullptr;
   nvmlReturn_t (*DeviceGetComputeRunningProcesses_v3)(nvmlDevice_t, unsigned*, void*) = nullptr;
   nvmlReturn_t (*DeviceGetComputeRunningProcesses_v2)(nvmlDevice_t, unsigned*,
                                                       nvmlProcessInfo_v2_t*) = nullptr;

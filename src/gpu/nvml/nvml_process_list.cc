@@ -15,9 +15,10 @@ static_assert(offsetof(nvmlProcessDetail_v1_t, usedGpuCcProtectedMemory) == 24, 
 static_assert(sizeof(nvmlProcessDetailList_v1_t) == 24, "process detail list");
 static_assert(nvmlProcessDetailList_v1 == 0x01000018U, "process detail list version");
 
-constexpr int kMaxAttempts = 4;      // a list that keeps growing between calls is given up on
-constexpr unsigned kSlack = 8;       // room for processes that start between two calls
-constexpr unsigned char kFill = 0xA5;  // no plausible pid, size or instance id is made of 0xA5 bytes
+constexpr int kMaxAttempts = 4;  // a list that keeps growing between calls is given up on
+constexpr unsigned kSlack = 8;   // room for processes that start between two calls
+constexpr unsigned char kFill =
+    0xA5;  // no plausible pid, size or instance id is made of 0xA5 bytes
 
 // "Try the next call" rather than "this is the answer".
 bool FallsThrough(nvmlReturn_t rc) {
@@ -28,9 +29,12 @@ bool FallsThrough(nvmlReturn_t rc) {
 Error CallError(const char* function, nvmlReturn_t rc) {
   std::string msg = std::string(function) + ": " + ReturnName(rc);
   switch (Classify(rc)) {
-    case ErrorClass::kNoPermission: return {ErrorCode::kNoPermission, msg};
-    case ErrorClass::kGpuLost: return {ErrorCode::kUnavailable, msg};
-    default: return {ErrorCode::kIo, msg};
+    case ErrorClass::kNoPermission:
+      return {ErrorCode::kNoPermission, msg};
+    case ErrorClass::kGpuLost:
+      return {ErrorCode::kUnavailable, msg};
+    default:
+      return {ErrorCode::kIo, msg};
   }
 }
 
@@ -94,14 +98,16 @@ Attempt ViaDetailList(const NvmlApi& api, nvmlDevice_t device, ProcessKind kind)
   if (api.DeviceGetRunningProcessDetailList == nullptr) return a;
   nvmlProcessDetailList_v1_t list{};
   list.version = nvmlProcessDetailList_v1;
-  list.mode = kind == ProcessKind::kCompute ? NVML_PROCESS_MODE_COMPUTE : NVML_PROCESS_MODE_GRAPHICS;
+  list.mode =
+      kind == ProcessKind::kCompute ? NVML_PROCESS_MODE_COMPUTE : NVML_PROCESS_MODE_GRAPHICS;
   nvmlReturn_t rc = api.DeviceGetRunningProcessDetailList(device, &list);
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     if (rc == NVML_SUCCESS && (list.numProcArrayEntries == 0 || list.procArray != nullptr)) {
       a.outcome = Attempt::kList;
       for (unsigned i = 0; list.procArray != nullptr && i < list.numProcArrayEntries; ++i) {
         const nvmlProcessDetail_v1_t& e = list.procArray[i];
-        a.entries.push_back(FromFields(e.pid, e.usedGpuMemory, e.gpuInstanceId, e.computeInstanceId));
+        a.entries.push_back(
+            FromFields(e.pid, e.usedGpuMemory, e.gpuInstanceId, e.computeInstanceId));
       }
       return a;
     }
@@ -114,7 +120,8 @@ Attempt ViaDetailList(const NvmlApi& api, nvmlDevice_t device, ProcessKind kind)
       a.outcome = Attempt::kList;
       for (unsigned i = 0; i < list.numProcArrayEntries && i < entries.size(); ++i) {
         const nvmlProcessDetail_v1_t& e = entries[i];
-        a.entries.push_back(FromFields(e.pid, e.usedGpuMemory, e.gpuInstanceId, e.computeInstanceId));
+        a.entries.push_back(
+            FromFields(e.pid, e.usedGpuMemory, e.gpuInstanceId, e.computeInstanceId));
       }
       return a;
     }
@@ -130,8 +137,8 @@ Attempt ViaTyped(nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*, Entry*), nvmlDevice
   auto call = [&](unsigned* count, unsigned char* buffer) {
     return fn(device, count, reinterpret_cast<Entry*>(buffer));
   };
-  auto decode = [](std::span<const unsigned char> bytes, unsigned count)
-      -> std::optional<std::vector<RawProcess>> {
+  auto decode = [](std::span<const unsigned char> bytes,
+                   unsigned count) -> std::optional<std::vector<RawProcess>> {
     return DecodeEntries(bytes, count, sizeof(Entry));
   };
   return CountThenFill(sizeof(Entry), call, decode, &WithSlack);
@@ -140,8 +147,8 @@ Attempt ViaTyped(nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*, Entry*), nvmlDevice
 Attempt ViaMeasured(nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*, void*), nvmlDevice_t device) {
   if (fn == nullptr) return {};
   auto call = [&](unsigned* count, unsigned char* buffer) { return fn(device, count, buffer); };
-  auto decode = [](std::span<const unsigned char> bytes, unsigned count)
-      -> std::optional<std::vector<RawProcess>> {
+  auto decode = [](std::span<const unsigned char> bytes,
+                   unsigned count) -> std::optional<std::vector<RawProcess>> {
     auto stride = MeasureStride(bytes, count, kFill);
     if (!stride) return std::nullopt;
     return DecodeEntries(bytes, count, *stride);
@@ -209,29 +216,31 @@ Result<RawProcessList> ListProcesses(const NvmlApi& api, nvmlDevice_t device, Pr
        }},
       {"RunningProcesses_v2",
        [](const NvmlApi& a, nvmlDevice_t d, bool c) {
-         return ViaTyped(c ? a.DeviceGetComputeRunningProcesses_v2
-                           : a.DeviceGetGraphicsRunningProcesses_v2, d);
+         return ViaTyped(
+             c ? a.DeviceGetComputeRunningProcesses_v2 : a.DeviceGetGraphicsRunningProcesses_v2, d);
        }},
       {"RunningProcesses_v3",
        [](const NvmlApi& a, nvmlDevice_t d, bool c) {
-         return ViaMeasured(c ? a.DeviceGetComputeRunningProcesses_v3
-                              : a.DeviceGetGraphicsRunningProcesses_v3, d);
+         return ViaMeasured(
+             c ? a.DeviceGetComputeRunningProcesses_v3 : a.DeviceGetGraphicsRunningProcesses_v3, d);
        }},
       {"RunningProcesses",
        [](const NvmlApi& a, nvmlDevice_t d, bool c) {
-         return ViaTyped(c ? a.DeviceGetComputeRunningProcesses_v1
-                           : a.DeviceGetGraphicsRunningProcesses_v1, d);
+         return ViaTyped(
+             c ? a.DeviceGetComputeRunningProcesses_v1 : a.DeviceGetGraphicsRunningProcesses_v1, d);
        }},
   };
   for (const Way& way : kWays) {
     Attempt a = way.run(api, device, compute);
     std::string name = way.name;
-    if (!name.starts_with("nvml")) name = std::string("nvmlDeviceGet") + (compute ? "Compute" : "Graphics") + name;
+    if (!name.starts_with("nvml")) {
+      name.insert(0, compute ? "nvmlDeviceGetCompute" : "nvmlDeviceGetGraphics");
+    }
     if (a.outcome == Attempt::kList) return RawProcessList{std::move(a.entries), name};
     if (a.outcome == Attempt::kError) return CallError(name.c_str(), a.rc);
   }
-  return Unavailable(std::string("no usable NVML call lists ") + (compute ? "compute" : "graphics") +
-                     " processes");
+  return Unavailable(std::string("no usable NVML call lists ") +
+                     (compute ? "compute" : "graphics") + " processes");
 }
 
 }  // namespace gpulse::nvml

@@ -1,7 +1,7 @@
 // Reading one device's compute or graphics process list from NVML without falling into the _v3
-// stride trap (research/vendors.md section 1.5): drivers 535.43-535.86 wrote 32-byte entries through
-// nvmlDeviceGetComputeRunningProcesses_v3 without a version bump, later headers declare 24 bytes for
-// it, and one driver was seen writing 16. So the calls are tried in this order:
+// stride trap (research/vendors.md section 1.5): drivers 535.43-535.86 wrote 32-byte entries
+// through nvmlDeviceGetComputeRunningProcesses_v3 without a version bump, later headers declare 24
+// bytes for it, and one driver was seen writing 16. So the calls are tried in this order:
 //   1. nvmlDeviceGetRunningProcessDetailList: explicitly versioned (0x01000018), 32-byte entries;
 //   2. the _v2 calls: 24-byte entries, unchanged since they appeared;
 //   3. the _v3 calls, with the stride measured from the bytes the driver wrote (MeasureStride);
@@ -45,8 +45,8 @@ Result<RawProcessList> ListProcesses(const NvmlApi& api, nvmlDevice_t device, Pr
 
 // The stride (16, 24 or 32 bytes) with which a call wrote `count` entries into `buffer`, which was
 // filled with `fill` before the call: the smallest candidate after whose `count` entries every byte
-// is still `fill`, and whose last entry's final 4 bytes were written. nullopt when no candidate fits
-// (for example a driver that cleared the whole buffer).
+// is still `fill`, and whose last entry's final 4 bytes were written. nullopt when no candidate
+// fits (for example a driver that cleared the whole buffer).
 std::optional<std::size_t> MeasureStride(std::span<const unsigned char> buffer, unsigned count,
                                          unsigned char fill);
 

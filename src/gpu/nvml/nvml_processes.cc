@@ -51,7 +51,8 @@ ProcessList ProcessReader::Refresh(std::int64_t now_mono_ns, std::int64_t /*now_
   auto graphics = ListProcesses(*api_, handle_, ProcessKind::kGraphics);
   if (!compute && !graphics) {
     out.error = compute.error().message;
-    if (graphics.error().message != compute.error().message) out.error += "; " + graphics.error().message;
+    if (graphics.error().message != compute.error().message)
+      out.error += "; " + graphics.error().message;
     return out;
   }
   std::map<unsigned, GpuProcess> by_pid;
@@ -65,10 +66,12 @@ ProcessList ProcessReader::Refresh(std::int64_t now_mono_ns, std::int64_t /*now_
     Merge(*graphics, false, by_pid);
     out.source += (out.source.empty() ? "" : ", ") + graphics->source;
   } else if (graphics.error().code != ErrorCode::kUnavailable) {
-    out.error += (out.error.empty() ? "" : "; ") + ("graphics processes: " + graphics.error().message);
+    out.error +=
+        (out.error.empty() ? "" : "; ") + ("graphics processes: " + graphics.error().message);
   }
   std::vector<GpuProcess> processes;
-  for (auto& [pid, p] : by_pid) processes.push_back(std::move(p));
+  processes.reserve(by_pid.size());
+  for (const auto& [pid, p] : by_pid) processes.push_back(p);
   ApplyUtilization(processes, out.utilization_source);
   out.processes = std::move(processes);
   return out;

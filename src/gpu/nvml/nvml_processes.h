@@ -1,8 +1,8 @@
 // Per-process GPU usage of one NVML device, as `nvidia-smi pmon` shows it: the compute and graphics
 // process lists (nvml_process_list.h) merged by PID, plus per-process SM/memory/encoder/decoder
 // utilization from nvmlDeviceGetProcessUtilization. Listing processes costs milliseconds and holds
-// the driver's global lock (research/vendors.md section 2), so a reader asks the driver at most once
-// per kProcessListMinIntervalNs and answers from its cache in between.
+// the driver's global lock (research/vendors.md section 2), so a reader asks the driver at most
+// once per kProcessListMinIntervalNs and answers from its cache in between.
 //
 // Not thread-safe: one owner thread (the backend's).
 #pragma once
