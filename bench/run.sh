@@ -15,3 +15,8 @@ echo "== tick cost (bench/tick_bench.cc)"
 echo
 echo "== gpulse record (bench/record_bench.cc)"
 "$build/bin/record_bench"
+echo
+echo "== identity (bench/identity_bench.cc)"
+"$build/bin/identity_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  --benchmark_format=json --benchmark_out="$out/identity.json" --benchmark_out_format=json >/dev/null
+/usr/bin/python3 bench/identity_report.py "$out/identity.json"

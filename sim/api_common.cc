@@ -5,14 +5,18 @@
 namespace gpulse::sim {
 
 nvmlReturn_t DeviceCtx::Gate(Call call) const {
-  if (is_mig() && call != Call::kMemoryInfo && call != Call::kMemoryInfoV2) {
+  if (is_mig() && call != Call::kMemoryInfo && call != Call::kMemoryInfoV2 &&
+      call != Call::kProcessDetailList) {
     return NVML_ERROR_NOT_SUPPORTED;  // MIG handles report identity, memory and processes only
   }
   const MigConfig& mig_config = spec().mig;
   if (!is_mig() && mig_config.enabled) {
-    // nvml.h: utilization is not supported on MIG-enabled GPUs, nor row remapping while
+    // nvml.h: utilization (device and per process) is not supported on MIG-enabled GPUs, nor row
+    // remapping while
     // instances exist.
-    if (call == Call::kUtilization) return NVML_ERROR_NOT_SUPPORTED;
+    if (call == Call::kUtilization || call == Call::kProcessUtilization) {
+      return NVML_ERROR_NOT_SUPPORTED;
+    }
     if (call == Call::kRemappedRows && !mig_config.instances.empty()) {
       return NVML_ERROR_NOT_SUPPORTED;
     }

@@ -1,5 +1,4 @@
-// Health counters (PCIe replays, ECC, retired pages, remapped rows), batched field values and the
-// compute process list.
+// Health counters (PCIe replays, ECC, retired pages, remapped rows) and batched field values.
 #include <vector>
 
 #include "api_common.h"
@@ -11,7 +10,6 @@ using gpulse::sim::OnDevice;
 
 namespace {
 
-static_assert(sizeof(nvmlProcessInfo_v2_t) == 24, "the _v2 process entry is 24 bytes");
 static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t is 40 bytes");
 
 CounterValues Counters(const DeviceCtx& c) { return c.session.faults().Counters(c.index(), c.t); }
@@ -139,30 +137,6 @@ GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int
     if (values == nullptr || count < 0) return NVML_ERROR_INVALID_ARGUMENT;
     if (nvmlReturn_t r = c.Gate(Call::kFieldValues); r != NVML_SUCCESS) return r;
     for (int i = 0; i < count; ++i) FillField(c, values[i]);
-    return NVML_SUCCESS;
-  });
-}
-
-GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(
-    nvmlDevice_t device, unsigned* info_count, nvmlProcessInfo_v2_t* infos) {
-  return OnDevice(device, [&](DeviceCtx& c) -> nvmlReturn_t {
-    if (info_count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    std::vector<nvmlProcessInfo_v2_t> list;
-    for (const gpulse::sim::Process& p : c.spec().processes) {
-      if (c.is_mig() && (p.gpu_instance_id != c.mig().gpu_instance_id ||
-                         p.compute_instance_id != c.mig().compute_instance_id)) {
-        continue;
-      }
-      list.push_back({p.pid, p.used_memory_mib << 20, p.gpu_instance_id, p.compute_instance_id});
-    }
-    const auto needed = static_cast<unsigned>(list.size());
-    if (*info_count < needed) {
-      *info_count = needed;
-      return NVML_ERROR_INSUFFICIENT_SIZE;
-    }
-    if (needed > 0 && infos == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    for (unsigned i = 0; i < needed; ++i) infos[i] = list[i];
-    *info_count = needed;
     return NVML_SUCCESS;
   });
 }

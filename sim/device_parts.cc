@@ -107,6 +107,33 @@ MigInstance ParseInstance(const YamlCheck& check, const At& at, const DeviceSpec
   return m;
 }
 
+void ParseProcessKind(const YamlCheck& check, const At& at, Process& p) {
+  if (!at.present) return;
+  std::string kind = check.String(at);
+  if (kind == "compute") {
+    p.compute = true;
+    p.graphics = false;
+  } else if (kind == "graphics") {
+    p.compute = false;
+    p.graphics = true;
+  } else if (kind == "compute+graphics") {
+    p.compute = p.graphics = true;
+  } else {
+    check.Fail(at, "expected 'compute', 'graphics' or 'compute+graphics', got '" + kind + "'");
+  }
+}
+
+void ParseProcessUtil(const YamlCheck& check, const At& item, Process& p) {
+  auto get = [&](std::string_view key, std::optional<double>& out) {
+    At v = YamlCheck::Child(item, key);
+    if (v.present) out = check.Number(v, 0, 100);
+  };
+  get("sm_util", p.sm_util);
+  get("mem_util", p.mem_util);
+  get("enc_util", p.enc_util);
+  get("dec_util", p.dec_util);
+}
+
 }  // namespace
 
 Load ParseLoad(const YamlCheck& check, const At& at, const DeviceSpec& dev) {
@@ -164,7 +191,8 @@ std::vector<Process> ParseProcesses(const YamlCheck& check, const At& at, const 
   std::set<unsigned> pids;
   for (size_t i = 0; i < at.node.size(); ++i) {
     At item = YamlCheck::Element(at, i);
-    check.CheckKeys(item, {"pid", "used_memory_mib", "gpu_instance_id", "compute_instance_id"});
+    check.CheckKeys(item, {"pid", "used_memory_mib", "gpu_instance_id", "compute_instance_id",
+                           "type", "sm_util", "mem_util", "enc_util", "dec_util"});
     Process p;
     At pid = YamlCheck::Child(item, "pid");
     check.Require(pid);
@@ -188,6 +216,8 @@ std::vector<Process> ParseProcesses(const YamlCheck& check, const At& at, const 
       }
       if (!found) check.Fail(item, "no MIG instance on this device has these instance ids");
     }
+    ParseProcessKind(check, YamlCheck::Child(item, "type"), p);
+    ParseProcessUtil(check, item, p);
     out.push_back(p);
   }
   return out;

@@ -30,6 +30,8 @@ constexpr std::array<std::string_view, kCallCount> kCallNames = {
     "remapped_rows",
     "field_values",
     "events",
+    "process_detail_list",
+    "process_utilization",
 };
 
 }  // namespace

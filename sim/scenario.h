@@ -42,6 +42,8 @@ enum class Call : uint8_t {
   kRemappedRows,          // nvmlDeviceGetRemappedRows
   kFieldValues,           // nvmlDeviceGetFieldValues (the whole call)
   kEvents,                // nvmlDeviceRegisterEvents
+  kProcessDetailList,     // nvmlDeviceGetRunningProcessDetailList
+  kProcessUtilization,    // nvmlDeviceGetProcessUtilization
   kCount,
 };
 constexpr size_t kCallCount = static_cast<size_t>(Call::kCount);
@@ -97,6 +99,11 @@ struct Process {
   uint64_t used_memory_mib = 0;
   unsigned gpu_instance_id = 0xFFFFFFFFu;  // NVML's "not MIG" value
   unsigned compute_instance_id = 0xFFFFFFFFu;
+  bool compute = true;    // listed by the compute process calls
+  bool graphics = false;  // listed by the graphics process calls
+  // Per-process utilization (percent) served by nvmlDeviceGetProcessUtilization; a process with
+  // none of them set has no samples. Constant over time.
+  std::optional<double> sm_util, mem_util, enc_util, dec_util;
 };
 
 // Counter values at t = 0; faults add to them.

@@ -8,19 +8,21 @@ namespace gpulse::cli {
 Subcommand SetupDevices(CLI::App& parent);
 Subcommand SetupDmon(CLI::App& parent);
 Subcommand SetupFields(CLI::App& parent);
-Subcommand SetupValidatePower(CLI::App& parent);
-Subcommand SetupEnergy(CLI::App& parent);
+Subcommand SetupPs(CLI::App& parent);
 Subcommand SetupRecord(CLI::App& parent);
 Subcommand SetupReport(CLI::App& parent);
+Subcommand SetupValidatePower(CLI::App& parent);
+Subcommand SetupEnergy(CLI::App& parent);
 
 inline constexpr SetupFn kSubcommands[] = {
     &SetupDevices,
     &SetupDmon,
     &SetupFields,
-    &SetupValidatePower,
-    &SetupEnergy,
+    &SetupPs,
     &SetupRecord,
     &SetupReport,
+    &SetupValidatePower,
+    &SetupEnergy,
 };
 
 }  // namespace gpulse::cli

@@ -1,4 +1,6 @@
 // `gpulse devices [--json]`: the GPUs this host has, like `nvidia-smi -L` / `dcgmi discovery -l`.
+// With --visible [--env-from PID]: the CUDA runtime ordinals of an environment and the GPU behind
+// each (visible_devices.h).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -6,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/gpu_options.h"
+#include "cli/procfs_options.h"
 #include "cli/subcommand.h"
+#include "cli/visible_devices.h"
 #include "gpu/registry.h"
 
 namespace gpulse::cli {
@@ -15,6 +19,7 @@ namespace {
 struct DevicesOptions {
   gpu::BackendOptions gpu;
   bool json = false;
+  VisibleOptions visible;
 };
 
 nlohmann::json ToJson(const MigInstance& m) {
@@ -93,6 +98,9 @@ int Run(const DevicesOptions& o) {
     fmt::print(stderr, "gpulse devices: {}\n", backend.error().message);
     return kExitUsage;
   }
+  if (!backend && o.visible.visible)
+    return RunVisibleWithoutBackend(backend.error().message, o.visible, o.json);
+  if (backend && o.visible.visible) return RunVisible((*backend)->info(), o.visible, o.json);
   if (!backend) {  // no driver: say why, list nothing, succeed
     if (o.json) {
       fmt::print("{}\n", ToJson(nullptr, backend.error().message).dump(2));
@@ -116,7 +124,18 @@ Subcommand SetupDevices(CLI::App& parent) {
   auto opts = std::make_shared<DevicesOptions>();
   CLI::App* app = parent.add_subcommand("devices", "List GPUs: index, name, UUID, PCI bus id, memory, MIG");
   AddGpuOptions(*app, opts->gpu);
-  app->add_flag("--json", opts->json, "Print JSON (docs/schema/devices.schema.json)");
+  app->add_flag("--json", opts->json,
+                "Print JSON (docs/schema/devices.schema.json; with --visible, "
+                "docs/schema/visible-devices.schema.json)");
+  CLI::Option* visible = app->add_flag(
+      "--visible", opts->visible.visible,
+      "Show each CUDA runtime ordinal of an environment and the physical GPU behind it "
+      "(CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER; docs/identity.md)");
+  app->add_option("--env-from", opts->visible.env_from,
+                  "With --visible: read the environment of process PID (/proc/PID/environ) "
+                  "instead of this one")
+      ->needs(visible);
+  AddProcfsOption(*app, opts->visible.procfs_root);
   return {app, [opts] { return Run(*opts); }};
 }
 

@@ -47,6 +47,30 @@ struct SystemInfo {
   std::vector<SkippedDevice> skipped;
 };
 
+// One process using a GPU, as the driver lists it (nvidia-smi pmon's view). PIDs are in the
+// driver's (the host's) PID namespace. Every reading is optional: absent means the driver did not
+// say, never 0.
+struct GpuProcess {
+  unsigned pid = 0;
+  bool compute = false;   // in the compute process list
+  bool graphics = false;  // in the graphics process list
+  std::optional<std::uint64_t> used_memory_bytes;
+  // MIG: the instance the process runs in (nullopt on a GPU without MIG).
+  std::optional<unsigned> gpu_instance_id;
+  std::optional<unsigned> compute_instance_id;
+  // Utilization over the driver's recent samples, percent (nvmlDeviceGetProcessUtilization).
+  std::optional<double> sm_util, mem_util, enc_util, dec_util;
+};
+
+// The processes on one device at one moment, or why they could not be listed.
+struct ProcessList {
+  std::int64_t t_mono_ns = 0;                        // when the driver was asked
+  std::optional<std::vector<GpuProcess>> processes;  // nullopt: not readable (see `error`)
+  std::string error;                                 // why not, when processes is nullopt
+  std::string source;              // the driver call that produced the list, for diagnostics
+  std::string utilization_source;  // likewise for the utilization ("" when none was available)
+};
+
 enum class DeviceState { kOk, kLost };
 
 // One device's readings at one tick. `values` is indexed by FieldIndex over AllFields(); only the

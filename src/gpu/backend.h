@@ -34,7 +34,17 @@ class Backend {
   virtual void Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) = 0;
 
   virtual const ReadStats& stats() const = 0;
+
+  // The processes using the device at position `pos`, with per-process memory and utilization
+  // where the driver gives them. Listing processes is expensive and serialising in the driver
+  // (research/vendors.md section 2), so a backend answers from a cache younger than
+  // kProcessListMinIntervalNs instead of asking again. The default: not supported.
+  // REQUIRES: pos < info().devices.size()
+  virtual ProcessList Processes(std::size_t pos);
 };
+
+// Process lists are read from the driver at most once per second per device.
+inline constexpr std::int64_t kProcessListMinIntervalNs = 1'000'000'000;
 
 // How to find and open a backend. Empty strings mean "the default".
 struct BackendOptions {

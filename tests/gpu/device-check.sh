@@ -8,7 +8,10 @@
 #
 # Prints: gpulse devices next to nvidia-smi -L; a table comparing every catalogue field gpulse reads
 # with `nvidia-smi --query-gpu` (and pynvml when importable) on the same card at the same moment;
-# the cost of one gpulse tick through the real driver next to one `nvidia-smi --query-gpu` call.
+# the cost of one gpulse tick through the real driver next to one `nvidia-smi --query-gpu` call;
+# then starts a small CUDA process (cuda_hold, pinned by UUID to the last GPU) and checks that
+# `gpulse ps` finds it on that GPU, that `gpulse devices --visible --env-from PID` maps its CUDA
+# device 0 to that GPU, and that both agree with `nvidia-smi --query-compute-apps`.
 # Finishes in well under 3 minutes.
 set -uo pipefail
 bin=${1:-build/bin}
@@ -157,3 +160,67 @@ if os.access(bench, os.X_OK):
         print("tick_bench failed:", p.stderr[-500:])
 print(f"\n{bad} field(s) differ beyond tolerance")
 PY
+field_rc=$?
+
+echo
+echo "== identity: a CUDA process found by gpulse ps and devices --visible --env-from"
+hold="$bin/cuda_hold"
+if [ ! -x "$hold" ]; then
+  echo "identity: $hold not found; skipped"
+  exit $field_rc
+fi
+target_uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | tail -n 1 | tr -d ' ')
+target_index=$(nvidia-smi --query-gpu=index --format=csv,noheader | tail -n 1 | tr -d ' ')
+out=$(mktemp)
+CUDA_VISIBLE_DEVICES="$target_uuid" CUDA_DEVICE_ORDER=FASTEST_FIRST "$hold" 40 256 >"$out" 2>&1 &
+hold_pid=$!
+for _ in $(seq 1 100); do grep -q '^ready' "$out" && break; kill -0 "$hold_pid" 2>/dev/null || break; sleep 0.2; done
+if ! grep -q '^ready' "$out"; then
+  echo "identity: cuda_hold did not start: $(cat "$out")"
+  kill "$hold_pid" 2>/dev/null; rm -f "$out"
+  exit 1
+fi
+sleep 2  # give the driver a utilization sample
+echo "cuda_hold pid $hold_pid, CUDA_VISIBLE_DEVICES=$target_uuid (GPU $target_index)"
+echo "-- nvidia-smi --query-compute-apps"; nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv
+echo "-- gpulse ps"; timeout 60 "$gpulse" ps -l
+timeout 60 "$gpulse" ps --json >"$out.ps" 2>"$out.ps.err"; ps_rc=$?
+timeout 60 "$gpulse" devices --visible --env-from "$hold_pid" --json >"$out.vis"; vis_rc=$?
+echo "-- gpulse devices --visible --env-from $hold_pid"; timeout 60 "$gpulse" devices --visible --env-from "$hold_pid"
+HOLD_PID="$hold_pid" TARGET_UUID="$target_uuid" TARGET_INDEX="$target_index" PS_JSON="$out.ps" \
+VIS_JSON="$out.vis" PS_RC="$ps_rc" VIS_RC="$vis_rc" timeout 60 python3 - <<'PY'
+import json, os, subprocess
+pid, uuid, index = int(os.environ["HOLD_PID"]), os.environ["TARGET_UUID"], int(os.environ["TARGET_INDEX"])
+bad = 0
+def check(ok, what):
+    global bad
+    print(("ok   " if ok else "FAIL ") + what)
+    bad += not ok
+check(os.environ["PS_RC"] == "0", "gpulse ps exits 0")
+ps = json.load(open(os.environ["PS_JSON"]))
+rows = [p for p in ps["processes"] if p["pid"] == pid]
+check(len(rows) == 1, f"gpulse ps lists pid {pid} once")
+if rows:
+    r = rows[0]
+    check(r["gpu"]["uuid"] == uuid and r["gpu"]["index"] == index, f"on GPU {index} ({r['gpu']})")
+    check(r["name"] == "cuda_hold", f"named cuda_hold ({r['name']})")
+    mem = r["used_memory_bytes"]
+    check(mem is not None and mem >= 256 * 2**20, f"with at least 256 MiB ({mem})")
+    smi = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True).stdout
+    smi_mem = {int(a): int(b) for a, b in (l.split(",") for l in smi.strip().splitlines() if l.strip())}
+    check(pid in smi_mem and mem is not None and abs(smi_mem[pid] - mem / 2**20) <= 2,
+          f"memory matches nvidia-smi ({smi_mem.get(pid)} MiB)")
+    print("     source:", [d["source"] for d in ps["devices"] if d["index"] == index])
+    print("     sm_util:", r["sm_util"], "container:", r["container"], "pod:", r["pod"])
+check(os.environ["VIS_RC"] == "0", "gpulse devices --visible --env-from exits 0")
+vis = json.load(open(os.environ["VIS_JSON"]))
+check(vis["environment"]["CUDA_VISIBLE_DEVICES"] == uuid, "reads the process's CUDA_VISIBLE_DEVICES")
+check([o["index"] for o in vis["ordinals"]] == [index], f"CUDA device 0 is GPU {index} ({vis['ordinals']})")
+print(f"{bad} identity check(s) failed")
+raise SystemExit(1 if bad else 0)
+PY
+id_rc=$?
+kill "$hold_pid" 2>/dev/null; wait "$hold_pid" 2>/dev/null
+rm -f "$out" "$out.ps" "$out.ps.err" "$out.vis"
+[ "$field_rc" -eq 0 ] && [ "$id_rc" -eq 0 ]

@@ -64,6 +64,14 @@ struct SimApi {
   nvmlReturn_t (*EventSetWait)(nvmlEventSet_t, nvmlEventData_t*, unsigned);
   nvmlReturn_t (*EventSetFree)(nvmlEventSet_t);
   nvmlReturn_t (*Processes)(nvmlDevice_t, unsigned*, nvmlProcessInfo_v2_t*);
+  nvmlReturn_t (*ProcessesV1)(nvmlDevice_t, unsigned*, nvmlProcessInfo_v1_t*);
+  nvmlReturn_t (*ProcessesV3)(nvmlDevice_t, unsigned*, nvmlProcessInfo_v2_t*);
+  nvmlReturn_t (*GraphicsProcesses)(nvmlDevice_t, unsigned*, nvmlProcessInfo_v2_t*);
+  nvmlReturn_t (*GraphicsProcessesV1)(nvmlDevice_t, unsigned*, nvmlProcessInfo_v1_t*);
+  nvmlReturn_t (*GraphicsProcessesV3)(nvmlDevice_t, unsigned*, nvmlProcessInfo_v2_t*);
+  nvmlReturn_t (*ProcessDetailList)(nvmlDevice_t, nvmlProcessDetailList_v1_t*);
+  nvmlReturn_t (*ProcessUtilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned*,
+                                     unsigned long long);
   const char* (*ScenarioName)();
   const char* (*LastError)();
   void (*SetClock)(double);
@@ -113,7 +121,14 @@ inline const std::vector<const char*>& NvmlSymbols() {
       "nvmlDeviceRegisterEvents",
       "nvmlEventSetWait_v2",
       "nvmlEventSetFree",
+      "nvmlDeviceGetComputeRunningProcesses",
       "nvmlDeviceGetComputeRunningProcesses_v2",
+      "nvmlDeviceGetComputeRunningProcesses_v3",
+      "nvmlDeviceGetGraphicsRunningProcesses",
+      "nvmlDeviceGetGraphicsRunningProcesses_v2",
+      "nvmlDeviceGetGraphicsRunningProcesses_v3",
+      "nvmlDeviceGetRunningProcessDetailList",
+      "nvmlDeviceGetProcessUtilization",
   };
   return names;
 }
@@ -180,6 +195,13 @@ inline const SimApi& Sim() {
     bind(a.EventSetWait, "nvmlEventSetWait_v2");
     bind(a.EventSetFree, "nvmlEventSetFree");
     bind(a.Processes, "nvmlDeviceGetComputeRunningProcesses_v2");
+    bind(a.ProcessesV1, "nvmlDeviceGetComputeRunningProcesses");
+    bind(a.ProcessesV3, "nvmlDeviceGetComputeRunningProcesses_v3");
+    bind(a.GraphicsProcesses, "nvmlDeviceGetGraphicsRunningProcesses_v2");
+    bind(a.GraphicsProcessesV1, "nvmlDeviceGetGraphicsRunningProcesses");
+    bind(a.GraphicsProcessesV3, "nvmlDeviceGetGraphicsRunningProcesses_v3");
+    bind(a.ProcessDetailList, "nvmlDeviceGetRunningProcessDetailList");
+    bind(a.ProcessUtilization, "nvmlDeviceGetProcessUtilization");
     bind(a.ScenarioName, "gpulseSimScenarioName");
     bind(a.LastError, "gpulseSimLastError");
     bind(a.SetClock, "gpulseSimSetClock");

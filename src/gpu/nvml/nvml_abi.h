@@ -127,6 +127,46 @@ typedef struct nvmlProcessInfo_v2_st {
   unsigned int computeInstanceId;
 } nvmlProcessInfo_v2_t;
 
+// usedGpuMemory when the driver cannot say (e.g. no permission): not a reading.
+constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFFULL;
+// gpuInstanceId / computeInstanceId of a process on a GPU without MIG.
+constexpr unsigned NVML_INSTANCE_ID_NONE = 0xFFFFFFFFU;
+
+// nvmlDeviceGetRunningProcessDetailList (drivers 535.104+): the 32-byte entry that the _v3 calls
+// used without a version bump on 535.43-535.86, moved behind an explicitly versioned list struct.
+enum : unsigned {
+  NVML_PROCESS_MODE_COMPUTE = 0,
+  NVML_PROCESS_MODE_GRAPHICS = 1,
+  NVML_PROCESS_MODE_MPS = 2,
+};
+
+typedef struct nvmlProcessDetail_v1_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+  unsigned long long usedGpuCcProtectedMemory;
+} nvmlProcessDetail_v1_t;
+
+typedef struct nvmlProcessDetailList_v1_st {
+  unsigned int version;              // nvmlProcessDetailList_v1
+  unsigned int mode;                 // NVML_PROCESS_MODE_*
+  unsigned int numProcArrayEntries;  // in: capacity of procArray; out: entries (or needed)
+  nvmlProcessDetail_v1_t* procArray;
+} nvmlProcessDetailList_v1_t;
+constexpr unsigned nvmlProcessDetailList_v1 =
+    GPULSE_NVML_STRUCT_VERSION(sizeof(nvmlProcessDetailList_v1_t), 1);  // 0x01000018
+
+// nvmlDeviceGetProcessUtilization: one sample per process per driver sampling period.
+typedef struct nvmlProcessUtilizationSample_st {
+  unsigned int pid;
+  unsigned long long timeStamp;  // CPU time of the sample, microseconds since 1970
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
 // nvmlFieldValue_t and its value union, for nvmlDeviceGetFieldValues.
 typedef union nvmlValue_st {
   double dVal;

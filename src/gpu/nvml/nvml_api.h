@@ -53,6 +53,23 @@ struct NvmlApi {
   nvmlReturn_t (*DeviceGetMigDeviceHandleByIndex)(nvmlDevice_t, unsigned, nvmlDevice_t*) = nullptr;
   nvmlReturn_t (*DeviceGetGpuInstanceId)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*DeviceGetComputeInstanceId)(nvmlDevice_t, unsigned*) = nullptr;
+  // Process lists, newest first. The _v3 calls take a buffer whose stride changed between drivers
+  // without a version bump (research/vendors.md section 1.5), so it is declared untyped here and
+  // used only as a last resort with the stride measured (nvml_process_list.h).
+  nvmlReturn_t (*DeviceGetRunningProcessDetailList)(nvmlDevice_t,
+                                                    nvmlProcessDetailList_v1_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetComputeRunningProcesses_v3)(nvmlDevice_t, unsigned*, void*) = nullptr;
+  nvmlReturn_t (*DeviceGetComputeRunningProcesses_v2)(nvmlDevice_t, unsigned*,
+                                                      nvmlProcessInfo_v2_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetComputeRunningProcesses_v1)(nvmlDevice_t, unsigned*,
+                                                      nvmlProcessInfo_v1_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetGraphicsRunningProcesses_v3)(nvmlDevice_t, unsigned*, void*) = nullptr;
+  nvmlReturn_t (*DeviceGetGraphicsRunningProcesses_v2)(nvmlDevice_t, unsigned*,
+                                                       nvmlProcessInfo_v2_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetGraphicsRunningProcesses_v1)(nvmlDevice_t, unsigned*,
+                                                       nvmlProcessInfo_v1_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetProcessUtilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*,
+                                              unsigned*, unsigned long long) = nullptr;
   nvmlReturn_t (*EventSetCreate)(nvmlEventSet_t*) = nullptr;
   nvmlReturn_t (*DeviceRegisterEvents)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
   nvmlReturn_t (*EventSetWait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;

@@ -20,7 +20,10 @@ Result<std::unique_ptr<NvmlBackend>> NvmlBackend::Create(const NvmlApi& api,
     b->info_.simulated = true;
     b->info_.scenario = api.GpulseSimScenario();
   }
-  for (nvmlDevice_t h : enumeration->handles) b->readers_.emplace_back(&b->api_, h);
+  for (nvmlDevice_t h : enumeration->handles) {
+    b->readers_.emplace_back(&b->api_, h);
+    b->process_readers_.emplace_back(&b->api_, h);
+  }
   b->RegisterXidEvents();
   return b;
 }
@@ -65,6 +68,10 @@ void NvmlBackend::Read(std::size_t pos, std::span<const FieldIndex> fields, Samp
   out.t_mono_ns = MonotonicNowNs();
   out.t_unix_ns = UnixNowNs();
   readers_.at(pos).Read(fields, out, stats_);
+}
+
+ProcessList NvmlBackend::Processes(std::size_t pos) {
+  return process_readers_.at(pos).Read(MonotonicNowNs(), UnixNowNs() / 1000);
 }
 
 Result<std::unique_ptr<gpu::Backend>> OpenNvmlBackend(const gpu::BackendOptions& options) {

@@ -7,6 +7,7 @@
 
 #include "gpu/backend.h"
 #include "gpu/nvml/nvml_api.h"
+#include "gpu/nvml/nvml_processes.h"
 #include "gpu/nvml/nvml_reader.h"
 
 namespace gpulse::nvml {
@@ -25,6 +26,7 @@ class NvmlBackend final : public gpu::Backend {
   const SystemInfo& info() const override { return info_; }
   void Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) override;
   const gpu::ReadStats& stats() const override { return stats_; }
+  ProcessList Processes(std::size_t pos) override;
 
  private:
   NvmlBackend(const NvmlApi& api, std::shared_ptr<void> keepalive)
@@ -36,6 +38,7 @@ class NvmlBackend final : public gpu::Backend {
   std::shared_ptr<void> keepalive_;
   SystemInfo info_;
   std::vector<DeviceReader> readers_;  // parallel to info_.devices
+  std::vector<ProcessReader> process_readers_;  // parallel to info_.devices
   nvmlEventSet_t events_ = nullptr;
   gpu::ReadStats stats_;
 };

@@ -1,0 +1,190 @@
+// `gpulse ps [--json] [-l]`: the processes using GPUs, like `nvidia-smi pmon` joined with procfs:
+// PID, name, user, GPU, MIG instance, GPU memory, SM utilization, container and Kubernetes pod,
+// then per-pod and per-container aggregates (identity/attribution.h). Process lists are read once;
+// the backend rate-limits them (gpu::kProcessListMinIntervalNs).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <memory>
+
+#include "cli/gpu_options.h"
+#include "cli/procfs_options.h"
+#include "cli/ps_json.h"
+#include "cli/subcommand.h"
+#include "gpu/registry.h"
+#include "identity/attribution.h"
+
+namespace gpulse::cli {
+namespace {
+
+using identity::Group;
+using identity::PsReport;
+using identity::PsRow;
+
+struct PsOptions {
+  gpu::BackendOptions gpu;
+  bool json = false;
+  bool long_format = false;
+  std::string procfs_root;
+};
+
+std::string Mib(const std::optional<std::uint64_t>& bytes) {
+  return bytes ? fmt::format("{}MiB", *bytes >> 20) : "N/A";
+}
+
+std::string Pct(const std::optional<double>& v) { return v ? fmt::format("{:.0f}", *v) : "N/A"; }
+
+std::string Or(const std::optional<std::string>& v, std::string_view fallback = "-") {
+  return v ? *v : std::string(fallback);
+}
+
+std::string Short(const std::string& id, bool long_format, std::size_t n) {
+  return long_format ? id : id.substr(0, n);
+}
+
+std::string UserOf(const identity::ProcessInfo& p) {
+  if (p.user) return *p.user;
+  return p.uid ? std::to_string(*p.uid) : "-";
+}
+
+std::string MigOf(const PsRow& r) {
+  if (!r.gpu.gpu_instance_id) return "-";
+  std::string ids =
+      fmt::format("{}/{}", *r.gpu.gpu_instance_id,
+                  r.gpu.compute_instance_id ? std::to_string(*r.gpu.compute_instance_id) : "?");
+  return r.mig && !r.mig->profile.empty() ? r.mig->profile + " " + ids : ids;
+}
+
+void PrintRows(const PsReport& report, bool l) {
+  std::string head = fmt::format("{:>3}  {:<{}}  {:>8}  {:<10}  {:<14}  {:>10}  {:>4}", "GPU",
+                                 "UUID", l ? 40 : 12, "PID", "USER", "MIG", "GPU MEM", "SM%");
+  if (l)
+    head += fmt::format("  {:>4}  {:>4}  {:>4}  {:<4}  {:<10}  {:<10}", "MEM%", "ENC%", "DEC%",
+                        "TYPE", "RUNTIME", "QOS");
+  head += fmt::format("  {:<{}}  {:<36}  {}", "CONTAINER", l ? 64 : 12, "POD", "NAME");
+  fmt::print("{}\n", head);
+  for (const PsRow& r : report.rows) {
+    const auto& c = r.process.cgroup;
+    std::string line =
+        fmt::format("{:>3}  {:<{}}  {:>8}  {:<10}  {:<14}  {:>10}  {:>4}", r.gpu_index,
+                    Short(r.gpu_uuid, l, 12), l ? 40 : 12, r.gpu.pid, UserOf(r.process), MigOf(r),
+                    Mib(r.gpu.used_memory_bytes), Pct(r.gpu.sm_util));
+    if (l) {
+      std::string type = r.gpu.compute && r.gpu.graphics ? "C+G" : (r.gpu.graphics ? "G" : "C");
+      line += fmt::format("  {:>4}  {:>4}  {:>4}  {:<4}  {:<10}  {:<10}", Pct(r.gpu.mem_util),
+                          Pct(r.gpu.enc_util), Pct(r.gpu.dec_util), type,
+                          c && c->container ? identity::RuntimeName(c->container->runtime) : "-",
+                          c && c->pod ? identity::QosName(c->pod->qos) : "-");
+    }
+    std::string container = c && c->container ? Short(c->container->id, l, 12) : "-";
+    line += fmt::format("  {:<{}}  {:<36}  {}", container, l ? 64 : 12,
+                        c && c->pod ? c->pod->uid : "-", Or(r.process.name));
+    fmt::print("{}\n", line);
+  }
+  if (report.rows.empty()) fmt::print("(no processes are using a GPU)\n");
+}
+
+std::string GpuList(const Group& g) {
+  std::string out;
+  for (const auto& x : g.gpus) out += (out.empty() ? "" : ",") + std::to_string(x.index);
+  return out;
+}
+
+void PrintGroups(const PsReport& report, bool l) {
+  if (!report.pods.empty()) {
+    fmt::print("\nPer pod (GPU memory summed; SM% summed per GPU, capped at 100 per GPU):\n");
+    fmt::print("{:<36}  {:<10}  {:>10}  {:<12}  {:>10}  {:>4}\n", "POD", "QOS", "CONTAINERS",
+               "GPUS", "GPU MEM", "SM%");
+    for (const Group& g : report.pods) {
+      fmt::print("{:<36}  {:<10}  {:>10}  {:<12}  {:>10}  {:>4}\n", g.id,
+                 g.pod ? identity::QosName(g.pod->qos) : "-", g.containers.size(), GpuList(g),
+                 Mib(g.used_memory_bytes), Pct(g.sm_util));
+    }
+  }
+  if (!report.containers.empty()) {
+    fmt::print("\nPer container:\n");
+    fmt::print("{:<{}}  {:<10}  {:<36}  {:<12}  {:>10}  {:>4}\n", "CONTAINER", l ? 64 : 12,
+               "RUNTIME", "POD", "GPUS", "GPU MEM", "SM%");
+    for (const Group& g : report.containers) {
+      fmt::print("{:<{}}  {:<10}  {:<36}  {:<12}  {:>10}  {:>4}\n", Short(g.id, l, 12), l ? 64 : 12,
+                 g.container ? identity::RuntimeName(g.container->runtime) : "-",
+                 g.pod ? g.pod->uid : "-", GpuList(g), Mib(g.used_memory_bytes), Pct(g.sm_util));
+    }
+  }
+}
+
+std::map<unsigned, identity::ProcessInfo> ReadProcs(std::span<const ProcessList> lists,
+                                                    const std::optional<sys::RootedFs>& proc) {
+  std::map<unsigned, identity::ProcessInfo> out;
+  for (const ProcessList& list : lists) {
+    if (!list.processes) continue;
+    for (const GpuProcess& p : *list.processes) {
+      if (out.contains(p.pid)) continue;
+      if (proc) {
+        out[p.pid] = identity::ReadProcessInfo(*proc, p.pid);
+      } else {
+        out[p.pid] = {p.pid, {},
+                      {},    {},
+                      {},    "simulated PID: give a procfs tree (--procfs-root) to attribute it"};
+      }
+    }
+  }
+  return out;
+}
+
+int Run(const PsOptions& o) {
+  auto backend = gpu::OpenBackend(o.gpu);
+  if (!backend) {
+    fmt::print(stderr, "gpulse ps: {}\n", backend.error().message);
+    return backend.error().code == ErrorCode::kUnavailable ? kExitFailure : kExitUsage;
+  }
+  gpu::Backend& b = **backend;
+  const SystemInfo& info = b.info();
+  auto proc = ChooseProcfs(o.procfs_root, info.simulated);
+  if (!proc) {
+    fmt::print(stderr, "gpulse ps: {}\n", proc.error().message);
+    return kExitUsage;
+  }
+  std::vector<ProcessList> lists;
+  for (std::size_t pos = 0; pos < info.devices.size(); ++pos) lists.push_back(b.Processes(pos));
+  PsReport report = identity::Attribute(info, lists, ReadProcs(lists, *proc));
+  std::optional<std::string> root;
+  if (*proc) root = (*proc)->root();
+  bool any_listed = info.devices.empty();
+  for (const auto& d : report.devices) {
+    any_listed |= d.listed;
+    if (!d.error.empty()) fmt::print(stderr, "gpulse ps: GPU {}: {}\n", d.index, d.error);
+  }
+  for (const auto& s : info.skipped)
+    fmt::print(stderr, "gpulse ps: GPU {} skipped: {}\n", s.index, s.reason);
+  if (o.json) {
+    fmt::print("{}\n", PsDocument(info, report, root).dump(2));
+  } else {
+    if (info.simulated) {
+      fmt::print("# simulated GPUs: scenario {}; processes from {}\n", info.scenario,
+                 root ? "procfs tree " + *root : std::string("no procfs tree (--procfs-root)"));
+    }
+    PrintRows(report, o.long_format);
+    PrintGroups(report, o.long_format);
+  }
+  return any_listed ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+Subcommand SetupPs(CLI::App& parent) {
+  auto o = std::make_shared<PsOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "ps",
+      "List processes using GPUs, with their container and Kubernetes pod, like nvidia-smi pmon");
+  AddGpuOptions(*app, o->gpu);
+  AddProcfsOption(*app, o->procfs_root);
+  app->add_flag("--json", o->json, "Print JSON (docs/schema/ps.schema.json)");
+  app->add_flag("-l,--long", o->long_format,
+                "Long format: full UUIDs and container ids, memory/encoder/decoder utilization, "
+                "process type, container runtime, QoS class");
+  return {app, [o] { return Run(*o); }};
+}
+
+}  // namespace gpulse::cli

@@ -1,0 +1,111 @@
+#include "cli/ps_json.h"
+
+namespace gpulse::cli {
+namespace {
+
+using Json = nlohmann::json;
+
+template <typename T>
+Json OrNull(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+std::string TypeOf(const GpuProcess& p) {
+  if (p.compute && p.graphics) return "C+G";
+  return p.graphics ? "G" : "C";
+}
+
+Json MigJson(const identity::PsRow& r) {
+  if (!r.gpu.gpu_instance_id) return nullptr;
+  return {{"gpu_instance_id", *r.gpu.gpu_instance_id},
+          {"compute_instance_id", OrNull(r.gpu.compute_instance_id)},
+          {"uuid", r.mig ? Json(r.mig->uuid) : Json(nullptr)},
+          {"profile", r.mig ? Json(r.mig->profile) : Json(nullptr)}};
+}
+
+Json ContainerJson(const std::optional<identity::ContainerRef>& c) {
+  if (!c) return nullptr;
+  return {{"id", c->id}, {"runtime", std::string(identity::RuntimeName(c->runtime))}};
+}
+
+Json PodJson(const std::optional<identity::PodRef>& p) {
+  if (!p) return nullptr;
+  return {{"uid", p->uid}, {"qos_class", std::string(identity::QosName(p->qos))}};
+}
+
+Json RowJson(const identity::PsRow& r) {
+  const auto& c = r.process.cgroup;
+  return {{"pid", r.gpu.pid},
+          {"name", OrNull(r.process.name)},
+          {"uid", OrNull(r.process.uid)},
+          {"user", OrNull(r.process.user)},
+          {"gpu", {{"index", r.gpu_index}, {"uuid", r.gpu_uuid}}},
+          {"type", TypeOf(r.gpu)},
+          {"mig", MigJson(r)},
+          {"used_memory_bytes", OrNull(r.gpu.used_memory_bytes)},
+          {"sm_util", OrNull(r.gpu.sm_util)},
+          {"mem_util", OrNull(r.gpu.mem_util)},
+          {"enc_util", OrNull(r.gpu.enc_util)},
+          {"dec_util", OrNull(r.gpu.dec_util)},
+          {"container", c ? ContainerJson(c->container) : Json(nullptr)},
+          {"pod", c ? PodJson(c->pod) : Json(nullptr)},
+          {"cgroup", c ? Json{{"version", c->version}, {"path", c->path}} : Json(nullptr)},
+          {"procfs_error", r.process.error.empty() ? Json(nullptr) : Json(r.process.error)}};
+}
+
+Json GroupJson(const identity::Group& g, bool pod) {
+  Json gpus = Json::array();
+  for (const auto& x : g.gpus) {
+    gpus.push_back({{"index", x.index},
+                    {"uuid", x.uuid},
+                    {"used_memory_bytes", OrNull(x.used_memory_bytes)},
+                    {"sm_util", OrNull(x.sm_util)},
+                    {"processes_without_sm_util", x.sm_util_missing}});
+  }
+  Json j = {{"pids", g.pids},
+            {"gpus", gpus},
+            {"used_memory_bytes", OrNull(g.used_memory_bytes)},
+            {"sm_util", OrNull(g.sm_util)}};
+  if (pod) {
+    j["uid"] = g.id;
+    j["qos_class"] = g.pod ? Json(std::string(identity::QosName(g.pod->qos))) : Json(nullptr);
+    j["containers"] = g.containers;
+  } else {
+    j["id"] = g.id;
+    j["runtime"] = g.container ? Json(std::string(identity::RuntimeName(g.container->runtime)))
+                               : Json(nullptr);
+    j["pod_uid"] = g.pod ? Json(g.pod->uid) : Json(nullptr);
+  }
+  return j;
+}
+
+}  // namespace
+
+Json PsDocument(const SystemInfo& info, const identity::PsReport& report,
+                const std::optional<std::string>& procfs_root) {
+  Json j;
+  j["schema_version"] = 1;
+  j["simulated"] = info.simulated;
+  j["scenario"] = info.simulated ? Json(info.scenario) : Json(nullptr);
+  j["procfs_root"] = OrNull(procfs_root);
+  j["devices"] = Json::array();
+  for (const auto& d : report.devices) {
+    j["devices"].push_back(
+        {{"index", d.index},
+         {"uuid", d.uuid},
+         {"listed", d.listed},
+         {"source", d.source.empty() ? Json(nullptr) : Json(d.source)},
+         {"utilization_source",
+          d.utilization_source.empty() ? Json(nullptr) : Json(d.utilization_source)},
+         {"error", d.error.empty() ? Json(nullptr) : Json(d.error)}});
+  }
+  j["processes"] = Json::array();
+  for (const auto& r : report.rows) j["processes"].push_back(RowJson(r));
+  j["containers"] = Json::array();
+  for (const auto& g : report.containers) j["containers"].push_back(GroupJson(g, false));
+  j["pods"] = Json::array();
+  for (const auto& g : report.pods) j["pods"].push_back(GroupJson(g, true));
+  return j;
+}
+
+}  // namespace gpulse::cli

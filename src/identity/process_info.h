@@ -1,0 +1,27 @@
+// What procfs says about one process: name, user and cgroup placement (container, pod). Each fact
+// is optional; a process that is gone, in another PID namespace or unreadable gives absent facts
+// and the reason, never a guess.
+//
+// Thread-safety: pure function over the procfs tree.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "identity/cgroup.h"
+#include "sys/rooted_fs.h"
+
+namespace gpulse::identity {
+
+struct ProcessInfo {
+  unsigned pid = 0;
+  std::optional<std::string> name;  // /proc/PID/comm
+  std::optional<unsigned> uid;      // real uid
+  std::optional<std::string> user;  // login name of uid, when the host knows it
+  std::optional<CgroupPlacement> cgroup;
+  std::string error;  // why some fact is absent ("" when all were read)
+};
+
+ProcessInfo ReadProcessInfo(const sys::RootedFs& proc, unsigned pid);
+
+}  // namespace gpulse::identity
