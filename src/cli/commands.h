@@ -10,6 +10,7 @@ Subcommand SetupDmon(CLI::App& parent);
 Subcommand SetupFields(CLI::App& parent);
 Subcommand SetupValidatePower(CLI::App& parent);
 Subcommand SetupEnergy(CLI::App& parent);
+Subcommand SetupExporter(CLI::App& parent);
 
 inline constexpr SetupFn kSubcommands[] = {
     &SetupDevices,
@@ -17,6 +18,7 @@ inline constexpr SetupFn kSubcommands[] = {
     &SetupFields,
     &SetupValidatePower,
     &SetupEnergy,
+    &SetupExporter,
 };
 
 }  // namespace gpulse::cli

@@ -49,6 +49,12 @@ struct SystemInfo {
 
 enum class DeviceState { kOk, kLost };
 
+// How many XID error events of one code a device has raised since the backend opened.
+struct XidCount {
+  std::uint64_t xid = 0;
+  std::uint64_t count = 0;
+};
+
 // One device's readings at one tick. `values` is indexed by FieldIndex over AllFields(); only the
 // requested fields can be present.
 struct Sample {
@@ -56,6 +62,9 @@ struct Sample {
   std::int64_t t_unix_ns = 0;
   DeviceState state = DeviceState::kOk;
   std::vector<std::optional<double>> values;
+  // Every XID event seen so far, counted per code in ascending code order (filled when the XID
+  // field 230 is read; the last-value gauge alone hides repeats).
+  std::vector<XidCount> xid_counts;
 };
 
 }  // namespace gpulse

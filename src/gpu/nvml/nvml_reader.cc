@@ -68,6 +68,7 @@ bool DeviceReader::Check(Call call, nvmlReturn_t rc, gpu::ReadStats& stats) {
 
 void DeviceReader::Read(std::span<const FieldIndex> fields, Sample& out, gpu::ReadStats& stats) {
   out.values.assign(AllFields().size(), std::nullopt);
+  out.xid_counts.clear();
   if (lost_) {
     out.state = DeviceState::kLost;
     return;
@@ -96,6 +97,9 @@ void DeviceReader::Read(std::span<const FieldIndex> fields, Sample& out, gpu::Re
   }
   out.state = DeviceState::kOk;
   for (FieldIndex f : fields) out.values[f] = v[static_cast<unsigned>(FieldAt(f).nvml)];
+  if (wanted[static_cast<unsigned>(Call::kXidEvents)]) {
+    for (const auto& [xid, count] : xid_counts_) out.xid_counts.push_back({xid, count});
+  }
 }
 
 void DeviceReader::ReadMemory(Values& v, gpu::ReadStats& stats) {
@@ -303,7 +307,7 @@ void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
     }
     case Call::kXidEvents:
       slot(NvmlSource::kLastXid) = last_xid_;
-      return;
+      return;  // the per-code counts are copied by Read
     case Call::kFieldPowerInstant:
     case Call::kFieldMemoryTemp:
     case Call::kCount:

@@ -7,6 +7,8 @@
 
 #include <array>
 #include <bitset>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 
@@ -58,7 +60,10 @@ class DeviceReader {
   void MarkLost() { lost_ = true; }
   bool unsupported(Call call) const { return unsupported_[static_cast<unsigned>(call)]; }
   void MarkUnsupported(Call call) { unsupported_.set(static_cast<unsigned>(call)); }
-  void RecordXid(unsigned long long xid) { last_xid_ = static_cast<double>(xid); }
+  void RecordXid(unsigned long long xid) {
+    last_xid_ = static_cast<double>(xid);
+    ++xid_counts_[xid];
+  }
   nvmlDevice_t handle() const { return handle_; }
 
  private:
@@ -76,6 +81,7 @@ class DeviceReader {
   bool lost_ = false;
   std::bitset<static_cast<unsigned>(Call::kCount)> unsupported_;
   std::optional<double> last_xid_;
+  std::map<unsigned long long, std::uint64_t> xid_counts_;  // code -> events since open
 };
 
 // The call that yields a catalogue source.
