@@ -245,3 +245,38 @@ class BadInputTest(GpulseTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DeployTest(GpulseTestCase):
+    """deploy/ files are checked by the tools that will read them."""
+
+    def deploy(self, *parts):
+        return os.path.join(SOURCE_DIR, "deploy", *parts)
+
+    def test_prometheus_config_and_rules_pass_promtool(self):
+        for args in (["check", "rules", self.deploy("prometheus", "gpulse-rules.yml")],
+                     ["check", "config", self.deploy("prometheus", "prometheus.yml")]):
+            p = subprocess.run(["promtool", *args], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_kubernetes_manifests_agree_on_port_and_labels(self):
+        import yaml
+        docs = {}
+        for name in ("daemonset", "service", "servicemonitor"):
+            with open(self.deploy("kubernetes", name + ".yaml")) as f:
+                docs[name] = yaml.safe_load(f)
+        ds, svc, sm = docs["daemonset"], docs["service"], docs["servicemonitor"]
+        self.assertEqual(ds["kind"], "DaemonSet")
+        container = ds["spec"]["template"]["spec"]["containers"][0]
+        self.assertEqual(container["args"][0], "exporter")
+        self.assertEqual(container["ports"][0]["containerPort"], 9400)
+        self.assertEqual(container["livenessProbe"]["httpGet"]["path"], "/health")
+        self.assertEqual(svc["spec"]["selector"], ds["spec"]["selector"]["matchLabels"])
+        self.assertEqual(sm["spec"]["selector"]["matchLabels"], svc["metadata"]["labels"])
+        self.assertEqual(sm["spec"]["endpoints"][0]["port"], svc["spec"]["ports"][0]["name"])
+
+    def test_systemd_unit_runs_the_exporter_and_reloads_with_sighup(self):
+        with open(self.deploy("systemd", "gpulse-exporter.service")) as f:
+            unit = f.read()
+        self.assertRegex(unit, r"(?m)^ExecStart=\S*gpulse exporter ")
+        self.assertRegex(unit, r"(?m)^ExecReload=/bin/kill -HUP \$MAINPID$")

@@ -88,7 +88,6 @@ class Prometheus:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-@unittest.skipIf(shutil.which("prometheus") is None, "Debian's prometheus package is not installed")
 class PrometheusScrapesExportersTest(GpulseTestCase):
     def test_prometheus_sees_both_exporters_with_dcgm_labels_and_rules(self):
         with Exporter("--simulate", "8xH100", "--hostname", "node-a") as a, \
