@@ -112,17 +112,26 @@ class SessionBase {
     srv_.sessions.insert(this);
     ++srv_.open;
   }
-  virtual ~SessionBase() {
-    srv_.sessions.erase(this);
-    --srv_.open;
-    srv_.SessionGone();
-  }
+  virtual ~SessionBase() { Deregister(); }
   SessionBase(const SessionBase&) = delete;
   SessionBase& operator=(const SessionBase&) = delete;
   virtual void CloseIfIdle() = 0;
 
  protected:
+  // Called when the socket closes (a Respond callback may keep the object alive longer): the
+  // connection no longer counts against the limit or holds up a drain.
+  void Deregister() {
+    if (!registered_) return;
+    registered_ = false;
+    srv_.sessions.erase(this);
+    --srv_.open;
+    srv_.SessionGone();
+  }
+
   Server::Impl& srv_;
+
+ private:
+  bool registered_ = true;
 };
 
 template <class Stream>
@@ -159,6 +168,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     boost::system::error_code ec;
     Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
     Lowest().close();
+    Deregister();
   }
 
   void DoRead() {
