@@ -20,6 +20,15 @@ import urllib.request
 WRK_THREADS = 1
 WRK_CONNECTIONS = 4
 IDLE_CONNECTIONS = 1000
+ROUNDS = 3
+
+
+def median_run(runs):
+    """The run with the median p99, and every run's p99 for the record."""
+    ordered = sorted(runs, key=lambda r: r["p99"])
+    m = dict(ordered[len(ordered) // 2])
+    m["all_p99"] = ", ".join(f"{r['p99']:.3f}" for r in runs)
+    return m
 
 
 def free_port():
@@ -122,16 +131,25 @@ def main():
         wrk(nurl, 2)
         gres = wrk(gurl, a.duration)
         nres = wrk(nurl, a.duration)
-        gpaced = wrk(gurl, a.duration, connections=1, paced=True)
         npaced = wrk(nurl, a.duration, connections=1, paced=True)
         rss, hwm = rss_kib(g.pid)
-        socks = hold_idle(gport, IDLE_CONNECTIONS)
-        time.sleep(0.5)
-        idle = wrk(gurl, a.duration)
-        idle_paced = wrk(gurl, a.duration, connections=1, paced=True)
-        idle_rss, idle_hwm = rss_kib(g.pid)
-        for s in socks:
-            s.close()
+        # Paced runs alternate without and with the idle connections, ROUNDS times each, and the
+        # medians are compared: one 10 s paced run has ~1,000 requests, so its p99 is the 10th-worst
+        # request and moves with whatever else the machine is doing.
+        plain_runs, idle_runs = [], []
+        idle = None
+        for _ in range(ROUNDS):
+            plain_runs.append(wrk(gurl, a.duration, connections=1, paced=True))
+            socks = hold_idle(gport, IDLE_CONNECTIONS)
+            time.sleep(0.5)
+            idle_runs.append(wrk(gurl, a.duration, connections=1, paced=True))
+            if idle is None:
+                idle = wrk(gurl, a.duration)
+                idle_rss, idle_hwm = rss_kib(g.pid)
+            for s in socks:
+                s.close()
+        gpaced = median_run(plain_runs)
+        idle_paced = median_run(idle_runs)
     finally:
         for p in (g, n):
             p.terminate()
@@ -148,9 +166,10 @@ def main():
     print(f"| saturated p50 / p99 latency | {gres['p50']:.3f} / {gres['p99']:.3f} ms | "
           f"{nres['p50']:.3f} / {nres['p99']:.3f} ms | |")
     print(f"| paced p50 latency | {gpaced['p50']:.3f} ms | {npaced['p50']:.3f} ms | |")
-    print(f"| paced p99 latency | {gpaced['p99']:.3f} ms | {npaced['p99']:.3f} ms | target < 2 ms |")
-    print(f"| paced p99 with {IDLE_CONNECTIONS} idle connections held | {idle_paced['p99']:.3f} ms | | "
-          f"{idle_paced['p99'] / gpaced['p99']:.2f}x unloaded (target <= 1.5x) |")
+    print(f"| paced p99 latency (median of {ROUNDS} runs: {gpaced['all_p99']}) | {gpaced['p99']:.3f} ms | "
+          f"{npaced['p99']:.3f} ms | target < 2 ms |")
+    print(f"| paced p99 with {IDLE_CONNECTIONS} idle connections held (median of {ROUNDS}: {idle_paced['all_p99']}) | "
+          f"{idle_paced['p99']:.3f} ms | | {idle_paced['p99'] / gpaced['p99']:.2f}x unloaded (target <= 1.5x) |")
     print(f"| saturated throughput / p99 with {IDLE_CONNECTIONS} idle connections | {idle['rps']:,.0f} req/s / "
           f"{idle['p99']:.3f} ms | | {idle['p99'] / gres['p99']:.2f}x saturated p99 |")
     print(f"| RSS after the load (peak) | {rss / 1024:.1f} MiB ({hwm / 1024:.1f}) | | target < 20 MiB |")
