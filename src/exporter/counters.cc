@@ -11,8 +11,8 @@ namespace {
 // dcgm-exporter's default-counters.csv, in file order, restricted to what gpulse reads. The PROF
 // fields (1001, 1004, 1005, 1009, 1010), NVLink bandwidth (449) and the vGPU license (526) are left
 // out: docs/exporter.md lists them.
-constexpr FieldId kDefaultFieldIds[] = {100, 101, 140, 150, 155, 156, 202, 203, 204, 206,
-                                        207, 230, 251, 252, 253, 393, 394, 395};
+constexpr FieldId kDefaultFieldIds[] = {100, 101, 140, 150, 155, 156, 202, 203, 204,
+                                        206, 207, 230, 251, 252, 253, 393, 394, 395};
 constexpr FieldId kDefaultLabelIds[] = {1};
 
 std::string_view Trim(std::string_view s) {
@@ -71,7 +71,8 @@ Result<std::vector<std::string>> SplitCsv(std::string_view line) {
 }
 
 // The name as the catalogue spells the match (the DCGM name or the 4.6 alias).
-std::string CanonicalSpelling(std::string_view written, std::string_view name, std::string_view alias) {
+std::string CanonicalSpelling(std::string_view written, std::string_view name,
+                              std::string_view alias) {
   if (!alias.empty() && Lower(written) == Lower(alias)) return std::string(alias);
   return std::string(name);
 }
@@ -117,7 +118,8 @@ class LineParser {
     const LabelFieldSpec* label = FindLabelField(name);
     if (label == nullptr) {
       if (const UnreadableFieldSpec* u = FindUnreadableField(name)) return Skip(name, u->reason);
-      if (FindField(name) && name.starts_with("DCGM_")) return Bad(name + " is a numeric field: its type must be gauge or counter");
+      if (FindField(name) && name.starts_with("DCGM_"))
+        return Bad(name + " is a numeric field: its type must be gauge or counter");
       return Bad("unknown label field \"" + name + "\" (see `gpulse fields --format markdown`)");
     }
     if (Seen(label->name)) return Bad(std::string(label->name) + " is listed twice");
@@ -130,8 +132,10 @@ class LineParser {
     if (name.starts_with("DCGM_FI_") || name.starts_with("dcgm_fi_")) index = FindField(name);
     if (!index) {
       if (const UnreadableFieldSpec* u = FindUnreadableField(name)) return Skip(name, u->reason);
-      if (FindLabelField(name) != nullptr) return Bad(name + " is a string field: its type must be label");
-      return Bad("unknown field \"" + name + "\" (see `gpulse fields` for the fields gpulse reads)");
+      if (FindLabelField(name) != nullptr)
+        return Bad(name + " is a string field: its type must be label");
+      return Bad("unknown field \"" + name +
+                 "\" (see `gpulse fields` for the fields gpulse reads)");
     }
     const FieldSpec& f = FieldAt(*index);
     if (Seen(f.name)) return Bad(std::string(f.name) + " is listed twice");
@@ -174,8 +178,9 @@ Result<CounterSet> ParseCounters(std::string_view text, const std::string& origi
     if (Status s = parser.Parse(++line_no, line); !s) return s.error();
   }
   if (set.counters.empty()) {
-    return InvalidArgument(origin + ": no field gpulse can read is listed (every line is a comment, "
-                                    "empty or skipped)");
+    return InvalidArgument(origin +
+                           ": no field gpulse can read is listed (every line is a comment, "
+                           "empty or skipped)");
   }
   return set;
 }

@@ -6,10 +6,11 @@
 //   DCGM_FI_DRIVER_VERSION, label, Driver Version
 //
 // Each line is `field, type, help` (exactly three comma-separated fields, whitespace trimmed, CSV
-// double quotes allowed around a field). `type` is gauge, counter or label: a label row attaches the
-// field's string value as a label to every series instead of making a family. Fields are DCGM names
-// or DCGM 4.6 aliases. A DCGM field gpulse knows but cannot read (profiling, NVLink, ...) is skipped
-// with a warning; anything else that is wrong fails with the file, the line number and the reason.
+// double quotes allowed around a field). `type` is gauge, counter or label: a label row attaches
+// the field's string value as a label to every series instead of making a family. Fields are DCGM
+// names or DCGM 4.6 aliases. A DCGM field gpulse knows but cannot read (profiling, NVLink, ...) is
+// skipped with a warning; anything else that is wrong fails with the file, the line number and the
+// reason.
 #pragma once
 
 #include <string>
@@ -34,9 +35,9 @@ struct LabelRow {
 };
 
 struct CounterSet {
-  std::string origin;  // the file path, or "built-in default"
-  std::vector<Counter> counters;  // file order
-  std::vector<LabelRow> labels;   // file order
+  std::string origin;                 // the file path, or "built-in default"
+  std::vector<Counter> counters;      // file order
+  std::vector<LabelRow> labels;       // file order
   std::vector<std::string> warnings;  // "FILE:LINE: skipping NAME: reason"
 
   // The catalogue fields to read for this set: every counter's, plus the XID field (230), which

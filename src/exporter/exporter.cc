@@ -31,7 +31,8 @@ std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> 
                        const ExporterOptions& options) {
   std::vector<FieldIndex> fields = counters->ReadFields();
   auto snap = ReadSnapshot(backend, fields);
-  MetricsPage page(backend.info(), std::move(counters), {options.hostname, options.version, options.commit});
+  MetricsPage page(backend.info(), std::move(counters),
+                   {options.hostname, options.version, options.commit});
   std::string out;
   page.Render(*snap, MonotonicNowNs(), out);
   return out;
@@ -42,7 +43,8 @@ Exporter::Exporter(ExporterOptions options, std::unique_ptr<gpu::Backend> backen
 
 Exporter::~Exporter() { probe_.reset(); }
 
-Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options, std::unique_ptr<gpu::Backend> backend,
+Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
+                                                   std::unique_ptr<gpu::Backend> backend,
                                                    std::shared_ptr<const CounterSet> counters) {
   net::ServerOptions so;
   so.address = options.address;
@@ -55,9 +57,10 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options, std:
   std::unique_ptr<Exporter> e(new Exporter(std::move(options), std::move(backend)));
   e->Install(std::move(counters));
   Exporter* self = e.get();
-  auto server = net::Server::Create(std::move(so), [self](const net::HttpRequest& req, net::Respond respond) {
-    self->Handle(req, std::move(respond));
-  });
+  auto server =
+      net::Server::Create(std::move(so), [self](const net::HttpRequest& req, net::Respond respond) {
+        self->Handle(req, std::move(respond));
+      });
   if (!server) return server.error();
   e->server_ = std::move(server).value();
   e->probe_ = std::make_unique<Probe>([self] { return self->ReadNow(); },
@@ -77,19 +80,22 @@ std::string Exporter::url() const {
 
 void Exporter::Run() {
   const SystemInfo& info = backend_->info();
-  std::string what = fmt::format("{} GPU{}", info.devices.size(), info.devices.size() == 1 ? "" : "s");
+  std::string what =
+      fmt::format("{} GPU{}", info.devices.size(), info.devices.size() == 1 ? "" : "s");
   if (info.simulated) what += " (simulated: scenario " + info.scenario + ")";
-  for (const SkippedDevice& s : info.skipped) Log(fmt::format("GPU {} skipped: {}", s.index, s.reason));
-  Log(fmt::format("serving {}, {} counters from {}, on {}/metrics", what, page()->counters().counters.size(),
-                  page()->counters().origin, url()));
+  for (const SkippedDevice& s : info.skipped)
+    Log(fmt::format("GPU {} skipped: {}", s.index, s.reason));
+  Log(fmt::format("serving {}, {} counters from {}, on {}/metrics", what,
+                  page()->counters().counters.size(), page()->counters().origin, url()));
   server_->Run();
   Log("stopped");
 }
 
 void Exporter::Install(std::shared_ptr<const CounterSet> counters) {
   auto fields = counters->ReadFields();
-  auto page = std::make_shared<const MetricsPage>(backend_->info(), std::move(counters),
-                                                  PageOptions{options_.hostname, options_.version, options_.commit});
+  auto page = std::make_shared<const MetricsPage>(
+      backend_->info(), std::move(counters),
+      PageOptions{options_.hostname, options_.version, options_.commit});
   std::lock_guard lock(mu_);
   page_ = std::move(page);
   fields_ = std::move(fields);
@@ -139,7 +145,8 @@ void Exporter::Handle(const net::HttpRequest& req, net::Respond respond) {
     r.body = LandingPage(backend_->info(), options_.version);
     return respond(std::move(r));
   }
-  respond(net::TextResponse(404, "not found: try /metrics, /health, /api/v1/devices, /api/v1/snapshot"));
+  respond(net::TextResponse(404,
+                            "not found: try /metrics, /health, /api/v1/devices, /api/v1/snapshot"));
 }
 
 void Exporter::ServeMetrics(net::Respond respond) {
@@ -154,12 +161,14 @@ void Exporter::ServeMetrics(net::Respond respond) {
 
 void Exporter::ServeHealth(net::Respond respond) {
   const std::int64_t limit = options_.staleness_ms * 1'000'000;
-  auto answer = [this, limit, respond](const Snapshot* snap, std::optional<std::int64_t> in_flight) {
+  auto answer = [this, limit, respond](const Snapshot* snap,
+                                       std::optional<std::int64_t> in_flight) {
     HealthVerdict v = EvaluateHealth(backend_->info(), snap, MonotonicNowNs(), limit, in_flight);
     respond(net::TextResponse(v.healthy ? 200 : 503, v.reason));
   };
   if (auto since = probe_->InFlightSinceNs(); since && MonotonicNowNs() - *since > limit) {
-    return answer(probe_->Latest().get(), since);  // a read is stuck: say so instead of waiting on it
+    return answer(probe_->Latest().get(),
+                  since);  // a read is stuck: say so instead of waiting on it
   }
   probe_->Get([answer](std::shared_ptr<const Snapshot> snap) { answer(snap.get(), std::nullopt); });
 }
@@ -170,7 +179,8 @@ void Exporter::ServeSnapshot(net::Respond respond) {
     net::HttpResponse r;
     r.content_type = kJson;
     r.compressible = true;
-    r.body = SnapshotJson(backend_->info(), page()->counters(), *snap, MonotonicNowNs(), UnixNowNs());
+    r.body =
+        SnapshotJson(backend_->info(), page()->counters(), *snap, MonotonicNowNs(), UnixNowNs());
     respond(std::move(r));
   });
 }

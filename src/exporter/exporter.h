@@ -4,8 +4,9 @@
 //        ^                                         | one read per --min-refresh-ms, shared
 //        +---------- Respond (posted) <------------+ render /metrics, /health, JSON
 //
-// Devices are read when scraped, never on a timer; concurrent scrapes share one read. SIGHUP reloads
-// the counters file (a bad file keeps the previous set); SIGTERM and SIGINT drain and return.
+// Devices are read when scraped, never on a timer; concurrent scrapes share one read. SIGHUP
+// reloads the counters file (a bad file keeps the previous set); SIGTERM and SIGINT drain and
+// return.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +50,8 @@ class Exporter {
  public:
   // Binds the address (the first scrape can come as soon as this returns). Errors: InvalidArgument
   // for a bad web config or address; Unavailable when the address cannot be bound.
-  static Result<std::unique_ptr<Exporter>> Create(ExporterOptions options, std::unique_ptr<gpu::Backend> backend,
+  static Result<std::unique_ptr<Exporter>> Create(ExporterOptions options,
+                                                  std::unique_ptr<gpu::Backend> backend,
                                                   std::shared_ptr<const CounterSet> counters);
   ~Exporter();
 

@@ -8,7 +8,8 @@ namespace gpulse::exporter {
 namespace {
 
 prom::ValueFormat FormatOf(const FieldSpec& f) {
-  return f.value_type == ValueType::kDouble ? prom::ValueFormat::kFixed : prom::ValueFormat::kInteger;
+  return f.value_type == ValueType::kDouble ? prom::ValueFormat::kFixed
+                                            : prom::ValueFormat::kInteger;
 }
 
 std::string RenderLabelList(const LabelList& labels) {
@@ -20,8 +21,10 @@ std::string RenderLabelList(const LabelList& labels) {
 
 std::optional<std::string> LabelValue(const SystemInfo& info, const LabelFieldSpec& f) {
   switch (f.source) {
-    case LabelSource::kDriverVersion: return info.driver_version;
-    case LabelSource::kNvmlVersion: return info.library_version;
+    case LabelSource::kDriverVersion:
+      return info.driver_version;
+    case LabelSource::kNvmlVersion:
+      return info.library_version;
   }
   return std::nullopt;
 }
@@ -54,10 +57,12 @@ LabelList DeviceLabels(const SystemInfo& info, const DeviceInfo& d, const MigIns
   return l;
 }
 
-MetricsPage::MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSet> counters, PageOptions options)
+MetricsPage::MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSet> counters,
+                         PageOptions options)
     : info_(info), counters_(std::move(counters)), options_(std::move(options)) {
   for (const DeviceInfo& d : info_.devices) {
-    full_labels_.push_back(RenderLabelList(DeviceLabels(info_, d, nullptr, *counters_, options_.hostname)));
+    full_labels_.push_back(
+        RenderLabelList(DeviceLabels(info_, d, nullptr, *counters_, options_.hostname)));
     short_labels_.push_back(RenderLabelList({{"gpu", std::to_string(d.index)}, {"UUID", d.uuid}}));
   }
   build_labels_ = RenderLabelList({{"version", options_.version}, {"commit", options_.commit}});
@@ -86,7 +91,8 @@ void MetricsPage::RenderCounters(const Snapshot& snap, std::string& out) const {
   }
 }
 
-void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out) const {
+void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns,
+                             std::string& out) const {
   using prom::AppendSample;
   constexpr auto kInt = prom::ValueFormat::kInteger;
   constexpr auto kFloat = prom::ValueFormat::kShortest;
@@ -96,30 +102,35 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std
   Header(out, SelfMetric::kBuildInfo);
   AppendSample(out, SelfMetricAt(SelfMetric::kBuildInfo).name, build_labels_, "", 1, kInt);
   Header(out, SelfMetric::kBackendUp);
-  AppendSample(out, SelfMetricAt(SelfMetric::kBackendUp).name, backend_labels_, "", snap.AnyDeviceRead() ? 1 : 0, kInt);
+  AppendSample(out, SelfMetricAt(SelfMetric::kBackendUp).name, backend_labels_, "",
+               snap.AnyDeviceRead() ? 1 : 0, kInt);
   Header(out, SelfMetric::kBackendFailedCalls);
   AppendSample(out, SelfMetricAt(SelfMetric::kBackendFailedCalls).name, backend_labels_, "",
                static_cast<double>(snap.failed_calls_total), kInt);
   Header(out, SelfMetric::kScrapeDuration);
-  AppendSample(out, SelfMetricAt(SelfMetric::kScrapeDuration).name, "", "", snap.duration_ns / 1e9, kFloat);
+  AppendSample(out, SelfMetricAt(SelfMetric::kScrapeDuration).name, "", "", snap.duration_ns / 1e9,
+               kFloat);
   if (n == 0) return;
 
   Header(out, SelfMetric::kDeviceLost);
   for (std::size_t i = 0; i < n; ++i) {
-    AppendSample(out, SelfMetricAt(SelfMetric::kDeviceLost).name, short_labels_[i], "", ok(i) ? 0 : 1, kInt);
+    AppendSample(out, SelfMetricAt(SelfMetric::kDeviceLost).name, short_labels_[i], "",
+                 ok(i) ? 0 : 1, kInt);
   }
   bool any_ok = false;
   for (std::size_t i = 0; i < n; ++i) any_ok = any_ok || ok(i);
   if (!any_ok) return;
   Header(out, SelfMetric::kDeviceInfo);
   for (std::size_t i = 0; i < n; ++i) {
-    if (ok(i)) AppendSample(out, SelfMetricAt(SelfMetric::kDeviceInfo).name, full_labels_[i], "", 1, kInt);
+    if (ok(i))
+      AppendSample(out, SelfMetricAt(SelfMetric::kDeviceInfo).name, full_labels_[i], "", 1, kInt);
   }
   Header(out, SelfMetric::kDeviceSampleAge);
   for (std::size_t i = 0; i < n; ++i) {
     if (!ok(i)) continue;
     double age = std::max<std::int64_t>(0, now_mono_ns - snap.devices[i].sample.t_mono_ns) / 1e9;
-    AppendSample(out, SelfMetricAt(SelfMetric::kDeviceSampleAge).name, short_labels_[i], "", age, kFloat);
+    AppendSample(out, SelfMetricAt(SelfMetric::kDeviceSampleAge).name, short_labels_[i], "", age,
+                 kFloat);
   }
   bool xid_header = false;
   std::string extra;

@@ -38,7 +38,8 @@ LabelList DeviceLabels(const SystemInfo& info, const DeviceInfo& device, const M
 
 class MetricsPage {
  public:
-  MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSet> counters, PageOptions options);
+  MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSet> counters,
+              PageOptions options);
 
   // Appends the exposition of `snap` to `out`; ages are measured at `now_mono_ns`.
   void Render(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out) const;

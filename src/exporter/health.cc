@@ -5,7 +5,8 @@
 namespace gpulse::exporter {
 
 HealthVerdict EvaluateHealth(const SystemInfo& info, const Snapshot* snap, std::int64_t now,
-                             std::int64_t staleness_ns, std::optional<std::int64_t> in_flight_since) {
+                             std::int64_t staleness_ns,
+                             std::optional<std::int64_t> in_flight_since) {
   if (in_flight_since && now - *in_flight_since > staleness_ns) {
     return {false, fmt::format("a device read has been running for {:.3f} s (limit {:.3f} s)",
                                (now - *in_flight_since) / 1e9, staleness_ns / 1e9)};
@@ -22,8 +23,8 @@ HealthVerdict EvaluateHealth(const SystemInfo& info, const Snapshot* snap, std::
     if (d.sample.state == DeviceState::kLost) continue;
     ++readable;
     if (d.failed_calls > 0) {
-      return {false, fmt::format("GPU {} ({}): {} call(s) failed in the last read", info.devices[i].index,
-                                 info.devices[i].uuid, d.failed_calls)};
+      return {false, fmt::format("GPU {} ({}): {} call(s) failed in the last read",
+                                 info.devices[i].index, info.devices[i].uuid, d.failed_calls)};
     }
   }
   if (readable == 0) return {false, "every GPU is lost"};

@@ -1,6 +1,6 @@
-// /health: healthy only when the last read of every GPU that is not lost succeeded, and that read is
-// recent. Unlike dcgm-exporter's always-200 /health, a frozen or failing reader makes it fail, so a
-// liveness probe can restart the exporter (dcgm-exporter#164, gmt#188).
+// /health: healthy only when the last read of every GPU that is not lost succeeded, and that read
+// is recent. Unlike dcgm-exporter's always-200 /health, a frozen or failing reader makes it fail,
+// so a liveness probe can restart the exporter (dcgm-exporter#164, gmt#188).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,7 @@ struct HealthVerdict {
 // is when the read in progress started, if one is. A read in progress for longer than
 // `staleness_ns`, or a snapshot older than it, is unhealthy.
 HealthVerdict EvaluateHealth(const SystemInfo& info, const Snapshot* snap, std::int64_t now_mono_ns,
-                             std::int64_t staleness_ns, std::optional<std::int64_t> in_flight_since_ns);
+                             std::int64_t staleness_ns,
+                             std::optional<std::int64_t> in_flight_since_ns);
 
 }  // namespace gpulse::exporter

@@ -10,7 +10,8 @@ using nlohmann::json;
 json Optional(const auto& v) { return v ? json(*v) : json(nullptr); }
 
 bool Lost(const Snapshot* snap, std::size_t i) {
-  return snap != nullptr && i < snap->devices.size() && snap->devices[i].sample.state == DeviceState::kLost;
+  return snap != nullptr && i < snap->devices.size() &&
+         snap->devices[i].sample.state == DeviceState::kLost;
 }
 
 }  // namespace
@@ -21,19 +22,26 @@ std::string DevicesJson(const SystemInfo& info, const Snapshot* snap) {
     const DeviceInfo& d = info.devices[i];
     json mig = json::array();
     for (const MigInstance& m : d.mig_instances) {
-      mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"gpu_instance_id", m.gpu_instance_id},
+      mig.push_back({{"uuid", m.uuid},
+                     {"profile", m.profile},
+                     {"gpu_instance_id", m.gpu_instance_id},
                      {"compute_instance_id", m.compute_instance_id},
                      {"memory_total_bytes", Optional(m.memory_total_bytes)}});
     }
-    devices.push_back({{"gpu", d.index}, {"uuid", d.uuid}, {"name", d.name}, {"pci_bus_id", d.pci_bus_id},
+    devices.push_back({{"gpu", d.index},
+                       {"uuid", d.uuid},
+                       {"name", d.name},
+                       {"pci_bus_id", d.pci_bus_id},
                        {"device", "nvidia" + std::to_string(d.index)},
                        {"memory_total_bytes", Optional(d.memory_total_bytes)},
                        {"power_limit_watts", Optional(d.power_limit_watts)},
-                       {"mig_enabled", Optional(d.mig_enabled)}, {"mig_instances", mig},
+                       {"mig_enabled", Optional(d.mig_enabled)},
+                       {"mig_instances", mig},
                        {"lost", Lost(snap, i)}});
   }
   json skipped = json::array();
-  for (const SkippedDevice& s : info.skipped) skipped.push_back({{"gpu", s.index}, {"reason", s.reason}});
+  for (const SkippedDevice& s : info.skipped)
+    skipped.push_back({{"gpu", s.index}, {"reason", s.reason}});
   json out = {{"backend", info.backend},
               {"driver_version", Optional(info.driver_version)},
               {"nvml_version", Optional(info.library_version)},
@@ -59,10 +67,13 @@ std::string SnapshotJson(const SystemInfo& info, const CounterSet& counters, con
     json xids = json::array();
     for (const XidCount& x : s.xid_counts) xids.push_back({{"xid", x.xid}, {"count", x.count}});
     double age = (now_mono_ns - s.t_mono_ns) / 1e9;
-    devices.push_back({{"gpu", info.devices[i].index}, {"uuid", info.devices[i].uuid},
-                       {"state", lost ? "lost" : "ok"}, {"timestamp_unix", s.t_unix_ns / 1e9},
+    devices.push_back({{"gpu", info.devices[i].index},
+                       {"uuid", info.devices[i].uuid},
+                       {"state", lost ? "lost" : "ok"},
+                       {"timestamp_unix", s.t_unix_ns / 1e9},
                        {"age_seconds", lost ? json(nullptr) : json(age)},
-                       {"failed_calls", snap.devices[i].failed_calls}, {"fields", fields},
+                       {"failed_calls", snap.devices[i].failed_calls},
+                       {"fields", fields},
                        {"xid_errors", xids}});
   }
   json out = {{"timestamp_unix", now_unix_ns / 1e9},

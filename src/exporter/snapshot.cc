@@ -11,7 +11,8 @@ bool Snapshot::AnyDeviceRead() const {
   return false;
 }
 
-std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend, std::span<const FieldIndex> fields) {
+std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend,
+                                             std::span<const FieldIndex> fields) {
   auto s = std::make_shared<Snapshot>();
   s->start_mono_ns = MonotonicNowNs();
   s->fields.assign(fields.begin(), fields.end());

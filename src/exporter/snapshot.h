@@ -19,10 +19,10 @@ struct DeviceReading {
 };
 
 struct Snapshot {
-  std::int64_t start_mono_ns = 0;  // when the read began
-  std::int64_t duration_ns = 0;    // how long reading every device took
-  std::vector<FieldIndex> fields;  // what was asked for
-  std::vector<DeviceReading> devices;  // parallel to SystemInfo::devices
+  std::int64_t start_mono_ns = 0;        // when the read began
+  std::int64_t duration_ns = 0;          // how long reading every device took
+  std::vector<FieldIndex> fields;        // what was asked for
+  std::vector<DeviceReading> devices;    // parallel to SystemInfo::devices
   std::uint64_t failed_calls_total = 0;  // backend's running count, for the self metric
 
   // At least one device answered (the basis of gpulse_backend_up).
@@ -31,6 +31,7 @@ struct Snapshot {
 
 // Reads `fields` of every device of `backend`.
 // REQUIRES: called from the backend's owner thread only.
-std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend, std::span<const FieldIndex> fields);
+std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend,
+                                             std::span<const FieldIndex> fields);
 
 }  // namespace gpulse::exporter

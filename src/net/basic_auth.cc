@@ -15,7 +15,8 @@ namespace {
 constexpr std::size_t kCacheLimit = 1024;
 
 bool IsBcrypt(const std::string& hash) {
-  return hash.size() == 60 && (hash.starts_with("$2a$") || hash.starts_with("$2b$") || hash.starts_with("$2y$"));
+  return hash.size() == 60 &&
+         (hash.starts_with("$2a$") || hash.starts_with("$2b$") || hash.starts_with("$2y$"));
 }
 
 std::string Sha256(const std::string& data) {
@@ -32,13 +33,15 @@ bool BcryptMatches(const std::string& password, const std::string& hash) {
   const char* out = crypt_r(password.c_str(), hash.c_str(), data.get());
   if (out == nullptr || out[0] == '*') return false;  // libxcrypt's failure tokens start with '*'
   std::string_view computed(out);
-  return computed.size() == hash.size() && CRYPTO_memcmp(computed.data(), hash.data(), hash.size()) == 0;
+  return computed.size() == hash.size() &&
+         CRYPTO_memcmp(computed.data(), hash.data(), hash.size()) == 0;
 }
 
 Result<BasicAuth> BasicAuth::Create(std::map<std::string, std::string> users) {
   for (const auto& [user, hash] : users) {
     if (user.empty() || user.find(':') != std::string::npos) {
-      return InvalidArgument("basic_auth_users: user name \"" + user + "\" must be non-empty and without ':'");
+      return InvalidArgument("basic_auth_users: user name \"" + user +
+                             "\" must be non-empty and without ':'");
     }
     if (!IsBcrypt(hash)) {
       return InvalidArgument("basic_auth_users: the hash of user \"" + user +

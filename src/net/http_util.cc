@@ -19,7 +19,8 @@ std::string_view Trim(std::string_view s) {
 bool EqualsNoCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
       return false;
     }
   }
@@ -32,7 +33,8 @@ bool QualityIsZero(std::string_view params) {
     std::size_t semi = params.find(';');
     std::string_view p = Trim(params.substr(0, semi));
     params = semi == std::string_view::npos ? std::string_view() : params.substr(semi + 1);
-    if (p.size() < 2 || std::tolower(static_cast<unsigned char>(p[0])) != 'q' || p[1] != '=') continue;
+    if (p.size() < 2 || std::tolower(static_cast<unsigned char>(p[0])) != 'q' || p[1] != '=')
+      continue;
     std::string_view q = Trim(p.substr(2));
     bool zero = !q.empty();
     for (char c : q) {
@@ -60,7 +62,8 @@ bool AcceptsGzip(std::string_view header) {
     header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
     std::size_t semi = item.find(';');
     std::string_view coding = Trim(item.substr(0, semi));
-    std::string_view params = semi == std::string_view::npos ? std::string_view() : item.substr(semi + 1);
+    std::string_view params =
+        semi == std::string_view::npos ? std::string_view() : item.substr(semi + 1);
     if ((EqualsNoCase(coding, "gzip") || coding == "*") && !QualityIsZero(params)) return true;
   }
   return false;
@@ -75,10 +78,12 @@ Result<ListenAddress> ParseListenAddress(std::string_view text) {
   std::string_view host = t.substr(0, colon);
   std::string_view port = t.substr(colon + 1);
   if (host.starts_with('[')) {
-    if (!host.ends_with(']')) return InvalidArgument("address \"" + std::string(text) + "\": unclosed '['");
+    if (!host.ends_with(']'))
+      return InvalidArgument("address \"" + std::string(text) + "\": unclosed '['");
     host = host.substr(1, host.size() - 2);
   } else if (host.find(':') != std::string_view::npos) {
-    return InvalidArgument("address \"" + std::string(text) + "\": write IPv6 hosts in brackets, e.g. [::1]:9400");
+    return InvalidArgument("address \"" + std::string(text) +
+                           "\": write IPv6 hosts in brackets, e.g. [::1]:9400");
   }
   unsigned value = 0;
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
@@ -145,16 +150,26 @@ Result<std::string> Gzip(std::string_view body, int level) {
 
 std::string_view StatusReason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 413: return "Payload Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 413:
+      return "Payload Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "";
   }
 }
 

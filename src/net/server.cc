@@ -1,7 +1,5 @@
 #include "net/server.h"
 
-#include "net/asio.h"  // first of the Boost headers: see the comment there
-
 #include <openssl/ssl.h>
 #include <sys/resource.h>
 
@@ -11,6 +9,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "net/asio.h"  // first of the Boost headers: see the comment there
 #include "net/basic_auth.h"
 #include "net/http_util.h"
 
@@ -24,10 +23,14 @@ using tcp = asio::ip::tcp;
 
 int OpensslVersion(TlsVersion v) {
   switch (v) {
-    case TlsVersion::kTls10: return TLS1_VERSION;
-    case TlsVersion::kTls11: return TLS1_1_VERSION;
-    case TlsVersion::kTls12: return TLS1_2_VERSION;
-    case TlsVersion::kTls13: return TLS1_3_VERSION;
+    case TlsVersion::kTls10:
+      return TLS1_VERSION;
+    case TlsVersion::kTls11:
+      return TLS1_1_VERSION;
+    case TlsVersion::kTls12:
+      return TLS1_2_VERSION;
+    case TlsVersion::kTls13:
+      return TLS1_3_VERSION;
   }
   return TLS1_2_VERSION;
 }
@@ -45,20 +48,26 @@ Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsSettings& t)
   boost::system::error_code ec;
   ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::single_dh_use, ec);
   ctx->use_certificate_chain_file(t.cert_file, ec);
-  if (ec) return InvalidArgument("TLS: cannot load cert_file \"" + t.cert_file + "\": " + ec.message());
+  if (ec)
+    return InvalidArgument("TLS: cannot load cert_file \"" + t.cert_file + "\": " + ec.message());
   ctx->use_private_key_file(t.key_file, asio::ssl::context::pem, ec);
-  if (ec) return InvalidArgument("TLS: cannot load key_file \"" + t.key_file + "\": " + ec.message());
+  if (ec)
+    return InvalidArgument("TLS: cannot load key_file \"" + t.key_file + "\": " + ec.message());
   SSL_CTX* native = ctx->native_handle();
   if (SSL_CTX_check_private_key(native) != 1) {
-    return InvalidArgument("TLS: key_file \"" + t.key_file + "\" does not match cert_file \"" + t.cert_file + "\"");
+    return InvalidArgument("TLS: key_file \"" + t.key_file + "\" does not match cert_file \"" +
+                           t.cert_file + "\"");
   }
   SSL_CTX_set_min_proto_version(native, OpensslVersion(t.min_version));
   if (t.max_version) SSL_CTX_set_max_proto_version(native, OpensslVersion(*t.max_version));
   if (t.client_auth != ClientAuth::kNone) {
     ctx->load_verify_file(t.client_ca_file, ec);
-    if (ec) return InvalidArgument("TLS: cannot load client_ca_file \"" + t.client_ca_file + "\": " + ec.message());
+    if (ec)
+      return InvalidArgument("TLS: cannot load client_ca_file \"" + t.client_ca_file +
+                             "\": " + ec.message());
     auto mode = asio::ssl::verify_peer;
-    if (t.client_auth == ClientAuth::kRequireAndVerify) mode |= asio::ssl::verify_fail_if_no_peer_cert;
+    if (t.client_auth == ClientAuth::kRequireAndVerify)
+      mode |= asio::ssl::verify_fail_if_no_peer_cert;
     ctx->set_verify_mode(mode);
   }
   return ctx;
@@ -296,11 +305,12 @@ void Server::Impl::OnAccept(boost::system::error_code ec, tcp::socket socket) {
   if (auto ep = socket.remote_endpoint(ignored); !ignored) remote = FormatEndpoint(ep);
   if (ssl) {
     using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-    std::make_shared<Session<TlsStream>>(*this, TlsStream(beast::tcp_stream(std::move(socket)), *ssl),
-                                         std::move(remote))
+    std::make_shared<Session<TlsStream>>(
+        *this, TlsStream(beast::tcp_stream(std::move(socket)), *ssl), std::move(remote))
         ->Start();
   } else {
-    std::make_shared<Session<beast::tcp_stream>>(*this, beast::tcp_stream(std::move(socket)), std::move(remote))
+    std::make_shared<Session<beast::tcp_stream>>(*this, beast::tcp_stream(std::move(socket)),
+                                                 std::move(remote))
         ->Start();
   }
   DoAccept();
@@ -360,7 +370,8 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options, Handler ha
     auto results = resolver.resolve(where->host, std::to_string(where->port),
                                     tcp::resolver::passive | tcp::resolver::numeric_service, ec);
     if (ec || results.empty()) {
-      return InvalidArgument("address \"" + options.address + "\": cannot resolve host \"" + where->host + "\"");
+      return InvalidArgument("address \"" + options.address + "\": cannot resolve host \"" +
+                             where->host + "\"");
     }
     ep = results.begin()->endpoint();
   }
@@ -371,7 +382,9 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options, Handler ha
     ec.clear();
     acc.open(ep.protocol(), ec);
   }
-  if (ec) return Unavailable("address \"" + options.address + "\": cannot open a socket: " + ec.message());
+  if (ec)
+    return Unavailable("address \"" + options.address +
+                       "\": cannot open a socket: " + ec.message());
   acc.set_option(asio::socket_base::reuse_address(true), ec);
   if (ep.address().is_v6() && where->host.empty()) acc.set_option(asio::ip::v6_only(false), ec);
   acc.bind(ep, ec);

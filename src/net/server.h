@@ -1,11 +1,11 @@
-// gpulse's HTTP/1.1 server: one event loop on one thread (Boost.Asio/Beast behind this header), so a
-// slow, idle or malicious client costs a socket and a few kilobytes, never a thread, and never
+// gpulse's HTTP/1.1 server: one event loop on one thread (Boost.Asio/Beast behind this header), so
+// a slow, idle or malicious client costs a socket and a few kilobytes, never a thread, and never
 // delays another client's scrape.
 //
-// Limits: connections (over the limit a new connection is closed at once), request header size (431),
-// request body size (413), a read timeout for each request (idle keep-alive connections and
-// slow-loris clients are closed), a write timeout (a client that stops reading is dropped). Only GET
-// and HEAD are served (405 otherwise). Optional TLS and basic authentication (web_config.h).
+// Limits: connections (over the limit a new connection is closed at once), request header size
+// (431), request body size (413), a read timeout for each request (idle keep-alive connections and
+// slow-loris clients are closed), a write timeout (a client that stops reading is dropped). Only
+// GET and HEAD are served (405 otherwise). Optional TLS and basic authentication (web_config.h).
 //
 // Thread-safety: Create, Run and the destructor from one thread; Post, Shutdown, OnSignal's
 // callbacks and the Respond callbacks handed to the handler are safe from any thread.
@@ -32,7 +32,7 @@ struct ServerOptions {
   std::size_t max_body_bytes = 4 * 1024;
   std::chrono::milliseconds read_timeout{30'000};   // waiting for and reading one request
   std::chrono::milliseconds write_timeout{10'000};  // writing one response
-  std::chrono::milliseconds drain_timeout{5'000};   // Shutdown: longest wait for responses in flight
+  std::chrono::milliseconds drain_timeout{5'000};  // Shutdown: longest wait for responses in flight
   int gzip_level = 1;
   WebConfig web;  // TLS, basic auth, extra headers
 };

@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 
 class Checker {
  public:
-  Checker(std::string origin, std::string base_dir) : origin_(std::move(origin)), base_(std::move(base_dir)) {}
+  Checker(std::string origin, std::string base_dir)
+      : origin_(std::move(origin)), base_(std::move(base_dir)) {}
 
   Error Bad(const YAML::Node& node, const std::string& what) const {
     std::string where = origin_;
@@ -25,7 +26,8 @@ class Checker {
   }
 
   // Fails on keys outside `allowed`, and names the ones gpulse knows but does not implement.
-  Status Keys(const YAML::Node& map, const std::string& section, const std::set<std::string>& allowed,
+  Status Keys(const YAML::Node& map, const std::string& section,
+              const std::set<std::string>& allowed,
               const std::set<std::string>& unsupported = {}) const {
     if (!map.IsMap()) return Bad(map, section + ": expected a map");
     for (const auto& kv : map) {
@@ -72,14 +74,15 @@ class Checker {
 };
 
 Result<TlsSettings> ParseTls(const Checker& c, const YAML::Node& n) {
-  Status keys = c.Keys(n, "tls_server_config",
-                       {"cert_file", "key_file", "min_version", "max_version", "client_auth_type",
-                        "client_ca_file"},
-                       {"cert", "key", "client_ca", "cipher_suites", "curve_preferences",
-                        "prefer_server_cipher_suites", "client_allowed_sans"});
+  Status keys = c.Keys(
+      n, "tls_server_config",
+      {"cert_file", "key_file", "min_version", "max_version", "client_auth_type", "client_ca_file"},
+      {"cert", "key", "client_ca", "cipher_suites", "curve_preferences",
+       "prefer_server_cipher_suites", "client_allowed_sans"});
   if (!keys) return keys.error();
   TlsSettings t;
-  if (!n["cert_file"] || !n["key_file"]) return c.Bad(n, "tls_server_config: cert_file and key_file are both required");
+  if (!n["cert_file"] || !n["key_file"])
+    return c.Bad(n, "tls_server_config: cert_file and key_file are both required");
   auto cert = c.Path(n["cert_file"], "tls_server_config.cert_file");
   if (!cert) return cert.error();
   auto key = c.Path(n["key_file"], "tls_server_config.key_file");
@@ -95,7 +98,8 @@ Result<TlsSettings> ParseTls(const Checker& c, const YAML::Node& n) {
     auto v = c.Version(n["max_version"], "tls_server_config.max_version");
     if (!v) return v.error();
     t.max_version = *v;
-    if (*t.max_version < t.min_version) return c.Bad(n["max_version"], "tls_server_config: max_version is below min_version");
+    if (*t.max_version < t.min_version)
+      return c.Bad(n["max_version"], "tls_server_config: max_version is below min_version");
   }
   if (n["client_auth_type"]) {
     auto a = c.Scalar(n["client_auth_type"], "tls_server_config.client_auth_type");
@@ -107,9 +111,10 @@ Result<TlsSettings> ParseTls(const Checker& c, const YAML::Node& n) {
     } else if (*a == "RequireAndVerifyClientCert") {
       t.client_auth = ClientAuth::kRequireAndVerify;
     } else {
-      return c.Bad(n["client_auth_type"], "tls_server_config.client_auth_type: \"" + *a +
-                                              "\" is not supported (NoClientCert, VerifyClientCertIfGiven, "
-                                              "RequireAndVerifyClientCert)");
+      return c.Bad(n["client_auth_type"],
+                   "tls_server_config.client_auth_type: \"" + *a +
+                       "\" is not supported (NoClientCert, VerifyClientCertIfGiven, "
+                       "RequireAndVerifyClientCert)");
     }
   }
   if (n["client_ca_file"]) {
@@ -126,7 +131,8 @@ Result<TlsSettings> ParseTls(const Checker& c, const YAML::Node& n) {
 Result<WebConfig> ParseRoot(const Checker& c, const YAML::Node& root) {
   WebConfig w;
   if (root.IsNull()) return w;  // an empty file: plain HTTP, no auth
-  Status keys = c.Keys(root, "web config", {"tls_server_config", "http_server_config", "basic_auth_users"});
+  Status keys =
+      c.Keys(root, "web config", {"tls_server_config", "http_server_config", "basic_auth_users"});
   if (!keys) return keys.error();
   if (const YAML::Node tls = root["tls_server_config"]; tls && !tls.IsNull()) {
     auto t = ParseTls(c, tls);
@@ -147,7 +153,8 @@ Result<WebConfig> ParseRoot(const Checker& c, const YAML::Node& root) {
     }
   }
   if (const YAML::Node users = root["basic_auth_users"]; users && !users.IsNull()) {
-    if (!users.IsMap()) return c.Bad(users, "basic_auth_users: expected a map of user: bcrypt hash");
+    if (!users.IsMap())
+      return c.Bad(users, "basic_auth_users: expected a map of user: bcrypt hash");
     for (const auto& kv : users) {
       auto hash = c.Scalar(kv.second, "basic_auth_users." + kv.first.as<std::string>());
       if (!hash) return hash.error();
@@ -161,7 +168,8 @@ Result<WebConfig> ParseRoot(const Checker& c, const YAML::Node& root) {
 
 }  // namespace
 
-Result<WebConfig> ParseWebConfig(const std::string& yaml, const std::string& base_dir, const std::string& origin) {
+Result<WebConfig> ParseWebConfig(const std::string& yaml, const std::string& base_dir,
+                                 const std::string& origin) {
   Checker c(origin, base_dir);
   try {
     return ParseRoot(c, YAML::Load(yaml));

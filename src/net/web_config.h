@@ -1,5 +1,5 @@
-// The web configuration file of the Prometheus exporter toolkit (`--web-config-file`), the YAML that
-// node_exporter and dcgm-exporter read:
+// The web configuration file of the Prometheus exporter toolkit (`--web-config-file`), the YAML
+// that node_exporter and dcgm-exporter read:
 //
 //   tls_server_config:
 //     cert_file: server.crt        # paths relative to this file's folder

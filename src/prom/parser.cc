@@ -139,7 +139,8 @@ Status Parser::ParseComment(std::string_view line) {
   if (keyword != "HELP" && keyword != "TYPE") return Status::Ok();  // a plain comment
   line = SkipBlanks(line);
   std::string_view name = TakeToken(line);
-  if (!IsValidMetricName(name)) return Fail("bad metric name \"" + std::string(name) + "\" in " + std::string(keyword));
+  if (!IsValidMetricName(name))
+    return Fail("bad metric name \"" + std::string(name) + "\" in " + std::string(keyword));
   if (!line.empty()) line.remove_prefix(1);  // the one separating blank
   if (keyword == "HELP") {
     UnescapeHelp(line, help_);
@@ -148,7 +149,8 @@ Status Parser::ParseComment(std::string_view line) {
   }
   std::string_view type = SkipBlanks(line);
   while (!type.empty() && IsBlank(type.back())) type.remove_suffix(1);
-  if (type != "counter" && type != "gauge" && type != "histogram" && type != "summary" && type != "untyped") {
+  if (type != "counter" && type != "gauge" && type != "histogram" && type != "summary" &&
+      type != "untyped") {
     return Fail("unknown metric type \"" + std::string(type) + "\"");
   }
   if (cb_.on_type) cb_.on_type(name, type);
@@ -159,7 +161,8 @@ Status Parser::ParseSampleLine(std::string_view line) {
   std::size_t n = 0;
   while (n < line.size() && IsMetricChar(line[n])) ++n;
   sample_.name = line.substr(0, n);
-  if (!IsValidMetricName(sample_.name)) return Fail("bad metric name at \"" + std::string(line.substr(0, 40)) + "\"");
+  if (!IsValidMetricName(sample_.name))
+    return Fail("bad metric name at \"" + std::string(line.substr(0, 40)) + "\"");
   line.remove_prefix(n);
   line = SkipBlanks(line);
   std::size_t used = 0;
@@ -177,9 +180,11 @@ Status Parser::ParseSampleLine(std::string_view line) {
       std::string_view label_name = line.substr(0, k);
       if (label_name.empty()) return Fail("bad label name");
       line = SkipBlanks(line.substr(k));
-      if (line.empty() || line.front() != '=') return Fail("expected '=' after label " + std::string(label_name));
+      if (line.empty() || line.front() != '=')
+        return Fail("expected '=' after label " + std::string(label_name));
       line = SkipBlanks(line.substr(1));
-      if (line.empty() || line.front() != '"') return Fail("expected '\"' to open the value of label " + std::string(label_name));
+      if (line.empty() || line.front() != '"')
+        return Fail("expected '\"' to open the value of label " + std::string(label_name));
       line.remove_prefix(1);
       if (sample_.labels.size() <= used) sample_.labels.emplace_back();
       ParsedLabel& l = sample_.labels[used++];
@@ -213,15 +218,18 @@ Status Parser::ParseSampleLine(std::string_view line) {
         if (sample_.labels[i].name == l.name) return Fail("duplicate label " + l.name);
       }
       line = SkipBlanks(line);
-      if (!line.empty() && line.front() == ',') line.remove_prefix(1);
-      else if (line.empty() || line.front() != '}') return Fail("expected ',' or '}' after label " + l.name);
+      if (!line.empty() && line.front() == ',')
+        line.remove_prefix(1);
+      else if (line.empty() || line.front() != '}')
+        return Fail("expected ',' or '}' after label " + l.name);
     }
   }
   sample_.labels.resize(used);
   line = SkipBlanks(line);
   std::string_view value = TakeToken(line);
   auto v = ParseValue(value);
-  if (!v) return Fail("bad sample value \"" + std::string(value) + "\" for " + std::string(sample_.name));
+  if (!v)
+    return Fail("bad sample value \"" + std::string(value) + "\" for " + std::string(sample_.name));
   sample_.value = *v;
   sample_.timestamp_ms.reset();
   line = SkipBlanks(line);
@@ -229,7 +237,8 @@ Status Parser::ParseSampleLine(std::string_view line) {
     std::string_view ts = TakeToken(line);
     std::int64_t t = 0;
     auto [end, ec] = std::from_chars(ts.data(), ts.data() + ts.size(), t);
-    if (ec != std::errc() || end != ts.data() + ts.size()) return Fail("bad timestamp \"" + std::string(ts) + "\"");
+    if (ec != std::errc() || end != ts.data() + ts.size())
+      return Fail("bad timestamp \"" + std::string(ts) + "\"");
     sample_.timestamp_ms = t;
     if (!SkipBlanks(line).empty()) return Fail("unexpected text after the timestamp");
   }

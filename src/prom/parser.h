@@ -1,11 +1,12 @@
-// A streaming parser of the Prometheus text exposition format 0.0.4, for gpulse's own consumers (the
-// power collector polls exporters and reads DCGM_FI_DEV_POWER_USAGE by `gpu` and `UUID`; the tests
-// read gpulse's exposition back).
+// A streaming parser of the Prometheus text exposition format 0.0.4, for gpulse's own consumers
+// (the power collector polls exporters and reads DCGM_FI_DEV_POWER_USAGE by `gpu` and `UUID`; the
+// tests read gpulse's exposition back).
 //
 // Feed() takes the body in chunks of any size (split anywhere, even inside a line) and calls the
 // callbacks for each complete line; Finish() handles a last line without its newline. Label values
-// and HELP texts are unescaped. Comment lines other than HELP and TYPE, and blank lines, are skipped.
-// The first malformed line stops parsing with an error naming its line number and the problem.
+// and HELP texts are unescaped. Comment lines other than HELP and TYPE, and blank lines, are
+// skipped. The first malformed line stops parsing with an error naming its line number and the
+// problem.
 //
 // A Parser is one parse of one body; not thread-safe. The ParsedSample passed to on_sample (and the
 // views inside it) are valid only during the call: its buffers are reused line after line so a

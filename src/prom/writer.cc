@@ -30,10 +30,17 @@ bool IsValidLabelName(std::string_view name) {
 void AppendEscapedLabelValue(std::string& out, std::string_view value) {
   for (char c : value) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
 }
@@ -41,9 +48,14 @@ void AppendEscapedLabelValue(std::string& out, std::string_view value) {
 void AppendEscapedHelp(std::string& out, std::string_view help) {
   for (char c : help) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
 }
@@ -60,7 +72,8 @@ std::string RenderLabels(std::span<const Label> labels) {
   return out;
 }
 
-void AppendFamilyHeader(std::string& out, std::string_view name, std::string_view help, PromType type) {
+void AppendFamilyHeader(std::string& out, std::string_view name, std::string_view help,
+                        PromType type) {
   out += "# HELP ";
   out += name;
   out += ' ';

@@ -41,10 +41,12 @@ std::string RenderLabels(std::span<const Label> labels);
 
 // "# HELP name help\n# TYPE name gauge\n". The HELP line keeps its separating space when `help` is
 // empty, as dcgm-exporter writes it.
-void AppendFamilyHeader(std::string& out, std::string_view name, std::string_view help, PromType type);
+void AppendFamilyHeader(std::string& out, std::string_view name, std::string_view help,
+                        PromType type);
 
-// `name{rendered_labels} value\n`, or `name value\n` when rendered_labels is empty. `extra`, when not
-// empty, is appended inside the braces after rendered_labels (already rendered, e.g. `xid="94"`).
+// `name{rendered_labels} value\n`, or `name value\n` when rendered_labels is empty. `extra`, when
+// not empty, is appended inside the braces after rendered_labels (already rendered, e.g.
+// `xid="94"`).
 void AppendSample(std::string& out, std::string_view name, std::string_view rendered_labels,
                   std::string_view extra, double value, ValueFormat format);
 

@@ -1,8 +1,9 @@
 // One device read shared by every concurrent caller (the coalesced probe of shared/seeds/003): a
-// caller that arrives while a read is in flight waits for that read instead of starting its own, and
-// a caller that arrives within `min_refresh` of the last read's start gets that read's snapshot. N
-// scrapers therefore cost one read per refresh interval, not N, and no caller ever gets data older
-// than min_refresh plus one read. There is no background timer: without callers, nothing is read.
+// caller that arrives while a read is in flight waits for that read instead of starting its own,
+// and a caller that arrives within `min_refresh` of the last read's start gets that read's
+// snapshot. N scrapers therefore cost one read per refresh interval, not N, and no caller ever gets
+// data older than min_refresh plus one read. There is no background timer: without callers, nothing
+// is read.
 //
 // Reads run on the probe's own thread, one at a time, which also makes it the single owner thread
 // a non-thread-safe backend (NVML) needs. Callers are never blocked: Get() takes a callback.

@@ -134,7 +134,8 @@ class PrometheusScrapesExportersTest(GpulseTestCase):
                     r = prom.query(expr)
                     self.assertEqual(r["status"], "success")
                     if "gpulse_xid_errors_total" not in expr:  # no XID in these scenarios: no series
-                        self.assertTrue(r["data"]["result"], "the dashboard's query finds series")
+                        # rate() needs two scrapes and recorded series one rule evaluation: poll.
+                        self.assertTrue(prom.wait_for(expr, 1), "the dashboard's query finds series")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
-// The counters file: dcgm-exporter's CSV format, its errors (file, line, reason) and the default set.
+// The counters file: dcgm-exporter's CSV format, its errors (file, line, reason) and the default
+// set.
+#include "exporter/counters.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
-
-#include "exporter/counters.h"
 
 namespace gpulse::exporter {
 namespace {
@@ -16,7 +17,8 @@ TEST(Counters, ReadsDcgmExporterFormat) {
       "# If line starts with a '#' it is considered a comment\n"
       "DCGM_FI_DEV_SM_CLOCK ,  gauge, SM clock frequency (in MHz).\n"
       "\n"
-      "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, Total energy consumption since boot (in mJ).\n"
+      "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, Total energy consumption since boot (in "
+      "mJ).\n"
       "DCGM_FI_DEV_BOARD_POWER_WATTS, gauge, \"Power, averaged (in W).\"\n"
       "DCGM_FI_DRIVER_VERSION,        label, Driver Version\n",
       "c.csv");
@@ -26,7 +28,8 @@ TEST(Counters, ReadsDcgmExporterFormat) {
   EXPECT_EQ(set->counters[0].type, PromType::kGauge);
   EXPECT_EQ(set->counters[0].help, "SM clock frequency (in MHz).");
   EXPECT_EQ(set->counters[1].type, PromType::kCounter);
-  EXPECT_EQ(set->counters[2].name, "DCGM_FI_DEV_BOARD_POWER_WATTS") << "a 4.6 alias keeps its spelling";
+  EXPECT_EQ(set->counters[2].name, "DCGM_FI_DEV_BOARD_POWER_WATTS")
+      << "a 4.6 alias keeps its spelling";
   EXPECT_EQ(FieldAt(set->counters[2].field).id, 155);
   EXPECT_EQ(set->counters[2].help, "Power, averaged (in W).");
   ASSERT_EQ(set->labels.size(), 1u);
@@ -44,7 +47,8 @@ TEST(Counters, FieldsGpulseCannotReadAreSkippedWithAWarning) {
   ASSERT_TRUE(set.ok()) << set.error().message;
   EXPECT_EQ(set->counters.size(), 1u);
   ASSERT_EQ(set->warnings.size(), 3u);
-  EXPECT_EQ(set->warnings[0].rfind("d.csv:2: skipping DCGM_FI_PROF_GR_ENGINE_ACTIVE: profiling", 0), 0u)
+  EXPECT_EQ(set->warnings[0].rfind("d.csv:2: skipping DCGM_FI_PROF_GR_ENGINE_ACTIVE: profiling", 0),
+            0u)
       << set->warnings[0];
   EXPECT_NE(set->warnings[1].find("d.csv:3:"), std::string::npos);
 }
@@ -71,7 +75,8 @@ TEST(Counters, BadLinesFailWithFileLineAndReason) {
     auto set = ParseCounters(c.text, "f.csv");
     ASSERT_FALSE(set.ok()) << c.text;
     EXPECT_EQ(set.error().code, ErrorCode::kInvalidArgument);
-    EXPECT_NE(set.error().message.find(c.want), std::string::npos) << c.text << " -> " << set.error().message;
+    EXPECT_NE(set.error().message.find(c.want), std::string::npos)
+        << c.text << " -> " << set.error().message;
   }
 }
 
@@ -85,13 +90,24 @@ TEST(Counters, DefaultSetMirrorsDcgmExporterForReadableFields) {
   CounterSet set = DefaultCounters();
   std::vector<std::string> names;
   for (const Counter& c : set.counters) names.push_back(c.name);
-  const std::vector<std::string> want = {
-      "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_GPU_TEMP",
-      "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
-      "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL",
-      "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_RESERVED",
-      "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-      "DCGM_FI_DEV_ROW_REMAP_FAILURE"};
+  const std::vector<std::string> want = {"DCGM_FI_DEV_SM_CLOCK",
+                                         "DCGM_FI_DEV_MEM_CLOCK",
+                                         "DCGM_FI_DEV_MEMORY_TEMP",
+                                         "DCGM_FI_DEV_GPU_TEMP",
+                                         "DCGM_FI_DEV_POWER_USAGE",
+                                         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+                                         "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+                                         "DCGM_FI_DEV_GPU_UTIL",
+                                         "DCGM_FI_DEV_MEM_COPY_UTIL",
+                                         "DCGM_FI_DEV_ENC_UTIL",
+                                         "DCGM_FI_DEV_DEC_UTIL",
+                                         "DCGM_FI_DEV_XID_ERRORS",
+                                         "DCGM_FI_DEV_FB_FREE",
+                                         "DCGM_FI_DEV_FB_USED",
+                                         "DCGM_FI_DEV_FB_RESERVED",
+                                         "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+                                         "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+                                         "DCGM_FI_DEV_ROW_REMAP_FAILURE"};
   EXPECT_EQ(names, want);
   ASSERT_EQ(set.labels.size(), 1u);
   EXPECT_EQ(set.labels[0].name, "DCGM_FI_DRIVER_VERSION");

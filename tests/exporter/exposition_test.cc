@@ -1,12 +1,13 @@
 // /metrics as dcgm-exporter writes it (families, label names and order, value formats), what gpulse
 // adds (lost devices, XID counters, self metrics), and /health's verdicts.
+#include "exporter/exposition.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 #include <vector>
 
-#include "exporter/exposition.h"
 #include "exporter/health.h"
 #include "exporter/snapshot.h"
 #include "prom/parser.h"
@@ -50,7 +51,9 @@ struct Line {
 std::vector<Line> Parse(const std::string& text) {
   std::vector<Line> out;
   prom::ParseCallbacks cb;
-  cb.on_sample = [&](const prom::ParsedSample& s) { out.push_back({std::string(s.name), s.labels, s.value}); };
+  cb.on_sample = [&](const prom::ParsedSample& s) {
+    out.push_back({std::string(s.name), s.labels, s.value});
+  };
   Status st = prom::ParseExposition(text, cb);
   EXPECT_TRUE(st.ok()) << st.error().message;
   return out;
@@ -65,7 +68,8 @@ std::vector<std::string> LabelNames(const Line& l) {
 class ExpositionTest : public ::testing::Test {
  protected:
   SystemInfo info = TwoGpus();
-  std::shared_ptr<const CounterSet> counters = std::make_shared<const CounterSet>(DefaultCounters());
+  std::shared_ptr<const CounterSet> counters =
+      std::make_shared<const CounterSet>(DefaultCounters());
 
   std::string Render(const Snapshot& snap, std::optional<std::string> host = "node-1") {
     MetricsPage page(info, counters, {std::move(host), "0.1.0", "abc"});
@@ -81,12 +85,15 @@ TEST_F(ExpositionTest, LabelsAreDcgmExportersInItsOrder) {
   snap.devices[0].sample = Reading({{155, 302.206}, {252, 74210}});
   snap.devices[1].sample = Reading({{155, 100.5}});
   std::string text = Render(snap);
-  EXPECT_NE(text.find("# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"),
+  EXPECT_NE(text.find("# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n# TYPE "
+                      "DCGM_FI_DEV_POWER_USAGE gauge\n"),
             std::string::npos);
-  EXPECT_NE(text.find("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-aaaa\",pci_bus_id=\"00000000:18:00.0\","
-                      "device=\"nvidia0\",modelName=\"NVIDIA \\\"Quoted\\\" GPU\",Hostname=\"node-1\","
-                      "DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 302.206000\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-aaaa\",pci_bus_id=\"00000000:18:00.0\","
+          "device=\"nvidia0\",modelName=\"NVIDIA \\\"Quoted\\\" GPU\",Hostname=\"node-1\","
+          "DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 302.206000\n"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("DCGM_FI_DEV_FB_USED{gpu=\"0\""), std::string::npos);
   EXPECT_NE(text.find("} 74210\n"), std::string::npos) << "int64 fields print as integers";
@@ -163,7 +170,8 @@ TEST_F(ExpositionTest, SelfMetrics) {
   EXPECT_EQ(v["gpulse_backend_up"], 1);
   EXPECT_EQ(v["gpulse_backend_failed_calls_total"], 4);
   EXPECT_DOUBLE_EQ(v["gpulse_scrape_duration_seconds"], 0.00025);
-  EXPECT_DOUBLE_EQ(v["gpulse_device_sample_age_seconds0"], 0.5) << "rendered at 1.5 s, read at 1.0 s";
+  EXPECT_DOUBLE_EQ(v["gpulse_device_sample_age_seconds0"], 0.5)
+      << "rendered at 1.5 s, read at 1.0 s";
   EXPECT_DOUBLE_EQ(v["gpulse_device_sample_age_seconds1"], 0.25);
   EXPECT_EQ(v["gpulse_device_info"], 1);
 }
@@ -180,7 +188,9 @@ TEST_F(ExpositionTest, NoHostnameDropsTheLabel) {
 TEST(DeviceLabels, MigInstancesAndLabelRowsSortedByName) {
   SystemInfo info = TwoGpus();
   auto set = ParseCounters(
-      "DCGM_FI_DEV_GPU_UTIL, gauge, x\nDCGM_FI_NVML_VERSION, label, n\nDCGM_FI_DRIVER_VERSION, label, d\n", "f");
+      "DCGM_FI_DEV_GPU_UTIL, gauge, x\nDCGM_FI_NVML_VERSION, label, n\nDCGM_FI_DRIVER_VERSION, "
+      "label, d\n",
+      "f");
   ASSERT_TRUE(set.ok());
   MigInstance mig;
   mig.profile = "3g.20gb";
@@ -188,8 +198,9 @@ TEST(DeviceLabels, MigInstancesAndLabelRowsSortedByName) {
   LabelList l = DeviceLabels(info, info.devices[0], &mig, *set, "h");
   std::vector<std::string> names;
   for (const auto& [k, v] : l) names.push_back(k);
-  EXPECT_EQ(names, (std::vector<std::string>{"gpu", "UUID", "pci_bus_id", "device", "modelName", "GPU_I_PROFILE",
-                                             "GPU_I_ID", "Hostname", "DCGM_FI_DRIVER_VERSION", "DCGM_FI_NVML_VERSION"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"gpu", "UUID", "pci_bus_id", "device", "modelName",
+                                             "GPU_I_PROFILE", "GPU_I_ID", "Hostname",
+                                             "DCGM_FI_DRIVER_VERSION", "DCGM_FI_NVML_VERSION"}));
   EXPECT_EQ(l[5].second, "3g.20gb");
   EXPECT_EQ(l[6].second, "2");
 }
@@ -232,7 +243,8 @@ TEST(Health, Verdicts) {
   EXPECT_FALSE(EvaluateHealth(none, &fresh, 11 * s, 5 * s, std::nullopt).healthy);
   Snapshot all_lost = snap(10 * s, 0, true);
   all_lost.devices[0].sample.state = DeviceState::kLost;
-  EXPECT_EQ(EvaluateHealth(info, &all_lost, 11 * s, 5 * s, std::nullopt).reason, "every GPU is lost");
+  EXPECT_EQ(EvaluateHealth(info, &all_lost, 11 * s, 5 * s, std::nullopt).reason,
+            "every GPU is lost");
 }
 
 }  // namespace

@@ -114,7 +114,8 @@ TEST(WebConfig, FullExample) {
       "  headers:\n"
       "    X-Frame-Options: deny\n"
       "basic_auth_users:\n"
-      "  alice: " + std::string(kHash) + "\n",
+      "  alice: " +
+          std::string(kHash) + "\n",
       "/etc/gpulse", "web.yml");
   ASSERT_TRUE(w.ok()) << w.error().message;
   ASSERT_TRUE(w->tls);
@@ -141,17 +142,24 @@ TEST(WebConfig, ErrorsNameTheFileLineAndKey) {
   for (const Case& c : std::vector<Case>{
            {"tls_server_confg: {}\n", "web.yml:1: web config: unknown key \"tls_server_confg\""},
            {"tls_server_config:\n  cert_file: a\n", "cert_file and key_file are both required"},
-           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS14\n", "web.yml:4"},
-           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: [X]\n", "cipher_suites is not supported"},
-           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n  max_version: TLS12\n", "below min_version"},
-           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: RequireAndVerifyClientCert\n", "needs client_ca_file"},
+           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS14\n",
+            "web.yml:4"},
+           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: [X]\n",
+            "cipher_suites is not supported"},
+           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n  "
+            "max_version: TLS12\n",
+            "below min_version"},
+           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: "
+            "RequireAndVerifyClientCert\n",
+            "needs client_ca_file"},
            {"basic_auth_users:\n  alice: plain\n", "not a bcrypt hash"},
            {"basic_auth_users: [a]\n", "expected a map"},
            {"tls_server_config: [\n", "web.yml"},
        }) {
     auto w = ParseWebConfig(c.yaml, "/d", "web.yml");
     ASSERT_FALSE(w.ok()) << c.yaml;
-    EXPECT_NE(w.error().message.find(c.want), std::string::npos) << c.yaml << " -> " << w.error().message;
+    EXPECT_NE(w.error().message.find(c.want), std::string::npos)
+        << c.yaml << " -> " << w.error().message;
   }
 }
 

@@ -1,5 +1,5 @@
-// The coalesced probe: concurrent callers share one read, callers within min_refresh reuse it, later
-// callers read again. Time is injected; no test waits on the wall clock.
+// The coalesced probe: concurrent callers share one read, callers within min_refresh reuse it,
+// later callers read again. Time is injected; no test waits on the wall clock.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -98,7 +98,8 @@ TEST(CoalescedProbe, CallersWithinMinRefreshReuseTheLastRead) {
 
 TEST(CoalescedProbe, ZeroMinRefreshReadsForEveryCallerThatIsNotConcurrent) {
   std::atomic<int> reads{0};
-  CoalescedProbe<int> probe([&] { return std::make_shared<const int>(++reads); }, 0, [] { return std::int64_t{5}; });
+  CoalescedProbe<int> probe([&] { return std::make_shared<const int>(++reads); }, 0,
+                            [] { return std::int64_t{5}; });
   Results r;
   for (int i = 0; i < 3; ++i) {
     probe.Get(r.Callback());

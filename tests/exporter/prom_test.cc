@@ -1,5 +1,5 @@
-// The exposition writer and the streaming parser: escaping, value formats, and that the parser reads
-// back what the writer writes, however the body is split into chunks.
+// The exposition writer and the streaming parser: escaping, value formats, and that the parser
+// reads back what the writer writes, however the body is split into chunks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -80,7 +80,9 @@ struct Collected {
   std::vector<std::string> helps;
   ParseCallbacks Callbacks() {
     ParseCallbacks cb;
-    cb.on_help = [this](std::string_view n, std::string_view h) { helps.push_back(std::string(n) + "|" + std::string(h)); };
+    cb.on_help = [this](std::string_view n, std::string_view h) {
+      helps.push_back(std::string(n) + "|" + std::string(h));
+    };
     cb.on_sample = [this](const ParsedSample& s) {
       std::string line(s.name);
       for (const auto& l : s.labels) line += "|" + l.name + "=" + l.value;
@@ -97,7 +99,8 @@ struct Collected {
 constexpr const char* kBody =
     "# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n"
     "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
-    "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\",modelName=\"say \\\"x\\\" \\\\ \\n\"} 302.206000\n"
+    "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\",modelName=\"say \\\"x\\\" \\\\ \\n\"} "
+    "302.206000\n"
     "\n"
     "# a plain comment\n"
     "  up 1 1700000000000\n"
@@ -108,7 +111,8 @@ TEST(PromParser, ReadsSamplesLabelsEscapesAndTimestamps) {
   Collected c;
   ASSERT_TRUE(ParseExposition(kBody, c.Callbacks()).ok());
   ASSERT_EQ(c.lines.size(), 4u);
-  EXPECT_EQ(c.lines[0], "DCGM_FI_DEV_POWER_USAGE|gpu=0|UUID=GPU-a|modelName=say \"x\" \\ \n|302.206");
+  EXPECT_EQ(c.lines[0],
+            "DCGM_FI_DEV_POWER_USAGE|gpu=0|UUID=GPU-a|modelName=say \"x\" \\ \n|302.206");
   EXPECT_EQ(c.lines[1], "up|1@1700000000000");
   EXPECT_EQ(c.lines[2], "nolabels|inf");
   EXPECT_EQ(c.lines[3], "trailing|a=1|-300");
@@ -123,7 +127,8 @@ TEST(PromParser, ChunkBoundariesDoNotMatter) {
   for (std::size_t step : {1u, 2u, 3u, 7u, 64u}) {
     Collected parts;
     Parser p(parts.Callbacks());
-    for (std::size_t i = 0; i < body.size(); i += step) ASSERT_TRUE(p.Feed(std::string_view(body).substr(i, step)).ok());
+    for (std::size_t i = 0; i < body.size(); i += step)
+      ASSERT_TRUE(p.Feed(std::string_view(body).substr(i, step)).ok());
     ASSERT_TRUE(p.Finish().ok());
     EXPECT_EQ(parts.lines, whole.lines) << "chunks of " << step;
   }
@@ -156,7 +161,8 @@ TEST(PromParser, MalformedLinesFailNamingTheLine) {
        }) {
     Status s = ParseExposition(c.body, {});
     ASSERT_FALSE(s.ok()) << c.body;
-    EXPECT_NE(s.error().message.find(c.want), std::string::npos) << c.body << " -> " << s.error().message;
+    EXPECT_NE(s.error().message.find(c.want), std::string::npos)
+        << c.body << " -> " << s.error().message;
   }
 }
 

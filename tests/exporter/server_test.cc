@@ -1,6 +1,8 @@
 // The HTTP server on loopback: requests, limits (header size, connections, read timeout), methods,
 // gzip, responses completed from another thread while other clients are served, and draining.
 // Every wait is bounded by a socket timeout; nothing asserts on elapsed time.
+#include "net/server.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -11,8 +13,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "net/server.h"
 
 namespace gpulse::net {
 namespace {
@@ -34,7 +34,9 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
   bool connected() const { return connected_; }
-  void Send(const std::string& s) { ASSERT_EQ(write(fd_, s.data(), s.size()), static_cast<ssize_t>(s.size())); }
+  void Send(const std::string& s) {
+    ASSERT_EQ(write(fd_, s.data(), s.size()), static_cast<ssize_t>(s.size()));
+  }
   // Reads until the peer closes, or until `until` appears and the Content-Length body is complete.
   std::string Receive(const std::string& until = "") {
     std::string got;
