@@ -9,6 +9,8 @@
 //
 // Thread-safety: Create, Run and the destructor from one thread; Post, Shutdown, OnSignal's
 // callbacks and the Respond callbacks handed to the handler are safe from any thread.
+// Lifetime: a Respond callback keeps its connection alive and must be called or destroyed before the
+// Server is destroyed.
 #pragma once
 
 #include <chrono>

@@ -228,6 +228,7 @@ TEST_F(ServerTest, ShutdownClosesIdleConnectionsAndFinishesResponsesInFlight) {
   EXPECT_NE(r.find("done"), std::string::npos);
   EXPECT_NE(r.find("Connection: close"), std::string::npos) << r;
   loop.join();
+  parked.clear();  // Respond callbacks must not outlive the server (server.h)
   server.reset();
 }
 
