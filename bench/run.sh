@@ -20,3 +20,6 @@ echo "== identity (bench/identity_bench.cc)"
 "$build/bin/identity_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_format=json --benchmark_out="$out/identity.json" --benchmark_out_format=json >/dev/null
 /usr/bin/python3 bench/identity_report.py "$out/identity.json"
+echo
+echo "== exporter vs node_exporter (bench/exporter/run.sh)"
+bash bench/exporter/run.sh "$build"

@@ -5,11 +5,12 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git clang libclang-rt-14-dev
-  libboost-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
+  libboost-dev libssl-dev zlib1g-dev libcrypt-dev openssl nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
   libncurses-dev libgtest-dev libgmock-dev libbenchmark-dev
   librust-nvml-wrapper-sys-dev
   python3 python3-jsonschema python3-yaml
   chromium
+  prometheus prometheus-node-exporter wrk python3-prometheus-client
 )
 
 missing=()
@@ -24,5 +25,14 @@ echo "install-deps: installing ${missing[*]}"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
+# Debian's prometheus packages start their daemons on install where they can. gpulse's tests start
+# their own instances on free loopback ports and need none, so keep apt from starting services with a
+# temporary policy-rc.d (only when the machine has none of its own).
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod +x "$policy"
+  trap '$SUDO rm -f "$policy"' EXIT
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -78,6 +78,17 @@ nvmlReturn_t Simulator::Init() {
     last_error_ = loaded.error().message;
     return NVML_ERROR_UNKNOWN;
   }
+  // GPULSE_SIM_CLOCK=SECONDS freezes the clock, as gpulseSimSetClock does, for programs that cannot
+  // call it (gpulse's golden exposition files come from `gpulse exporter --once` under it).
+  if (const char* clock = std::getenv("GPULSE_SIM_CLOCK"); clock != nullptr && *clock != '\0') {
+    char* end = nullptr;
+    double t = std::strtod(clock, &end);
+    if (end == clock || *end != '\0' || !(t >= 0) || t > 1e9) {
+      last_error_ = std::string("GPULSE_SIM_CLOCK: \"") + clock + "\" is not a number of seconds >= 0";
+      return NVML_ERROR_UNKNOWN;
+    }
+    frozen_ = t;
+  }
   session_ = std::make_unique<Session>(std::move(loaded).value());
   scenario_name_ = session_->scenario().name;
   last_error_.clear();

@@ -13,6 +13,7 @@ Subcommand SetupRecord(CLI::App& parent);
 Subcommand SetupReport(CLI::App& parent);
 Subcommand SetupValidatePower(CLI::App& parent);
 Subcommand SetupEnergy(CLI::App& parent);
+Subcommand SetupExporter(CLI::App& parent);
 
 inline constexpr SetupFn kSubcommands[] = {
     &SetupDevices,
@@ -23,6 +24,7 @@ inline constexpr SetupFn kSubcommands[] = {
     &SetupReport,
     &SetupValidatePower,
     &SetupEnergy,
+    &SetupExporter,
 };
 
 }  // namespace gpulse::cli

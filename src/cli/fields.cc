@@ -28,6 +28,27 @@ void PrintMarkdown() {
                f.alias.empty() ? "" : fmt::format("`{}`", f.alias), f.short_name, UnitSymbol(f.unit),
                PromTypeName(f.prom_type), f.help);
   }
+  fmt::print("\n## Label fields\n\n");
+  fmt::print("String fields a counters file can name as `label` rows (`gpulse exporter -f`): their value\n");
+  fmt::print("becomes a label on every series.\n\n");
+  fmt::print("| id | DCGM name | alias | help |\n|---:|---|---|---|\n");
+  for (const LabelFieldSpec& f : AllLabelFields()) {
+    fmt::print("| {} | `{}` | {} | {} |\n", f.id, f.name,
+               f.alias.empty() ? "" : fmt::format("`{}`", f.alias), f.help);
+  }
+  fmt::print("\n## DCGM fields gpulse does not read\n\n");
+  fmt::print("A counters file naming one of these is accepted with a warning and the row is skipped.\n\n");
+  fmt::print("| id | DCGM name | why |\n|---:|---|---|\n");
+  for (const UnreadableFieldSpec& f : UnreadableFields()) {
+    fmt::print("| {} | `{}` | {} |\n", f.id == 0 ? std::string("") : std::to_string(f.id), f.name,
+               f.reason);
+  }
+  fmt::print("\n## gpulse's own metrics\n\n");
+  fmt::print("Exposed by `gpulse exporter` next to the DCGM fields (see docs/exporter.md).\n\n");
+  fmt::print("| name | type | help |\n|---|---|---|\n");
+  for (const SelfMetricSpec& m : AllSelfMetrics()) {
+    fmt::print("| `{}` | {} | {} |\n", m.name, PromTypeName(m.prom_type), m.help);
+  }
 }
 
 int Run(const FieldsOptions& o) {

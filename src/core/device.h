@@ -73,6 +73,12 @@ struct ProcessList {
 
 enum class DeviceState { kOk, kLost };
 
+// How many XID error events of one code a device has raised since the backend opened.
+struct XidCount {
+  std::uint64_t xid = 0;
+  std::uint64_t count = 0;
+};
+
 // One device's readings at one tick. `values` is indexed by FieldIndex over AllFields(); only the
 // requested fields can be present.
 struct Sample {
@@ -83,6 +89,9 @@ struct Sample {
   // XID errors the driver reported for this device since its previous read (when the XID field is
   // requested); the XID field itself holds only the last one.
   std::vector<std::uint64_t> xid_events;
+  // Every XID event seen so far, counted per code in ascending code order (filled when the XID
+  // field 230 is read; the last-value gauge alone hides repeats).
+  std::vector<XidCount> xid_counts;
 };
 
 }  // namespace gpulse

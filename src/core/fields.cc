@@ -84,6 +84,82 @@ constexpr std::array kFields = {
               I, "Whether remapping of rows has failed", kRowRemapFailure},
 };
 
+constexpr std::array kLabelFields = {
+    LabelFieldSpec{1, "DCGM_FI_DRIVER_VERSION", "DCGM_FI_SYSTEM_DRIVER_VERSION", "Driver Version",
+                   LabelSource::kDriverVersion},
+    LabelFieldSpec{2, "DCGM_FI_NVML_VERSION", "", "NVML Version", LabelSource::kNvmlVersion},
+};
+
+constexpr std::string_view kProf = "profiling (DCP/GPM) field: gpulse does not read profiling metrics";
+constexpr std::string_view kNvlink = "NVLink counter: gpulse does not read NVLink yet";
+constexpr std::string_view kViolation = "violation timer: gpulse does not read it yet";
+constexpr std::string_view kInfoLabel = "string label: gpulse does not read it";
+constexpr std::string_view kExp =
+    "dcgm-exporter's own family: gpulse exports gpulse_xid_errors_total and /health instead";
+
+constexpr std::array kUnreadable = {
+    UnreadableFieldSpec{51, "DCGM_FI_DEV_BRAND", kInfoLabel},
+    UnreadableFieldSpec{53, "DCGM_FI_DEV_SERIAL", kInfoLabel},
+    UnreadableFieldSpec{56, "DCGM_FI_DEV_OEM_INFOROM_VER", kInfoLabel},
+    UnreadableFieldSpec{80, "DCGM_FI_DEV_ECC_INFOROM_VER", kInfoLabel},
+    UnreadableFieldSpec{81, "DCGM_FI_DEV_POWER_INFOROM_VER", kInfoLabel},
+    UnreadableFieldSpec{82, "DCGM_FI_DEV_INFOROM_IMAGE_VER", kInfoLabel},
+    UnreadableFieldSpec{85, "DCGM_FI_DEV_VBIOS_VERSION", kInfoLabel},
+    UnreadableFieldSpec{240, "DCGM_FI_DEV_POWER_VIOLATION", kViolation},
+    UnreadableFieldSpec{241, "DCGM_FI_DEV_THERMAL_VIOLATION", kViolation},
+    UnreadableFieldSpec{242, "DCGM_FI_DEV_SYNC_BOOST_VIOLATION", kViolation},
+    UnreadableFieldSpec{243, "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", kViolation},
+    UnreadableFieldSpec{244, "DCGM_FI_DEV_LOW_UTIL_VIOLATION", kViolation},
+    UnreadableFieldSpec{245, "DCGM_FI_DEV_RELIABILITY_VIOLATION", kViolation},
+    UnreadableFieldSpec{409, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", kNvlink},
+    UnreadableFieldSpec{419, "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", kNvlink},
+    UnreadableFieldSpec{429, "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", kNvlink},
+    UnreadableFieldSpec{439, "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", kNvlink},
+    UnreadableFieldSpec{449, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", kNvlink},
+    UnreadableFieldSpec{526, "DCGM_FI_DEV_VGPU_LICENSE_STATUS", "vGPU field: gpulse does not support vGPU"},
+    UnreadableFieldSpec{1001, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", kProf},
+    UnreadableFieldSpec{1002, "DCGM_FI_PROF_SM_ACTIVE", kProf},
+    UnreadableFieldSpec{1003, "DCGM_FI_PROF_SM_OCCUPANCY", kProf},
+    UnreadableFieldSpec{1004, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", kProf},
+    UnreadableFieldSpec{1005, "DCGM_FI_PROF_DRAM_ACTIVE", kProf},
+    UnreadableFieldSpec{1006, "DCGM_FI_PROF_PIPE_FP64_ACTIVE", kProf},
+    UnreadableFieldSpec{1007, "DCGM_FI_PROF_PIPE_FP32_ACTIVE", kProf},
+    UnreadableFieldSpec{1008, "DCGM_FI_PROF_PIPE_FP16_ACTIVE", kProf},
+    UnreadableFieldSpec{1009, "DCGM_FI_PROF_PCIE_TX_BYTES", kProf},
+    UnreadableFieldSpec{1010, "DCGM_FI_PROF_PCIE_RX_BYTES", kProf},
+    UnreadableFieldSpec{1011, "DCGM_FI_PROF_NVLINK_TX_BYTES", kProf},
+    UnreadableFieldSpec{1012, "DCGM_FI_PROF_NVLINK_RX_BYTES", kProf},
+    UnreadableFieldSpec{0, "DCGM_EXP_CLOCK_EVENTS_COUNT", kExp},
+    UnreadableFieldSpec{0, "DCGM_EXP_XID_ERRORS_COUNT", kExp},
+    UnreadableFieldSpec{0, "DCGM_EXP_GPU_HEALTH_STATUS", kExp},
+    UnreadableFieldSpec{0, "DCGM_EXP_P2P_STATUS", kExp},
+};
+
+using enum SelfMetric;
+constexpr std::array kSelfMetrics = {
+    SelfMetricSpec{kBuildInfo, "gpulse_build_info", "", G,
+                   "gpulse build: version and git commit as labels; the value is always 1."},
+    SelfMetricSpec{kBackendUp, "gpulse_backend_up", "", G,
+                   "1 when the GPU backend answered for at least one device in the read behind this "
+                   "response, else 0."},
+    SelfMetricSpec{kScrapeDuration, "gpulse_scrape_duration_seconds", "seconds", G,
+                   "Seconds the device read behind this response took (one read is shared by the "
+                   "scrapes that arrive within --min-refresh-ms)."},
+    SelfMetricSpec{kDeviceInfo, "gpulse_device_info", "", G,
+                   "A GPU being exported, identified by its labels; the value is always 1."},
+    SelfMetricSpec{kDeviceLost, "gpulse_device_lost", "", G,
+                   "1 when the GPU has fallen off the bus (NVML GPU_IS_LOST) and its series are "
+                   "gone, else 0."},
+    SelfMetricSpec{kDeviceSampleAge, "gpulse_device_sample_age_seconds", "seconds", G,
+                   "Seconds between reading the GPU and writing this response."},
+    SelfMetricSpec{kXidErrorsTotal, "gpulse_xid_errors_total", "", C,
+                   "XID error events since the exporter started, per XID code (every event counts, "
+                   "unlike the last-value gauge DCGM_FI_DEV_XID_ERRORS)."},
+    SelfMetricSpec{kBackendFailedCalls, "gpulse_backend_failed_calls_total", "", C,
+                   "GPU library calls that failed transiently since start; their readings were "
+                   "absent from that read."},
+};
+
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() &&
          std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -147,6 +223,35 @@ Result<std::vector<FieldIndex>> ParseFieldList(std::string_view list) {
     out.push_back(*index);
   }
   return out;
+}
+
+std::span<const LabelFieldSpec> AllLabelFields() { return kLabelFields; }
+
+const LabelFieldSpec* FindLabelField(std::string_view name) {
+  std::string_view s = Trim(name);
+  for (const LabelFieldSpec& f : kLabelFields) {
+    if (EqualsIgnoreCase(s, f.name) || (!f.alias.empty() && EqualsIgnoreCase(s, f.alias))) return &f;
+  }
+  return nullptr;
+}
+
+std::span<const UnreadableFieldSpec> UnreadableFields() { return kUnreadable; }
+
+const UnreadableFieldSpec* FindUnreadableField(std::string_view name) {
+  std::string_view s = Trim(name);
+  for (const UnreadableFieldSpec& f : kUnreadable) {
+    if (EqualsIgnoreCase(s, f.name)) return &f;
+  }
+  return nullptr;
+}
+
+std::span<const SelfMetricSpec> AllSelfMetrics() { return kSelfMetrics; }
+
+const SelfMetricSpec& SelfMetricAt(SelfMetric metric) {
+  for (const SelfMetricSpec& m : kSelfMetrics) {
+    if (m.id == metric) return m;
+  }
+  return kSelfMetrics.front();  // unreachable: every enumerator has a row (tested)
 }
 
 std::string_view UnitSymbol(Unit unit) {

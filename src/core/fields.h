@@ -100,6 +100,58 @@ std::optional<FieldIndex> FindField(std::string_view id_or_name);
 // duplicate entries fail with a message naming the entry.
 Result<std::vector<FieldIndex>> ParseFieldList(std::string_view list);
 
+// DCGM's string fields that dcgm-exporter exports as `label` rows of its counters file: their value
+// becomes a label on every series instead of a sample. Read once, from SystemInfo.
+enum class LabelSource { kDriverVersion, kNvmlVersion };
+
+struct LabelFieldSpec {
+  FieldId id;
+  std::string_view name;   // DCGM_FI_DRIVER_VERSION (also the label name in the exposition)
+  std::string_view alias;  // DCGM 4.6 canonical name where it differs, else ""
+  std::string_view help;
+  LabelSource source;
+};
+
+std::span<const LabelFieldSpec> AllLabelFields();
+// By DCGM name or alias, case-insensitive; nullptr when not a label field gpulse reads.
+const LabelFieldSpec* FindLabelField(std::string_view name);
+
+// DCGM fields gpulse knows by name but does not read (profiling, NVLink, vGPU, violation timers,
+// string labels it has no source for, dcgm-exporter's own families). A counters file written for
+// dcgm-exporter that names one is accepted with a warning giving `reason`, as dcgm-exporter skips
+// profiling fields a GPU does not support; a name in neither table is an error.
+struct UnreadableFieldSpec {
+  FieldId id;  // 0 for dcgm-exporter's own DCGM_EXP_* names
+  std::string_view name;
+  std::string_view reason;
+};
+
+std::span<const UnreadableFieldSpec> UnreadableFields();
+const UnreadableFieldSpec* FindUnreadableField(std::string_view name);
+
+// gpulse's own metric families, exposed by the exporter next to the DCGM fields.
+enum class SelfMetric {
+  kBuildInfo,
+  kBackendUp,
+  kScrapeDuration,
+  kDeviceInfo,
+  kDeviceLost,
+  kDeviceSampleAge,
+  kXidErrorsTotal,
+  kBackendFailedCalls,
+};
+
+struct SelfMetricSpec {
+  SelfMetric id;
+  std::string_view name;  // gpulse_...
+  std::string_view unit;  // base unit in the name, "" when none
+  PromType prom_type;
+  std::string_view help;
+};
+
+std::span<const SelfMetricSpec> AllSelfMetrics();
+const SelfMetricSpec& SelfMetricAt(SelfMetric metric);
+
 std::string_view UnitSymbol(Unit unit);  // "W", "MiB", "%", ...
 std::string_view PromTypeName(PromType type);
 

@@ -273,3 +273,33 @@ TEST_F(SimTimeModelTest, RealClockAdvancesWhenUnfrozen) {
 
 }  // namespace
 }  // namespace gpulse::sim::testing
+
+namespace gpulse::sim::testing {
+namespace {
+
+// GPULSE_SIM_CLOCK freezes the clock at init for programs that cannot call gpulseSimSetClock
+// (gpulse's golden exposition files are made that way).
+TEST_F(SimTest, ClockEnvironmentVariableFreezesTimeAtInit) {
+  api.SetClock(-1);  // the real clock, as a plain program has it
+  setenv("GPULSE_SIM_CLOCK", "3.5", 1);
+  Load("1xH200");
+  unsetenv("GPULSE_SIM_CLOCK");
+  unsigned long long frozen = EnergyMj(Device(0));
+  At(0);
+  unsigned long long at_zero = EnergyMj(Device(0));
+  At(3.5);
+  EXPECT_EQ(EnergyMj(Device(0)), frozen) << "the env var froze the clock at 3.5 s";
+  EXPECT_LT(at_zero, frozen) << "energy grows between 0 and 3.5 s";
+}
+
+TEST_F(SimTest, ClockEnvironmentVariableMustBeANonNegativeNumber) {
+  for (const char* bad : {"abc", "-1", "2s", "nan"}) {
+    setenv("GPULSE_SIM_CLOCK", bad, 1);
+    EXPECT_EQ(TryLoad("1xH200"), NVML_ERROR_UNKNOWN) << bad;
+    EXPECT_NE(std::string(api.LastError()).find("GPULSE_SIM_CLOCK"), std::string::npos) << api.LastError();
+  }
+  unsetenv("GPULSE_SIM_CLOCK");
+}
+
+}  // namespace
+}  // namespace gpulse::sim::testing

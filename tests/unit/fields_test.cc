@@ -15,7 +15,9 @@ TEST(Fields, IdsAndNamesAreUniqueAndOrdered) {
     last = f.id;
     EXPECT_TRUE(names.insert(f.name).second) << f.name;
     EXPECT_TRUE(names.insert(f.short_name).second) << f.short_name;
-    if (!f.alias.empty()) EXPECT_TRUE(names.insert(f.alias).second) << f.alias;
+    if (!f.alias.empty()) {
+      EXPECT_TRUE(names.insert(f.alias).second) << f.alias;
+    }
     EXPECT_TRUE(f.name.starts_with("DCGM_FI_")) << f.name;
     EXPECT_FALSE(f.help.empty()) << f.name;
   }
@@ -63,6 +65,41 @@ TEST(Fields, ParseListRejectsDuplicatesAndEmptyEntries) {
   EXPECT_FALSE(ParseFieldList("155,POWER").ok());
   EXPECT_FALSE(ParseFieldList("155,,150").ok());
   EXPECT_FALSE(ParseFieldList("").ok());
+}
+
+}  // namespace
+}  // namespace gpulse
+
+namespace gpulse {
+namespace {
+
+TEST(Fields, LabelFieldsAndUnreadableFieldsAreDistinctFromReadableOnes) {
+  for (const LabelFieldSpec& l : AllLabelFields()) {
+    EXPECT_FALSE(FindField(l.name)) << l.name;
+    EXPECT_EQ(FindLabelField(l.name), &l);
+  }
+  EXPECT_EQ(FindLabelField("DCGM_FI_SYSTEM_DRIVER_VERSION")->id, 1);
+  for (const UnreadableFieldSpec& u : UnreadableFields()) {
+    EXPECT_FALSE(FindField(u.name)) << u.name << " is readable: remove it from the unreadable table";
+    EXPECT_EQ(FindLabelField(u.name), nullptr) << u.name;
+    EXPECT_FALSE(u.reason.empty()) << u.name;
+  }
+  EXPECT_NE(FindUnreadableField("DCGM_FI_PROF_GR_ENGINE_ACTIVE"), nullptr);
+}
+
+TEST(Fields, EverySelfMetricHasOneRowWithAConventionalName) {
+  std::set<std::string_view> names;
+  for (const SelfMetricSpec& m : AllSelfMetrics()) {
+    EXPECT_EQ(&SelfMetricAt(m.id), &m) << m.name;
+    EXPECT_TRUE(m.name.starts_with("gpulse_")) << m.name;
+    EXPECT_TRUE(names.insert(m.name).second) << m.name;
+    EXPECT_EQ(m.name.ends_with("_total"), m.prom_type == PromType::kCounter) << m.name;
+    if (!m.unit.empty()) {
+      EXPECT_TRUE(m.name.ends_with("_" + std::string(m.unit))) << m.name;
+    }
+    EXPECT_FALSE(m.help.empty()) << m.name;
+  }
+  EXPECT_EQ(SelfMetricAt(SelfMetric::kXidErrorsTotal).name, "gpulse_xid_errors_total");
 }
 
 }  // namespace

@@ -70,6 +70,7 @@ void DeviceReader::Read(std::span<const FieldIndex> fields, Sample& out, gpu::Re
   out.values.assign(AllFields().size(), std::nullopt);
   out.xid_events.swap(pending_xids_);
   pending_xids_.clear();
+  out.xid_counts.clear();
   if (lost_) {
     out.state = DeviceState::kLost;
     return;
@@ -98,6 +99,9 @@ void DeviceReader::Read(std::span<const FieldIndex> fields, Sample& out, gpu::Re
   }
   out.state = DeviceState::kOk;
   for (FieldIndex f : fields) out.values[f] = v[static_cast<unsigned>(FieldAt(f).nvml)];
+  if (wanted[static_cast<unsigned>(Call::kXidEvents)]) {
+    for (const auto& [xid, count] : xid_counts_) out.xid_counts.push_back({xid, count});
+  }
 }
 
 void DeviceReader::ReadMemory(Values& v, gpu::ReadStats& stats) {
@@ -305,7 +309,7 @@ void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
     }
     case Call::kXidEvents:
       slot(NvmlSource::kLastXid) = last_xid_;
-      return;
+      return;  // the per-code counts are copied by Read
     case Call::kFieldPowerInstant:
     case Call::kFieldMemoryTemp:
     case Call::kCount:

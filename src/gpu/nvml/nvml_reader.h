@@ -7,6 +7,8 @@
 
 #include <array>
 #include <bitset>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -62,6 +64,7 @@ class DeviceReader {
   void RecordXid(unsigned long long xid) {
     last_xid_ = static_cast<double>(xid);
     pending_xids_.push_back(xid);
+    ++xid_counts_[xid];
   }
   nvmlDevice_t handle() const { return handle_; }
 
@@ -81,6 +84,7 @@ class DeviceReader {
   std::bitset<static_cast<unsigned>(Call::kCount)> unsupported_;
   std::optional<double> last_xid_;
   std::vector<std::uint64_t> pending_xids_;  // handed out by the next Read
+  std::map<unsigned long long, std::uint64_t> xid_counts_;  // code -> events since open
 };
 
 // The call that yields a catalogue source.

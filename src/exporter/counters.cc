@@ -1,0 +1,229 @@
+#include "exporter/counters.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+namespace gpulse::exporter {
+namespace {
+
+// dcgm-exporter's default-counters.csv, in file order, restricted to what gpulse reads. The PROF
+// fields (1001, 1004, 1005, 1009, 1010), NVLink bandwidth (449) and the vGPU license (526) are left
+// out: docs/exporter.md lists them.
+constexpr FieldId kDefaultFieldIds[] = {100, 101, 140, 150, 155, 156, 202, 203, 204,
+                                        206, 207, 230, 251, 252, 253, 393, 394, 395};
+constexpr FieldId kDefaultLabelIds[] = {1};
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Splits one CSV line into fields: commas separate, a field may be enclosed in double quotes (then
+// "" is a literal quote and commas are kept). Whitespace around fields is trimmed.
+Result<std::vector<std::string>> SplitCsv(std::string_view line) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  for (;;) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    std::string field;
+    if (i < line.size() && line[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < line.size()) {
+        if (line[i] == '"') {
+          if (i + 1 < line.size() && line[i + 1] == '"') {
+            field += '"';
+            i += 2;
+            continue;
+          }
+          closed = true;
+          ++i;
+          break;
+        }
+        field += line[i++];
+      }
+      if (!closed) return InvalidArgument("unterminated quoted field");
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+      if (i < line.size() && line[i] != ',') return InvalidArgument("text after a quoted field");
+    } else {
+      std::size_t comma = line.find(',', i);
+      std::size_t end = comma == std::string_view::npos ? line.size() : comma;
+      if (line.substr(i, end - i).find('"') != std::string_view::npos) {
+        return InvalidArgument("a double quote inside an unquoted field");
+      }
+      field = std::string(Trim(line.substr(i, end - i)));
+      i = end;
+    }
+    out.push_back(std::move(field));
+    if (i >= line.size()) break;
+    ++i;  // the comma
+  }
+  return out;
+}
+
+// The name as the catalogue spells the match (the DCGM name or the 4.6 alias).
+std::string CanonicalSpelling(std::string_view written, std::string_view name,
+                              std::string_view alias) {
+  if (!alias.empty() && Lower(written) == Lower(alias)) return std::string(alias);
+  return std::string(name);
+}
+
+class LineParser {
+ public:
+  LineParser(CounterSet& set, const std::string& origin) : set_(set), origin_(origin) {}
+
+  Status Parse(std::size_t line_no, std::string_view raw) {
+    line_no_ = line_no;
+    std::string_view line = Trim(raw);
+    if (line.empty() || line.front() == '#') return Status::Ok();
+    auto fields = SplitCsv(line);
+    if (!fields) return Bad(fields.error().message);
+    if (fields->size() != 3) {
+      return Bad("expected 3 comma-separated fields (field, prometheus type, help), found " +
+                 std::to_string(fields->size()));
+    }
+    const std::string& name = (*fields)[0];
+    std::string type = Lower((*fields)[1]);
+    const std::string& help = (*fields)[2];
+    if (name.empty()) return Bad("empty field name");
+    if (type != "gauge" && type != "counter" && type != "label") {
+      return Bad("type \"" + (*fields)[1] + "\" of " + name + " is not gauge, counter or label");
+    }
+    if (type == "label") return AddLabel(name);
+    return AddCounter(name, type == "counter" ? PromType::kCounter : PromType::kGauge, help);
+  }
+
+ private:
+  Error Bad(const std::string& why) const {
+    return InvalidArgument(origin_ + ":" + std::to_string(line_no_) + ": " + why);
+  }
+
+  bool Seen(std::string_view key) {
+    std::string k = Lower(key);
+    if (std::find(seen_.begin(), seen_.end(), k) != seen_.end()) return true;
+    seen_.push_back(k);
+    return false;
+  }
+
+  Status AddLabel(const std::string& name) {
+    const LabelFieldSpec* label = FindLabelField(name);
+    if (label == nullptr) {
+      if (const UnreadableFieldSpec* u = FindUnreadableField(name)) return Skip(name, u->reason);
+      if (FindField(name) && name.starts_with("DCGM_"))
+        return Bad(name + " is a numeric field: its type must be gauge or counter");
+      return Bad("unknown label field \"" + name + "\" (see `gpulse fields --format markdown`)");
+    }
+    if (Seen(label->name)) return Bad(std::string(label->name) + " is listed twice");
+    set_.labels.push_back({label, CanonicalSpelling(name, label->name, label->alias)});
+    return Status::Ok();
+  }
+
+  Status AddCounter(const std::string& name, PromType type, const std::string& help) {
+    std::optional<FieldIndex> index;
+    if (name.starts_with("DCGM_FI_") || name.starts_with("dcgm_fi_")) index = FindField(name);
+    if (!index) {
+      if (const UnreadableFieldSpec* u = FindUnreadableField(name)) return Skip(name, u->reason);
+      if (FindLabelField(name) != nullptr)
+        return Bad(name + " is a string field: its type must be label");
+      return Bad("unknown field \"" + name +
+                 "\" (see `gpulse fields` for the fields gpulse reads)");
+    }
+    const FieldSpec& f = FieldAt(*index);
+    if (Seen(f.name)) return Bad(std::string(f.name) + " is listed twice");
+    set_.counters.push_back({*index, CanonicalSpelling(name, f.name, f.alias), type, help});
+    return Status::Ok();
+  }
+
+  Status Skip(const std::string& name, std::string_view reason) {
+    set_.warnings.push_back(origin_ + ":" + std::to_string(line_no_) + ": skipping " + name + ": " +
+                            std::string(reason));
+    return Status::Ok();
+  }
+
+  CounterSet& set_;
+  const std::string& origin_;
+  std::size_t line_no_ = 0;
+  std::vector<std::string> seen_;
+};
+
+}  // namespace
+
+std::vector<FieldIndex> CounterSet::ReadFields() const {
+  std::vector<FieldIndex> out;
+  for (const Counter& c : counters) out.push_back(c.field);
+  if (auto xid = IndexOf(230); xid && std::find(out.begin(), out.end(), *xid) == out.end()) {
+    out.push_back(*xid);
+  }
+  return out;
+}
+
+Result<CounterSet> ParseCounters(std::string_view text, const std::string& origin) {
+  CounterSet set;
+  set.origin = origin;
+  LineParser parser(set, origin);
+  std::size_t line_no = 0;
+  while (!text.empty()) {
+    std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (Status s = parser.Parse(++line_no, line); !s) return s.error();
+  }
+  if (set.counters.empty()) {
+    return InvalidArgument(origin +
+                           ": no field gpulse can read is listed (every line is a comment, "
+                           "empty or skipped)");
+  }
+  return set;
+}
+
+Result<CounterSet> LoadCounters(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("counters file \"" + path + "\" cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseCounters(ss.str(), path);
+}
+
+CounterSet DefaultCounters() {
+  CounterSet set;
+  set.origin = "built-in default";
+  for (FieldId id : kDefaultFieldIds) {
+    FieldIndex i = *IndexOf(id);
+    const FieldSpec& f = FieldAt(i);
+    set.counters.push_back({i, std::string(f.name), f.prom_type, std::string(f.help)});
+  }
+  for (FieldId id : kDefaultLabelIds) {
+    for (const LabelFieldSpec& l : AllLabelFields()) {
+      if (l.id == id) set.labels.push_back({&l, std::string(l.name)});
+    }
+  }
+  return set;
+}
+
+std::string FormatCounters(const CounterSet& set) {
+  auto quoted = [](const std::string& s) {
+    if (s.find_first_of(",\"") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  std::string out = "# Format: DCGM field, Prometheus metric type, help message\n";
+  for (const Counter& c : set.counters) {
+    out += c.name + ", " + std::string(PromTypeName(c.type)) + ", " + quoted(c.help) + "\n";
+  }
+  for (const LabelRow& l : set.labels) {
+    out += l.name + ", label, " + quoted(std::string(l.field->help)) + "\n";
+  }
+  return out;
+}
+
+}  // namespace gpulse::exporter

@@ -1,0 +1,188 @@
+#include "exporter/exporter.h"
+
+#include <fmt/format.h>
+
+#include <csignal>
+
+#include "core/clock.h"
+#include "exporter/health.h"
+#include "exporter/json_api.h"
+#include "exporter/landing.h"
+#include "prom/writer.h"
+
+namespace gpulse::exporter {
+namespace {
+
+constexpr const char* kJson = "application/json";
+
+void Log(const std::string& line) { fmt::print(stderr, "gpulse exporter: {}\n", line); }
+
+}  // namespace
+
+Result<std::shared_ptr<const CounterSet>> LoadCounterSet(const ExporterOptions& options) {
+  if (options.counters_file.empty()) return std::make_shared<const CounterSet>(DefaultCounters());
+  auto set = LoadCounters(options.counters_file);
+  if (!set) return set.error();
+  for (const std::string& w : set->warnings) Log(w);
+  return std::make_shared<const CounterSet>(std::move(set).value());
+}
+
+std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> counters,
+                       const ExporterOptions& options) {
+  std::vector<FieldIndex> fields = counters->ReadFields();
+  auto snap = ReadSnapshot(backend, fields);
+  MetricsPage page(backend.info(), std::move(counters),
+                   {options.hostname, options.version, options.commit});
+  std::string out;
+  page.Render(*snap, MonotonicNowNs(), out);
+  return out;
+}
+
+Exporter::Exporter(ExporterOptions options, std::unique_ptr<gpu::Backend> backend)
+    : options_(std::move(options)), backend_(std::move(backend)) {}
+
+Exporter::~Exporter() { probe_.reset(); }
+
+Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
+                                                   std::unique_ptr<gpu::Backend> backend,
+                                                   std::shared_ptr<const CounterSet> counters) {
+  net::ServerOptions so;
+  so.address = options.address;
+  so.max_connections = options.max_connections;
+  if (!options.web_config_file.empty()) {
+    auto web = net::LoadWebConfig(options.web_config_file);
+    if (!web) return web.error();
+    so.web = std::move(web).value();
+  }
+  std::unique_ptr<Exporter> e(new Exporter(std::move(options), std::move(backend)));
+  e->Install(std::move(counters));
+  Exporter* self = e.get();
+  auto server =
+      net::Server::Create(std::move(so), [self](const net::HttpRequest& req, net::Respond respond) {
+        self->Handle(req, std::move(respond));
+      });
+  if (!server) return server.error();
+  e->server_ = std::move(server).value();
+  e->probe_ = std::make_unique<Probe>([self] { return self->ReadNow(); },
+                                      e->options_.min_refresh_ms * 1'000'000, &MonotonicNowNs);
+  e->server_->OnSignal(SIGHUP, [self] { self->Reload(); });
+  e->server_->OnSignal(SIGTERM, [self] {
+    Log("SIGTERM: draining connections");
+    self->server_->Shutdown();
+  });
+  e->server_->OnSignal(SIGINT, [self] { self->server_->Shutdown(); });
+  return e;
+}
+
+std::string Exporter::url() const {
+  return std::string(server_->tls() ? "https://" : "http://") + server_->local_address();
+}
+
+void Exporter::Run() {
+  const SystemInfo& info = backend_->info();
+  std::string what =
+      fmt::format("{} GPU{}", info.devices.size(), info.devices.size() == 1 ? "" : "s");
+  if (info.simulated) what += " (simulated: scenario " + info.scenario + ")";
+  for (const SkippedDevice& s : info.skipped)
+    Log(fmt::format("GPU {} skipped: {}", s.index, s.reason));
+  Log(fmt::format("serving {}, {} counters from {}, on {}/metrics", what,
+                  page()->counters().counters.size(), page()->counters().origin, url()));
+  server_->Run();
+  Log("stopped");
+}
+
+void Exporter::Install(std::shared_ptr<const CounterSet> counters) {
+  auto fields = counters->ReadFields();
+  auto page = std::make_shared<const MetricsPage>(
+      backend_->info(), std::move(counters),
+      PageOptions{options_.hostname, options_.version, options_.commit});
+  std::lock_guard lock(mu_);
+  page_ = std::move(page);
+  fields_ = std::move(fields);
+}
+
+std::shared_ptr<const MetricsPage> Exporter::page() const {
+  std::lock_guard lock(mu_);
+  return page_;
+}
+
+std::shared_ptr<const Snapshot> Exporter::ReadNow() {
+  std::vector<FieldIndex> fields;
+  {
+    std::lock_guard lock(mu_);
+    fields = fields_;
+  }
+  return ReadSnapshot(*backend_, fields);
+}
+
+void Exporter::Reload() {
+  if (options_.counters_file.empty()) {
+    Log("SIGHUP: no counters file (-f) to reload; serving the built-in default");
+    return;
+  }
+  auto set = LoadCounterSet(options_);
+  if (!set) {
+    Log("reload failed, still serving the previous counters: " + set.error().message);
+    return;
+  }
+  Log(fmt::format("reloaded {}: {} counters", options_.counters_file, (*set)->counters.size()));
+  Install(std::move(set).value());
+}
+
+void Exporter::Handle(const net::HttpRequest& req, net::Respond respond) {
+  if (req.path == "/metrics") return ServeMetrics(std::move(respond));
+  if (req.path == "/health") return ServeHealth(std::move(respond));
+  if (req.path == "/api/v1/snapshot") return ServeSnapshot(std::move(respond));
+  if (req.path == "/api/v1/devices") {
+    net::HttpResponse r;
+    r.content_type = kJson;
+    r.body = DevicesJson(backend_->info(), probe_->Latest().get());
+    return respond(std::move(r));
+  }
+  if (req.path == "/") {
+    net::HttpResponse r;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = LandingPage(backend_->info(), options_.version);
+    return respond(std::move(r));
+  }
+  respond(net::TextResponse(404,
+                            "not found: try /metrics, /health, /api/v1/devices, /api/v1/snapshot"));
+}
+
+void Exporter::ServeMetrics(net::Respond respond) {
+  probe_->Get([this, respond = std::move(respond)](std::shared_ptr<const Snapshot> snap) {
+    net::HttpResponse r;
+    r.content_type = std::string(prom::kContentType);
+    r.compressible = true;
+    if (snap) page()->Render(*snap, MonotonicNowNs(), r.body);
+    respond(std::move(r));
+  });
+}
+
+void Exporter::ServeHealth(net::Respond respond) {
+  const std::int64_t limit = options_.staleness_ms * 1'000'000;
+  auto answer = [this, limit, respond](const Snapshot* snap,
+                                       std::optional<std::int64_t> in_flight) {
+    HealthVerdict v = EvaluateHealth(backend_->info(), snap, MonotonicNowNs(), limit, in_flight);
+    respond(net::TextResponse(v.healthy ? 200 : 503, v.reason));
+  };
+  if (auto since = probe_->InFlightSinceNs(); since && MonotonicNowNs() - *since > limit) {
+    return answer(probe_->Latest().get(),
+                  since);  // a read is stuck: say so instead of waiting on it
+  }
+  probe_->Get([answer](std::shared_ptr<const Snapshot> snap) { answer(snap.get(), std::nullopt); });
+}
+
+void Exporter::ServeSnapshot(net::Respond respond) {
+  probe_->Get([this, respond = std::move(respond)](std::shared_ptr<const Snapshot> snap) {
+    if (!snap) return respond(net::TextResponse(503, "no device read"));
+    net::HttpResponse r;
+    r.content_type = kJson;
+    r.compressible = true;
+    r.body =
+        SnapshotJson(backend_->info(), page()->counters(), *snap, MonotonicNowNs(), UnixNowNs());
+    respond(std::move(r));
+  });
+}
+
+}  // namespace gpulse::exporter

@@ -1,0 +1,85 @@
+// `gpulse exporter`: serves the GPUs of one backend to Prometheus, dcgm-exporter compatible.
+//
+//   HTTP loop thread (net::Server)  --Get-->  CoalescedProbe thread (sole owner of the backend)
+//        ^                                         | one read per --min-refresh-ms, shared
+//        +---------- Respond (posted) <------------+ render /metrics, /health, JSON
+//
+// Devices are read when scraped, never on a timer; concurrent scrapes share one read. SIGHUP
+// reloads the counters file (a bad file keeps the previous set); SIGTERM and SIGINT drain and
+// return.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "exporter/counters.h"
+#include "exporter/exposition.h"
+#include "exporter/snapshot.h"
+#include "gpu/backend.h"
+#include "net/http_types.h"
+#include "net/server.h"
+#include "sampling/coalesced_probe.h"
+
+namespace gpulse::exporter {
+
+struct ExporterOptions {
+  std::string address = ":9400";
+  std::string counters_file;  // "" = the built-in default set
+  std::int64_t min_refresh_ms = 100;
+  std::int64_t staleness_ms = 5000;  // /health: the oldest acceptable read
+  std::optional<std::string> hostname;
+  std::string web_config_file;  // "" = plain HTTP, no auth
+  std::size_t max_connections = 2048;
+  std::string version;
+  std::string commit;
+};
+
+// Loads the counters file named by the options (or the default); warnings go to stderr.
+Result<std::shared_ptr<const CounterSet>> LoadCounterSet(const ExporterOptions& options);
+
+// One exposition of one read, without a server (`--once`).
+std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> counters,
+                       const ExporterOptions& options);
+
+class Exporter {
+ public:
+  // Binds the address (the first scrape can come as soon as this returns). Errors: InvalidArgument
+  // for a bad web config or address; Unavailable when the address cannot be bound.
+  static Result<std::unique_ptr<Exporter>> Create(ExporterOptions options,
+                                                  std::unique_ptr<gpu::Backend> backend,
+                                                  std::shared_ptr<const CounterSet> counters);
+  ~Exporter();
+
+  std::string url() const;  // e.g. "http://127.0.0.1:9400"
+
+  // Serves until SIGTERM or SIGINT, then drains and returns.
+  void Run();
+
+ private:
+  using Probe = sampling::CoalescedProbe<Snapshot>;
+
+  Exporter(ExporterOptions options, std::unique_ptr<gpu::Backend> backend);
+  void Handle(const net::HttpRequest& req, net::Respond respond);
+  void ServeMetrics(net::Respond respond);
+  void ServeHealth(net::Respond respond);
+  void ServeSnapshot(net::Respond respond);
+  void Reload();
+  void Install(std::shared_ptr<const CounterSet> counters);
+  std::shared_ptr<const MetricsPage> page() const;
+  std::shared_ptr<const Snapshot> ReadNow();
+
+  ExporterOptions options_;
+  std::unique_ptr<gpu::Backend> backend_;
+  mutable std::mutex mu_;  // guards page_ and fields_
+  std::shared_ptr<const MetricsPage> page_;
+  std::vector<FieldIndex> fields_;
+  std::unique_ptr<net::Server> server_;
+  std::unique_ptr<Probe> probe_;  // destroyed first: its thread reads backend_ and posts to server_
+};
+
+}  // namespace gpulse::exporter

@@ -1,0 +1,62 @@
+// /metrics: the dcgm-exporter-compatible exposition of one snapshot, plus gpulse's own metrics.
+//
+// Families follow the counters file order, each with HELP/TYPE once and one sample per device that
+// has the reading (an absent reading is no series; a lost GPU has no series but
+// gpulse_device_lost 1). Labels are dcgm-exporter's, in its order: gpu, UUID, pci_bus_id, device,
+// modelName, [GPU_I_PROFILE, GPU_I_ID], [Hostname], then the counters file's label rows sorted by
+// name (DCGM_FI_DRIVER_VERSION, ...). Values print as dcgm-exporter prints them: integers for
+// int64 fields, six decimals for doubles.
+//
+// A MetricsPage renders each device's label set once, at construction; Render is then a walk over
+// the snapshot appending bytes. Immutable after construction; Render is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/device.h"
+#include "exporter/counters.h"
+#include "exporter/snapshot.h"
+
+namespace gpulse::exporter {
+
+struct PageOptions {
+  std::optional<std::string> hostname;  // the Hostname label; nullopt drops it (--no-hostname)
+  std::string version;                  // gpulse_build_info labels
+  std::string commit;
+};
+
+using LabelList = std::vector<std::pair<std::string, std::string>>;
+
+// dcgm-exporter's label set of one GPU (mig == nullptr) or one MIG GPU instance of it.
+LabelList DeviceLabels(const SystemInfo& info, const DeviceInfo& device, const MigInstance* mig,
+                       const CounterSet& counters, const std::optional<std::string>& hostname);
+
+class MetricsPage {
+ public:
+  MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSet> counters,
+              PageOptions options);
+
+  // Appends the exposition of `snap` to `out`; ages are measured at `now_mono_ns`.
+  void Render(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out) const;
+
+  const CounterSet& counters() const { return *counters_; }
+
+ private:
+  void RenderCounters(const Snapshot& snap, std::string& out) const;
+  void RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out) const;
+
+  const SystemInfo& info_;
+  std::shared_ptr<const CounterSet> counters_;
+  PageOptions options_;
+  std::vector<std::string> full_labels_;   // per device, rendered
+  std::vector<std::string> short_labels_;  // per device: gpu, UUID
+  std::string build_labels_;
+  std::string backend_labels_;
+};
+
+}  // namespace gpulse::exporter

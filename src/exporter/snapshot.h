@@ -1,0 +1,37 @@
+// One read of every device, as the exporter serves it: taken on the coalesced probe's thread, then
+// shared read-only by every response built from it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/device.h"
+#include "core/fields.h"
+#include "gpu/backend.h"
+
+namespace gpulse::exporter {
+
+struct DeviceReading {
+  Sample sample;                   // t_mono_ns is when this device was read
+  std::uint64_t failed_calls = 0;  // transient failures in this read (0: the read succeeded)
+};
+
+struct Snapshot {
+  std::int64_t start_mono_ns = 0;        // when the read began
+  std::int64_t duration_ns = 0;          // how long reading every device took
+  std::vector<FieldIndex> fields;        // what was asked for
+  std::vector<DeviceReading> devices;    // parallel to SystemInfo::devices
+  std::uint64_t failed_calls_total = 0;  // backend's running count, for the self metric
+
+  // At least one device answered (the basis of gpulse_backend_up).
+  bool AnyDeviceRead() const;
+};
+
+// Reads `fields` of every device of `backend`.
+// REQUIRES: called from the backend's owner thread only.
+std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend,
+                                             std::span<const FieldIndex> fields);
+
+}  // namespace gpulse::exporter

@@ -1,0 +1,37 @@
+// The HTTP request and response as gpulse's handlers see them: plain structs, no Boost types, so
+// code that serves pages does not pull the Asio/Beast headers in.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpulse::net {
+
+struct HttpRequest {
+  std::string method;  // GET or HEAD (the server answers 405 to anything else)
+  std::string target;  // as sent: path and query
+  std::string path;    // target without the query
+  bool accepts_gzip = false;
+  std::string remote;  // peer address, for logs
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  bool compressible = false;  // gzip the body when the client accepts it
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers
+};
+
+// Completes a request. Thread-safe; call exactly once, from any thread.
+using Respond = std::function<void(HttpResponse)>;
+
+// Serves one request. Runs on the server's event-loop thread and must not block: long work goes
+// elsewhere and calls `respond` when done.
+using Handler = std::function<void(const HttpRequest&, Respond respond)>;
+
+HttpResponse TextResponse(int status, std::string body);
+
+}  // namespace gpulse::net

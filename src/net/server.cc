@@ -1,0 +1,431 @@
+#include "net/server.h"
+
+#include <openssl/ssl.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <unordered_set>
+
+#include "net/asio.h"  // first of the Boost headers: see the comment there
+#include "net/basic_auth.h"
+#include "net/http_util.h"
+
+namespace gpulse::net {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+int OpensslVersion(TlsVersion v) {
+  switch (v) {
+    case TlsVersion::kTls10:
+      return TLS1_VERSION;
+    case TlsVersion::kTls11:
+      return TLS1_1_VERSION;
+    case TlsVersion::kTls12:
+      return TLS1_2_VERSION;
+    case TlsVersion::kTls13:
+      return TLS1_3_VERSION;
+  }
+  return TLS1_2_VERSION;
+}
+
+std::string_view View(boost::beast::string_view s) { return {s.data(), s.size()}; }
+
+std::string FormatEndpoint(const tcp::endpoint& ep) {
+  std::string host = ep.address().to_string();
+  if (ep.address().is_v6()) host = "[" + host + "]";
+  return host + ":" + std::to_string(ep.port());
+}
+
+Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsSettings& t) {
+  auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+  boost::system::error_code ec;
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::single_dh_use, ec);
+  ctx->use_certificate_chain_file(t.cert_file, ec);
+  if (ec)
+    return InvalidArgument("TLS: cannot load cert_file \"" + t.cert_file + "\": " + ec.message());
+  ctx->use_private_key_file(t.key_file, asio::ssl::context::pem, ec);
+  if (ec)
+    return InvalidArgument("TLS: cannot load key_file \"" + t.key_file + "\": " + ec.message());
+  SSL_CTX* native = ctx->native_handle();
+  if (SSL_CTX_check_private_key(native) != 1) {
+    return InvalidArgument("TLS: key_file \"" + t.key_file + "\" does not match cert_file \"" +
+                           t.cert_file + "\"");
+  }
+  SSL_CTX_set_min_proto_version(native, OpensslVersion(t.min_version));
+  if (t.max_version) SSL_CTX_set_max_proto_version(native, OpensslVersion(*t.max_version));
+  if (t.client_auth != ClientAuth::kNone) {
+    ctx->load_verify_file(t.client_ca_file, ec);
+    if (ec)
+      return InvalidArgument("TLS: cannot load client_ca_file \"" + t.client_ca_file +
+                             "\": " + ec.message());
+    auto mode = asio::ssl::verify_peer;
+    if (t.client_auth == ClientAuth::kRequireAndVerify)
+      mode |= asio::ssl::verify_fail_if_no_peer_cert;
+    ctx->set_verify_mode(mode);
+  }
+  return ctx;
+}
+
+// Lets a busy exporter hold as many sockets as it allows connections.
+void RaiseFileLimit(std::size_t wanted) {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= wanted) return;
+  r.rlim_cur = std::min<rlim_t>(r.rlim_max, wanted);
+  setrlimit(RLIMIT_NOFILE, &r);
+}
+
+}  // namespace
+
+class SessionBase;
+
+struct Server::Impl {
+  // Members session destructors touch come first: they outlive the io_context, whose destruction
+  // destroys the sessions still referenced by pending handlers.
+  std::unordered_set<SessionBase*> sessions;
+  bool draining = false;
+  bool destroying = false;
+  std::atomic<std::uint64_t> accepted{0}, rejected{0}, requests{0}, open{0};
+  std::unique_ptr<asio::ssl::context> ssl;
+
+  asio::io_context ioc{1};
+  tcp::acceptor acceptor{ioc};
+  asio::signal_set signals{ioc};
+  asio::steady_timer drain_timer{ioc};
+  asio::steady_timer accept_retry{ioc};
+  std::map<int, std::function<void()>> on_signal;
+
+  ServerOptions opt;
+  Handler handler;
+  std::optional<BasicAuth> auth;
+  std::string local;
+
+  ~Impl() { destroying = true; }
+
+  void DoAccept();
+  void OnAccept(boost::system::error_code ec, tcp::socket socket);
+  void WaitSignal();
+  void BeginShutdown();
+  void SessionGone();
+};
+
+class SessionBase {
+ public:
+  explicit SessionBase(Server::Impl& srv) : srv_(srv) {
+    srv_.sessions.insert(this);
+    ++srv_.open;
+  }
+  virtual ~SessionBase() { Deregister(); }
+  SessionBase(const SessionBase&) = delete;
+  SessionBase& operator=(const SessionBase&) = delete;
+  virtual void CloseIfIdle() = 0;
+
+ protected:
+  // Called when the socket closes (a Respond callback may keep the object alive longer): the
+  // connection no longer counts against the limit or holds up a drain.
+  void Deregister() {
+    if (!registered_) return;
+    registered_ = false;
+    srv_.sessions.erase(this);
+    --srv_.open;
+    srv_.SessionGone();
+  }
+
+  Server::Impl& srv_;
+
+ private:
+  bool registered_ = true;
+};
+
+template <class Stream>
+class Session final : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  Session(Server::Impl& srv, Stream stream, std::string remote)
+      : SessionBase(srv), stream_(std::move(stream)), remote_(std::move(remote)) {}
+
+  void Start() {
+    if constexpr (kTls) {
+      idle_ = true;
+      Lowest().expires_after(srv_.opt.read_timeout);
+      stream_.async_handshake(asio::ssl::stream_base::server,
+                              [self = this->shared_from_this()](boost::system::error_code ec) {
+                                self->idle_ = false;
+                                if (ec) return self->Close();
+                                self->DoRead();
+                              });
+    } else {
+      DoRead();
+    }
+  }
+
+  void CloseIfIdle() override {
+    if (idle_) Close();
+  }
+
+ private:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  void Close() {
+    boost::system::error_code ec;
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    Lowest().close();
+    Deregister();
+  }
+
+  void DoRead() {
+    if (srv_.draining) return Close();
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(srv_.opt.max_header_bytes));
+    parser_->body_limit(srv_.opt.max_body_bytes);
+    idle_ = true;
+    Lowest().expires_after(srv_.opt.read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = this->shared_from_this()](boost::system::error_code ec, std::size_t) {
+                       self->OnRead(ec);
+                     });
+  }
+
+  void OnRead(boost::system::error_code ec) {
+    idle_ = false;
+    if (ec == http::error::header_limit) return Reject(431, "request header too large");
+    if (ec == http::error::body_limit) return Reject(413, "request body too large");
+    if (ec) return Close();  // end of stream, timeout, reset, malformed request
+    ++srv_.requests;
+    const auto& req = parser_->get();
+    keep_alive_ = req.keep_alive() && !srv_.draining;
+    head_ = req.method() == http::verb::head;
+    if (req.method() != http::verb::get && !head_) {
+      HttpResponse r = TextResponse(405, "only GET and HEAD are served");
+      r.headers.emplace_back("Allow", "GET, HEAD");
+      return Write(std::move(r));
+    }
+    if (srv_.auth && !srv_.auth->Check(View(req[http::field::authorization]))) {
+      HttpResponse r = TextResponse(401, "Unauthorized");
+      r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"gpulse\"");
+      return Write(std::move(r));
+    }
+    HttpRequest hr;
+    hr.method = std::string(req.method_string());
+    hr.target = std::string(req.target());
+    hr.path = hr.target.substr(0, hr.target.find('?'));
+    hr.accepts_gzip = AcceptsGzip(View(req[http::field::accept_encoding]));
+    hr.remote = remote_;
+    accepts_gzip_ = hr.accepts_gzip;
+    Server::Impl* srv = &srv_;
+    Respond respond = [self = this->shared_from_this(), srv](HttpResponse r) {
+      asio::post(srv->ioc, [self, r = std::move(r)]() mutable { self->Write(std::move(r)); });
+    };
+    srv_.handler(hr, std::move(respond));
+  }
+
+  void Reject(int status, std::string why) {
+    keep_alive_ = false;
+    head_ = false;
+    Write(TextResponse(status, std::move(why)));
+  }
+
+  void Write(HttpResponse r) {
+    if (!Lowest().socket().is_open()) return;
+    res_ = {};
+    res_.version(11);
+    res_.result(static_cast<unsigned>(r.status));
+    res_.set(http::field::server, "gpulse");
+    res_.set(http::field::content_type, r.content_type);
+    res_.set("X-Content-Type-Options", "nosniff");
+    for (const auto& [k, v] : srv_.opt.web.headers) res_.set(k, v);
+    for (const auto& [k, v] : r.headers) res_.set(k, v);
+    if (r.compressible) res_.set(http::field::vary, "Accept-Encoding");
+    if (r.compressible && accepts_gzip_ && r.body.size() >= 256) {
+      if (auto z = Gzip(r.body, srv_.opt.gzip_level)) {
+        r.body = std::move(z).value();
+        res_.set(http::field::content_encoding, "gzip");
+      }
+    }
+    keep_alive_ = keep_alive_ && !srv_.draining;
+    res_.keep_alive(keep_alive_);
+    std::size_t length = r.body.size();
+    if (!head_) res_.body() = std::move(r.body);
+    res_.content_length(length);
+    Lowest().expires_after(srv_.opt.write_timeout);
+    http::async_write(stream_, res_,
+                      [self = this->shared_from_this()](boost::system::error_code ec, std::size_t) {
+                        self->OnWrite(ec);
+                      });
+  }
+
+  void OnWrite(boost::system::error_code ec) {
+    if (ec || !keep_alive_) return Close();
+    DoRead();
+  }
+
+  Stream stream_;
+  std::string remote_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> res_;
+  bool idle_ = false;
+  bool keep_alive_ = false;
+  bool head_ = false;
+  bool accepts_gzip_ = false;
+};
+
+void Server::Impl::DoAccept() {
+  acceptor.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+    OnAccept(ec, std::move(socket));
+  });
+}
+
+void Server::Impl::OnAccept(boost::system::error_code ec, tcp::socket socket) {
+  if (ec == asio::error::operation_aborted || draining) return;
+  if (ec) {  // e.g. out of file descriptors: back off instead of spinning
+    accept_retry.expires_after(std::chrono::milliseconds(50));
+    accept_retry.async_wait([this](boost::system::error_code e) {
+      if (!e && !draining) DoAccept();
+    });
+    return;
+  }
+  ++accepted;
+  if (sessions.size() >= opt.max_connections) {
+    ++rejected;
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    return DoAccept();
+  }
+  boost::system::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  std::string remote;
+  if (auto ep = socket.remote_endpoint(ignored); !ignored) remote = FormatEndpoint(ep);
+  if (ssl) {
+    using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+    std::make_shared<Session<TlsStream>>(
+        *this, TlsStream(beast::tcp_stream(std::move(socket)), *ssl), std::move(remote))
+        ->Start();
+  } else {
+    std::make_shared<Session<beast::tcp_stream>>(*this, beast::tcp_stream(std::move(socket)),
+                                                 std::move(remote))
+        ->Start();
+  }
+  DoAccept();
+}
+
+void Server::Impl::WaitSignal() {
+  signals.async_wait([this](boost::system::error_code ec, int signo) {
+    if (ec) return;
+    if (auto it = on_signal.find(signo); it != on_signal.end() && it->second) it->second();
+    if (!draining) WaitSignal();
+  });
+}
+
+void Server::Impl::BeginShutdown() {
+  if (draining) return;
+  draining = true;
+  boost::system::error_code ignored;
+  acceptor.close(ignored);
+  accept_retry.cancel();
+  signals.cancel(ignored);
+  std::vector<SessionBase*> now(sessions.begin(), sessions.end());
+  for (SessionBase* s : now) s->CloseIfIdle();
+  drain_timer.expires_after(opt.drain_timeout);
+  drain_timer.async_wait([this](boost::system::error_code ec) {
+    if (!ec) ioc.stop();  // responses still in flight after the drain timeout are abandoned
+  });
+  SessionGone();
+}
+
+void Server::Impl::SessionGone() {
+  if (draining && !destroying && sessions.empty()) drain_timer.cancel();
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::~Server() = default;
+
+Result<std::unique_ptr<Server>> Server::Create(ServerOptions options, Handler handler) {
+  auto where = ParseListenAddress(options.address);
+  if (!where) return where.error();
+  auto impl = std::make_unique<Impl>();
+  if (options.web.tls) {
+    auto ctx = MakeTlsContext(*options.web.tls);
+    if (!ctx) return ctx.error();
+    impl->ssl = std::move(ctx).value();
+  }
+  if (!options.web.basic_auth_users.empty()) {
+    auto auth = BasicAuth::Create(options.web.basic_auth_users);
+    if (!auth) return auth.error();
+    impl->auth.emplace(std::move(auth).value());
+  }
+  boost::system::error_code ec;
+  tcp::resolver resolver(impl->ioc);
+  tcp::endpoint ep;
+  if (where->host.empty()) {
+    ep = tcp::endpoint(tcp::v6(), where->port);  // dual-stack: IPv4 and IPv6
+  } else {
+    auto results = resolver.resolve(where->host, std::to_string(where->port),
+                                    tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+    if (ec || results.empty()) {
+      return InvalidArgument("address \"" + options.address + "\": cannot resolve host \"" +
+                             where->host + "\"");
+    }
+    ep = results.begin()->endpoint();
+  }
+  auto& acc = impl->acceptor;
+  acc.open(ep.protocol(), ec);
+  if (ec && where->host.empty()) {  // no IPv6 on this host: all IPv4 interfaces
+    ep = tcp::endpoint(tcp::v4(), where->port);
+    ec.clear();
+    acc.open(ep.protocol(), ec);
+  }
+  if (ec)
+    return Unavailable("address \"" + options.address +
+                       "\": cannot open a socket: " + ec.message());
+  acc.set_option(asio::socket_base::reuse_address(true), ec);
+  if (ep.address().is_v6() && where->host.empty()) acc.set_option(asio::ip::v6_only(false), ec);
+  acc.bind(ep, ec);
+  if (ec) return Unavailable("address \"" + options.address + "\": cannot bind: " + ec.message());
+  acc.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Unavailable("address \"" + options.address + "\": cannot listen: " + ec.message());
+  impl->local = FormatEndpoint(acc.local_endpoint());
+  RaiseFileLimit(options.max_connections + 64);
+  impl->opt = std::move(options);
+  impl->handler = std::move(handler);
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+std::string Server::local_address() const { return impl_->local; }
+bool Server::tls() const { return impl_->ssl != nullptr; }
+
+void Server::Run() {
+  impl_->DoAccept();
+  if (!impl_->on_signal.empty()) impl_->WaitSignal();
+  impl_->ioc.run();
+}
+
+void Server::Shutdown() {
+  asio::post(impl_->ioc, [impl = impl_.get()] { impl->BeginShutdown(); });
+}
+
+void Server::Post(std::function<void()> fn) { asio::post(impl_->ioc, std::move(fn)); }
+
+void Server::OnSignal(int signo, std::function<void()> fn) {
+  boost::system::error_code ec;
+  impl_->signals.add(signo, ec);
+  impl_->on_signal[signo] = std::move(fn);
+}
+
+ServerStats Server::stats() const {
+  ServerStats s;
+  s.connections_open = impl_->open.load();
+  s.connections_accepted = impl_->accepted.load();
+  s.connections_rejected = impl_->rejected.load();
+  s.requests = impl_->requests.load();
+  return s;
+}
+
+}  // namespace gpulse::net

@@ -1,0 +1,84 @@
+// gpulse's HTTP/1.1 server: one event loop on one thread (Boost.Asio/Beast behind this header), so
+// a slow, idle or malicious client costs a socket and a few kilobytes, never a thread, and never
+// delays another client's scrape.
+//
+// Limits: connections (over the limit a new connection is closed at once), request header size
+// (431), request body size (413), a read timeout for each request (idle keep-alive connections and
+// slow-loris clients are closed), a write timeout (a client that stops reading is dropped). Only
+// GET and HEAD are served (405 otherwise). Optional TLS and basic authentication (web_config.h).
+//
+// Thread-safety: Create, Run and the destructor from one thread; Post, Shutdown, OnSignal's
+// callbacks and the Respond callbacks handed to the handler are safe from any thread.
+// Lifetime: a Respond callback keeps its connection alive and must be called or destroyed before the
+// Server is destroyed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+#include "net/http_types.h"
+#include "net/web_config.h"
+
+namespace gpulse::net {
+
+struct ServerOptions {
+  std::string address = ":9400";
+  std::size_t max_connections = 2048;
+  std::size_t max_header_bytes = 8 * 1024;
+  std::size_t max_body_bytes = 4 * 1024;
+  std::chrono::milliseconds read_timeout{30'000};   // waiting for and reading one request
+  std::chrono::milliseconds write_timeout{10'000};  // writing one response
+  std::chrono::milliseconds drain_timeout{5'000};  // Shutdown: longest wait for responses in flight
+  int gzip_level = 1;
+  WebConfig web;  // TLS, basic auth, extra headers
+};
+
+struct ServerStats {
+  std::uint64_t connections_open = 0;
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t connections_rejected = 0;  // over max_connections
+  std::uint64_t requests = 0;
+};
+
+class Server {
+ public:
+  // Binds and listens (so the first request can come as soon as this returns). Fails on a bad or
+  // busy address, or TLS files that do not load, naming the problem.
+  static Result<std::unique_ptr<Server>> Create(ServerOptions options, Handler handler);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The bound address, e.g. "127.0.0.1:9400" or "[::]:9400" (with the real port when 0 was asked).
+  std::string local_address() const;
+  bool tls() const;
+
+  // Runs the event loop on the calling thread; returns once Shutdown has drained the connections.
+  void Run();
+
+  // Stops accepting, closes idle connections, lets requests in progress finish (at most
+  // drain_timeout), then makes Run return.
+  void Shutdown();
+
+  // Runs `fn` on the loop thread.
+  void Post(std::function<void()> fn);
+
+  // Runs `fn` on the loop thread each time the process receives `signo`. REQUIRES: before Run.
+  void OnSignal(int signo, std::function<void()> fn);
+
+  ServerStats stats() const;  // a snapshot; exact only on the loop thread
+
+  struct Impl;  // the event loop and its sessions (server.cc)
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpulse::net

@@ -1,0 +1,85 @@
+"""TLS and basic auth through --web-config-file (Prometheus exporter-toolkit format): a self-signed
+certificate made at run time with the openssl command, bcrypt users, minimum TLS versions."""
+import base64
+import os
+import shutil
+import ssl
+import subprocess
+import tempfile
+import unittest
+import urllib.error
+
+from exporter_e2e import Exporter, tls_context
+from gpulse_e2e import GpulseTestCase
+
+# bcrypt of "s3cret" (cost 4, cheap for tests), made with Python's crypt module.
+HASH = "$2b$04$ha0KYCrOY6At92i6QaM6heiRC81At8JE1DGtkrDPXhfZBh/BPrIg6"
+
+
+def auth(user, password):
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+class SecurityTest(GpulseTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="gpulse-tls-")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", os.path.join(cls.dir, "server.key"), "-out", os.path.join(cls.dir, "server.crt")],
+                       check=True, capture_output=True, timeout=60)
+        cls.ca = os.path.join(cls.dir, "server.crt")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def web_config(self, text):
+        path = os.path.join(self.dir, "web.yml")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_tls_and_basic_auth(self):
+        web = self.web_config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                              f"basic_auth_users:\n  alice: {HASH}\n")
+        with Exporter("--simulate", "1xH200", "--web-config-file", web) as e:
+            self.assertTrue(e.url.startswith("https://"))
+            ctx = tls_context(self.ca)
+            self.assertEqual(e.get("/metrics", context=ctx)[0], 401)
+            status, headers, _ = e.get("/metrics", auth("alice", "wrong"), context=ctx)
+            self.assertEqual(status, 401)
+            self.assertIn("Basic", headers.get("WWW-Authenticate", ""))
+            self.assertEqual(e.get("/metrics", auth("bob", "s3cret"), context=ctx)[0], 401)
+            status, _, body = e.get("/metrics", auth("alice", "s3cret"), context=ctx)
+            self.assertEqual(status, 200)
+            self.assertIn(b"DCGM_FI_DEV_GPU_TEMP", body)
+            self.assertEqual(e.get("/health", auth("alice", "s3cret"), context=ctx)[0], 200)
+            with self.assertRaises((ssl.SSLError, urllib.error.URLError)):
+                e.get("/metrics", auth("alice", "s3cret"), context=ssl.create_default_context())  # untrusted CA
+
+    def test_min_version_refuses_older_clients(self):
+        web = self.web_config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                              "  min_version: TLS13\n")
+        with Exporter("--simulate", "1xH200", "--web-config-file", web) as e:
+            self.assertEqual(e.get("/metrics", context=tls_context(self.ca))[0], 200)
+            with self.assertRaises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
+                e.get("/metrics", context=tls_context(self.ca, ssl.TLSVersion.TLSv1_2))
+
+    def test_basic_auth_without_tls(self):
+        web = self.web_config(f"basic_auth_users:\n  alice: {HASH}\n")
+        with Exporter("--simulate", "1xH200", "--web-config-file", web) as e:
+            self.assertTrue(e.url.startswith("http://"))
+            self.assertEqual(e.get("/metrics")[0], 401)
+            self.assertEqual(e.get("/metrics", auth("alice", "s3cret"))[0], 200)
+
+    def test_missing_certificate_is_a_clear_error(self):
+        web = self.web_config("tls_server_config:\n  cert_file: nope.crt\n  key_file: server.key\n")
+        p = subprocess.run([os.environ.get("GPULSE_BIN", "gpulse"), "exporter", "--simulate", "1xH200",
+                            "-a", "127.0.0.1:0", "--web-config-file", web], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("nope.crt", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
