@@ -15,11 +15,15 @@
 #include "cli/subcommand.h"
 #include "cli/version.h"
 #include "gpu/registry.h"
+#include "identity/cuda_visible.h"
+#include "identity/environment.h"
+#include "identity/runtime_scope.h"
 #include "report/derive.h"
 #include "report/render.h"
 #include "report/run_json.h"
 #include "sampling/recorder.h"
 #include "sys/child_process.h"
+#include "sys/procfs.h"
 
 namespace gpulse::cli {
 namespace {
@@ -106,6 +110,36 @@ Result<std::vector<FieldIndex>> OptionalFields(const std::string& list) {
   return out;
 }
 
+// The devices CMD's CUDA runtime will see (it inherits our environment): the physical GPUs behind
+// its ordinals when CUDA_VISIBLE_DEVICES resolves exactly; every GPU, with the reason, when it does
+// not (a refusal is never turned into a guess). Fills run.info and returns backend positions.
+std::vector<std::size_t> SelectDevices(const SystemInfo& info, report::RunInfo& run) {
+  std::vector<std::size_t> all;
+  for (std::size_t i = 0; i < info.devices.size(); ++i) all.push_back(i);
+  auto env = identity::Environment::FromEntries(sys::CurrentEnvironment());
+  auto mask = env.Get("CUDA_VISIBLE_DEVICES");
+  if (mask) run.cuda_visible_devices = std::string(*mask);
+  if (!mask && !env.Get("CUDA_DEVICE_ORDER")) return all;
+  identity::Mapping m = identity::ResolveCuda(env, info, identity::HostScope(info));
+  if (m.refusal) {
+    run.device_selection = "all: CUDA_VISIBLE_DEVICES cannot be resolved exactly (" + m.refusal->reason + ")";
+    return all;
+  }
+  std::vector<std::size_t> out;
+  std::string listed;
+  for (const identity::PhysicalDevice& d : m.ordinals) {
+    for (std::size_t pos = 0; pos < info.devices.size(); ++pos) {
+      if (info.devices[pos].index == d.index && std::find(out.begin(), out.end(), pos) == out.end()) {
+        out.push_back(pos);
+        listed += (listed.empty() ? "" : ", ") + std::to_string(d.index);
+      }
+    }
+  }
+  run.device_selection = out.empty() ? "visible: none (CUDA_VISIBLE_DEVICES hides every GPU)"
+                                     : "visible: physical GPU " + listed;
+  return out;
+}
+
 std::string Hostname() {
   char buf[256] = {};
   gethostname(buf, sizeof buf - 1);
@@ -140,12 +174,16 @@ int Run(RecordOptions& o) {
     return kExitRecordFailed;
   }
   gpu::Backend* b = backend ? backend->get() : nullptr;
+  std::vector<std::size_t> positions;
   if (b != nullptr) {
-    run.devices = b->info().devices;
+    positions = SelectDevices(b->info(), run.info);
+    for (std::size_t pos : positions) run.devices.push_back(b->info().devices[pos]);
     run.info.simulated = b->info().simulated;
     run.info.scenario = b->info().scenario;
     run.info.driver_version = b->info().driver_version;
-    if (run.devices.empty()) run.info.gpu_unavailable_reason = "no readable GPU";
+    if (run.devices.empty()) {
+      run.info.gpu_unavailable_reason = b->info().devices.empty() ? "no readable GPU" : "the workload sees no GPU";
+    }
   } else {
     run.info.gpu_unavailable_reason = backend.error().message;
   }
@@ -161,6 +199,7 @@ int Run(RecordOptions& o) {
   ro.period_ns = static_cast<std::int64_t>(o.interval_ms) * 1'000'000;
   ro.include_descendants = o.include_descendants;
   ro.optional_fields = *fields;
+  ro.positions = positions;
   sampling::Recorder recorder(ro, b, &g_child_exited);
   sys::ExitStatus status = recorder.Record(*child, run);
   g_child_pid.store(0);

@@ -44,6 +44,7 @@ void Header(std::string& o, const RunInfo& r) {
   o += fmt::format("  sampling every {} ms{}{}\n", r.sample_period_ns / 1'000'000,
                    r.include_descendants ? ", process tree with descendants" : "",
                    r.simulated ? fmt::format("; simulated GPUs (scenario {})", r.scenario) : "");
+  if (r.device_selection != "all") o += fmt::format("  GPUs: {}\n", r.device_selection);
   if (r.skipped_ticks > 0) o += fmt::format("  {} late tick(s) skipped\n", r.skipped_ticks);
 }
 

@@ -94,6 +94,8 @@ struct RunInfo {
   std::string gpulse_version;
   std::optional<std::string> driver_version;
   std::optional<std::string> gpu_unavailable_reason;       // why no GPU samples were collected
+  std::optional<std::string> cuda_visible_devices;         // the workload's mask, when set
+  std::string device_selection = "all";  // which GPUs were sampled and why (see docs/record.md)
   std::optional<std::string> process_sampling_end_reason;  // why process sampling stopped early
   std::int64_t skipped_ticks = 0;
 };

@@ -37,6 +37,8 @@ json RunSection(const RunInfo& r) {
           {"gpulse_version", r.gpulse_version},
           {"driver_version", Opt(r.driver_version)},
           {"gpu_unavailable_reason", Opt(r.gpu_unavailable_reason)},
+          {"cuda_visible_devices", Opt(r.cuda_visible_devices)},
+          {"device_selection", r.device_selection},
           {"process_sampling_end_reason", Opt(r.process_sampling_end_reason)},
           {"skipped_ticks", r.skipped_ticks}};
 }

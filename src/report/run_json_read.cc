@@ -34,6 +34,8 @@ RunInfo ParseRunInfo(const json& r) {
   i.gpulse_version = r.at("gpulse_version").get<std::string>();
   i.driver_version = OptGet<std::string>(r, "driver_version");
   i.gpu_unavailable_reason = OptGet<std::string>(r, "gpu_unavailable_reason");
+  i.cuda_visible_devices = OptGet<std::string>(r, "cuda_visible_devices");
+  i.device_selection = r.at("device_selection").get<std::string>();
   i.process_sampling_end_reason = OptGet<std::string>(r, "process_sampling_end_reason");
   i.skipped_ticks = r.at("skipped_ticks").get<std::int64_t>();
   return i;

@@ -1,5 +1,6 @@
 #include "sampling/recorder.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/clock.h"
@@ -80,14 +81,38 @@ std::optional<report::GpuSample> ToGpuSample(const Sample& s, std::uint32_t devi
 void Recorder::SampleGpus(std::int64_t elapsed_ns, report::Run& run) {
   if (backend_ == nullptr) return;
   const auto& devices = backend_->info().devices;
-  for (std::size_t pos = 0; pos < devices.size(); ++pos) {
+  for (std::size_t pos : positions_) {
     backend_->Read(pos, fields_, scratch_);
     for (std::uint64_t xid : scratch_.xid_events) run.xid_events.push_back({elapsed_ns, devices[pos].index, xid});
     if (auto g = ToGpuSample(scratch_, devices[pos].index, elapsed_ns)) run.gpu_samples.push_back(*g);
   }
 }
 
+// Keeps, per (device, pid), the largest memory use seen: the job statistics' process table.
+void Recorder::SampleProcesses(report::Run& run) {
+  if (backend_ == nullptr) return;
+  for (std::size_t pos : positions_) {
+    ProcessList list = backend_->Processes(pos);
+    if (!list.processes) continue;
+    std::uint32_t index = backend_->info().devices[pos].index;
+    for (const GpuProcess& p : *list.processes) {
+      auto it = std::find_if(run.gpu_processes.begin(), run.gpu_processes.end(), [&](const report::GpuProcess& g) {
+        return g.device_index == index && g.pid == p.pid;
+      });
+      if (it == run.gpu_processes.end()) {
+        run.gpu_processes.push_back({index, p.pid, p.used_memory_bytes});
+      } else if (p.used_memory_bytes) {
+        it->max_memory_bytes = std::max(it->max_memory_bytes.value_or(0), *p.used_memory_bytes);
+      }
+    }
+  }
+}
+
 sys::ExitStatus Recorder::Record(sys::ChildProcess& child, report::Run& run) {
+  positions_ = options_.positions.value_or(std::vector<std::size_t>{});
+  if (!options_.positions && backend_ != nullptr) {
+    for (std::size_t pos = 0; pos < backend_->info().devices.size(); ++pos) positions_.push_back(pos);
+  }
   fields_ = RequiredTimelineFields();
   fields_.insert(fields_.end(), options_.optional_fields.begin(), options_.optional_fields.end());
   const std::int64_t t0_mono = MonotonicNowNs();
@@ -99,6 +124,7 @@ sys::ExitStatus Recorder::Record(sys::ChildProcess& child, report::Run& run) {
   bool sample_process = true;
   Ticker ticker(options_.period_ns, child_exited_);
   std::optional<sys::ExitStatus> status;
+  std::int64_t next_process_list = 0;
   while (ticker.Next() >= 0) {
     if ((status = child.Poll())) break;
     std::int64_t elapsed = MonotonicNowNs() - t0_mono;
@@ -115,6 +141,10 @@ sys::ExitStatus Recorder::Record(sys::ChildProcess& child, report::Run& run) {
       }
     }
     SampleGpus(elapsed, run);
+    if (elapsed >= next_process_list) {
+      SampleProcesses(run);
+      next_process_list = elapsed + options_.process_list_period_ns;
+    }
   }
   if (!status) status = child.Wait();
   run.info.duration_ns = MonotonicNowNs() - t0_mono;

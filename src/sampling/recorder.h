@@ -23,6 +23,10 @@ struct RecordOptions {
   bool include_descendants = false;
   std::string proc_root = "/proc";
   std::vector<FieldIndex> optional_fields = OptionalTimelineFields();
+  // Positions in the backend's device list to sample (the devices the workload sees); nullopt: all.
+  std::optional<std::vector<std::size_t>> positions;
+  // How often the GPU process lists are read for job statistics (the driver's lists are costly).
+  std::int64_t process_list_period_ns = 1'000'000'000;
 };
 
 // Converts one catalogue reading into a timeline sample; nullopt when a required reading is absent
@@ -43,11 +47,13 @@ class Recorder {
 
  private:
   void SampleGpus(std::int64_t elapsed_ns, report::Run& run);
+  void SampleProcesses(report::Run& run);
 
   RecordOptions options_;
   gpu::Backend* backend_;
   const std::atomic<bool>* child_exited_;
   std::vector<FieldIndex> fields_;
+  std::vector<std::size_t> positions_;
   Sample scratch_;
 };
 

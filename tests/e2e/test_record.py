@@ -179,6 +179,40 @@ class RecordTest(GpulseTestCase):
         self.assertGreater(doc["resource"]["sample_count"], 0)
         self.assertIn("NVML library not found", doc["run"]["gpu_unavailable_reason"])
 
+    def test_only_the_gpus_the_workload_sees_are_sampled(self):
+        out = os.path.join(self.tmp, "out")
+        p = run("record", "--simulate", "4xA40-tp2", "-o", out, "--", "sleep", "0.5",
+                env={"CUDA_VISIBLE_DEVICES": "GPU-9743,1"})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        validate(doc, "run.schema.json")
+        self.assertEqual([d["index"] for d in doc["devices"]], [3, 1])
+        self.assertEqual({s["device_index"] for s in doc["gpu_timeline"]["samples"]}, {1, 3})
+        self.assertEqual(doc["run"]["cuda_visible_devices"], "GPU-9743,1")
+        self.assertEqual(doc["run"]["device_selection"], "visible: physical GPU 3, 1")
+        self.assertTrue(all(d["uuid"].startswith("GPU-") for d in doc["devices"]))
+
+    def test_an_unresolvable_mask_samples_every_gpu_and_says_why(self):
+        out = os.path.join(self.tmp, "out")
+        p = run("record", "--simulate", "4xA40-tp2", "-o", out, "--", "sleep", "0.3",
+                env={"CUDA_VISIBLE_DEVICES": "0,1", "CUDA_DEVICE_ORDER": "SLOWEST_FIRST"})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        self.assertEqual(len(doc["devices"]), 4)
+        self.assertTrue(doc["run"]["device_selection"].startswith("all: CUDA_VISIBLE_DEVICES cannot be resolved"))
+        self.assertIn("SLOWEST_FIRST", p.stdout)
+
+    def test_job_statistics_list_gpu_processes_with_peak_memory(self):
+        out, _ = self.record("--", "sleep", "1.2", scenario="k8s-8xH100")
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        validate(doc, "run.schema.json")
+        self.assertTrue(doc["gpu_processes"])
+        for stats in doc["job_statistics"]:
+            for proc in stats["processes"]:
+                self.assertEqual(proc["device_index"], stats["device_index"])
+                self.assertGreater(proc["max_memory_bytes"], 0)
+        self.assertIn("peak memory", load(os.path.join(out, "report.txt")))
+
     def test_faults_scenario_records_xids_lost_device_and_no_zero_fill(self):
         out, _ = self.record("--", "sleep", "2.5", scenario="faults")
         doc = json.loads(load(os.path.join(out, "run.json")))
