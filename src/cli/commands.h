@@ -11,6 +11,8 @@ Subcommand SetupFields(CLI::App& parent);
 Subcommand SetupValidatePower(CLI::App& parent);
 Subcommand SetupEnergy(CLI::App& parent);
 Subcommand SetupExporter(CLI::App& parent);
+Subcommand SetupCollect(CLI::App& parent);
+Subcommand SetupWindow(CLI::App& parent);
 
 inline constexpr SetupFn kSubcommands[] = {
     &SetupDevices,
@@ -19,6 +21,8 @@ inline constexpr SetupFn kSubcommands[] = {
     &SetupValidatePower,
     &SetupEnergy,
     &SetupExporter,
+    &SetupCollect,
+    &SetupWindow,
 };
 
 }  // namespace gpulse::cli
