@@ -11,3 +11,6 @@ echo "== tick cost (bench/tick_bench.cc)"
   --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_format=json --benchmark_out="$out/tick.json" --benchmark_out_format=json >/dev/null
 /usr/bin/python3 bench/tick_report.py "$out/tick.json"
+
+echo "== collector vs Prometheus, 1,024 endpoints x 8 GPUs at 1 s (bench/collector, ~5 min)"
+bash bench/collector/run.sh "$build"

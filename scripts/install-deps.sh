@@ -9,6 +9,7 @@ packages=(
   libncurses-dev libgtest-dev libgmock-dev libbenchmark-dev
   librust-nvml-wrapper-sys-dev
   python3 python3-jsonschema python3-yaml
+  prometheus
 )
 
 missing=()

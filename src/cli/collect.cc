@@ -2,6 +2,8 @@
 // head-node power collector (docs/power-contract.md). Exit: 2 for a bad config or flags; otherwise
 // non-zero whenever an operational failure happened (either mode) or, with telemetry.required, the
 // package is unpublishable; else the benchmark's own exit code.
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +34,16 @@ std::optional<std::string> GitCommit() {
   return std::nullopt;
 }
 
+// One socket per endpoint plus a few files: raise the soft descriptor limit to the hard one when
+// the endpoints would not fit under it (the default soft limit is often 1024).
+void RaiseFileLimit(size_t endpoints) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return;
+  if (lim.rlim_cur >= endpoints + 64) return;
+  lim.rlim_cur = lim.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &lim);
+}
+
 int RunCollectCommand(const CollectCliOptions& o) {
   auto config = power::LoadCollectConfig(o.config);
   if (!config.ok()) {
@@ -48,12 +60,24 @@ int RunCollectCommand(const CollectCliOptions& o) {
     const char* slurm = std::getenv("SLURM_JOB_ID");
     config->job_id = slurm && *slurm ? slurm : "local-" + std::to_string(std::time(nullptr));
   }
+  RaiseFileLimit(config->endpoints.size());
   power::CollectOptions opt;
   opt.config = std::move(*config);
   opt.log_dir = o.log_dir;
   opt.bench_argv = o.bench;
   if (o.duration_s > 0) opt.duration_s = o.duration_s;
   opt.producer = {std::string("gpulse ") + kGpulseVersion, GitCommit()};
+  if (const char* faults = std::getenv("GPULSE_COLLECT_TEST_FAULT"); faults && *faults) {
+    auto parsed = power::ParseCollectFaults(faults);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "gpulse collect: GPULSE_COLLECT_TEST_FAULT: %s\n",
+                   parsed.error().message.c_str());
+      return kExitUsage;
+    }
+    opt.faults = *parsed;
+    std::fprintf(stderr, "gpulse collect: test faults injected (GPULSE_COLLECT_TEST_FAULT=%s)\n",
+                 faults);
+  }
   power::BlockStopSignals();
   auto out = power::RunCollect(opt);
   if (!out.ok()) {
@@ -72,7 +96,8 @@ Subcommand SetupCollect(CLI::App& parent) {
       "collect",
       "Collect per-GPU power from exporters on one head-node clock around a benchmark "
       "(docs/power-contract.md)");
-  app->add_option("--config", opt->config, "Collector config (YAML: telemetry, endpoints, workers, benchmark)")
+  app->add_option("--config", opt->config,
+                  "Collector config (YAML: telemetry, endpoints, workers, benchmark)")
       ->required()
       ->check(CLI::ExistingFile);
   app->add_option("--log-dir", opt->log_dir,

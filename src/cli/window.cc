@@ -34,8 +34,7 @@ struct WindowCliOptions {
 };
 
 double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 int64_t MonoNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -74,7 +73,8 @@ std::optional<int> Prepare(const WindowCliOptions& o, power::WindowStamp& w, fs:
 }
 
 fs::path StatePath(const fs::path& dir, const std::string& result_path) {
-  return dir.parent_path() / ".gpulse-window-state" / (fs::path(result_path).stem().string() + ".json");
+  return dir.parent_path() / ".gpulse-window-state" /
+         (fs::path(result_path).stem().string() + ".json");
 }
 
 int Finish(const fs::path& dir, const fs::path& result_file, power::WindowStamp& w, double end,

@@ -1,12 +1,13 @@
 #include "net/http_client.h"
 
-#include "net/asio.h"  // first of the Boost headers: see the comment there
-
 #include <netdb.h>
 
 #include <future>
 #include <map>
+#include <sstream>
 #include <thread>
+
+#include "net/asio.h"  // first of the Boost headers: see the comment there
 
 namespace gpulse::net {
 namespace {
@@ -52,7 +53,8 @@ Result<std::string> ResolveAddress(const std::string& host, std::chrono::millise
   boost::system::error_code ec;
   auto literal = asio::ip::make_address(host, ec);
   if (!ec) return literal.to_string();
-  // getaddrinfo cannot be cancelled: run it on a thread of its own and stop waiting at the deadline.
+  // getaddrinfo cannot be cancelled: run it on a thread of its own and stop waiting at the
+  // deadline.
   auto promise = std::make_shared<std::promise<Result<std::string>>>();
   auto future = promise->get_future();
   std::thread([host, promise] {
@@ -75,6 +77,8 @@ Result<std::string> ResolveAddress(const std::string& host, std::chrono::millise
 }
 
 struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
+  static constexpr std::size_t kReadChunk = 64 * 1024;
+
   Impl(asio::io_context& io, tcp::endpoint ep, std::string path, std::size_t max_body)
       : io(io), ep(ep), timer(io), max_body(max_body) {
     req.method(http::verb::get);
@@ -84,6 +88,9 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
     req.set(http::field::user_agent, "gpulse-collect");
     req.set(http::field::accept, "text/plain");
     req.keep_alive(true);
+    std::ostringstream head;
+    head << req;  // serialized once: every poll sends the same bytes
+    wire = head.str();
   }
 
   asio::io_context& io;
@@ -91,6 +98,7 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
   asio::steady_timer timer;
   std::size_t max_body;
   http::request<http::empty_body> req;
+  std::string wire;
   std::optional<tcp::socket> sock;
   beast::flat_buffer buf;
   std::optional<http::response_parser<http::string_body>> parser;
@@ -149,6 +157,7 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
     Close();
     reused = false;
     sock.emplace(io);
+    buf.reserve(kReadChunk);  // one recv per typical exposition, not a 512-byte start
     sock->async_connect(ep, [self = shared_from_this(), g](const boost::system::error_code& ec) {
       if (!self->Current(g)) return;
       if (ec == asio::error::connection_refused) return self->Fail("ConnectionRefused", ec);
@@ -168,7 +177,7 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
   }
 
   void Write(uint64_t g) {
-    http::async_write(*sock, req,
+    asio::async_write(*sock, asio::buffer(wire),
                       [self = shared_from_this(), g](const boost::system::error_code& ec, size_t) {
                         if (!self->Current(g)) return;
                         if (ec) {
@@ -179,11 +188,14 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
                       });
   }
 
+  // The head first: a declared Content-Length over the limit is refused before any body is read
+  // (Beast's body_limit alone did not stop a fixed-length body here); a chunked body is bounded by
+  // body_limit and checked again once complete.
   void Read(uint64_t g) {
     parser.emplace();
     parser->body_limit(max_body);
     parser->header_limit(64 * 1024);
-    http::async_read(
+    http::async_read_header(
         *sock, buf, *parser,
         [self = shared_from_this(), g](const boost::system::error_code& ec, size_t bytes) {
           if (!self->Current(g)) return;
@@ -192,18 +204,33 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
             if (bytes == 0 && self->RetryFresh(g)) return;
             return self->Fail("ConnectionError", ec);
           }
-          auto res = self->parser->release();
-          if (!res.keep_alive()) self->Close();
-          FetchResult r;
-          r.http_status = static_cast<int>(res.result_int());
-          if (*r.http_status < 200 || *r.http_status > 299) {
-            r.error_type = "HTTPError";
-            r.error_message = "HTTP " + std::to_string(*r.http_status);
-            self->Close();
-          }
-          r.body = std::move(res.body());
-          self->Finish(std::move(r));
+          auto length = self->parser->content_length();
+          if (length && *length > self->max_body)
+            return self->Fail("ResponseTooLarge", http::error::body_limit);
+          self->ReadBody(g);
         });
+  }
+
+  void ReadBody(uint64_t g) {
+    http::async_read(*sock, buf, *parser,
+                     [self = shared_from_this(), g](const boost::system::error_code& ec, size_t) {
+                       if (!self->Current(g)) return;
+                       if (ec == http::error::body_limit) return self->Fail("ResponseTooLarge", ec);
+                       if (ec) return self->Fail("ConnectionError", ec);
+                       auto res = self->parser->release();
+                       if (res.body().size() > self->max_body)
+                         return self->Fail("ResponseTooLarge", http::error::body_limit);
+                       if (!res.keep_alive()) self->Close();
+                       FetchResult r;
+                       r.http_status = static_cast<int>(res.result_int());
+                       if (*r.http_status < 200 || *r.http_status > 299) {
+                         r.error_type = "HTTPError";
+                         r.error_message = "HTTP " + std::to_string(*r.http_status);
+                         self->Close();
+                       }
+                       r.body = std::move(res.body());
+                       self->Finish(std::move(r));
+                     });
   }
 };
 

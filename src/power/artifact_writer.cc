@@ -43,16 +43,26 @@ std::string CsvField(std::string_view v) {
 
 std::string ErrnoName(int err) {
   switch (err) {
-    case EFBIG: return "EFBIG";
-    case ENOSPC: return "ENOSPC";
-    case EDQUOT: return "EDQUOT";
-    case EIO: return "EIO";
-    case EACCES: return "EACCES";
-    case EPERM: return "EPERM";
-    case ENOENT: return "ENOENT";
-    case EROFS: return "EROFS";
-    case EBADF: return "EBADF";
-    default: return "errno " + std::to_string(err);
+    case EFBIG:
+      return "EFBIG";
+    case ENOSPC:
+      return "ENOSPC";
+    case EDQUOT:
+      return "EDQUOT";
+    case EIO:
+      return "EIO";
+    case EACCES:
+      return "EACCES";
+    case EPERM:
+      return "EPERM";
+    case ENOENT:
+      return "ENOENT";
+    case EROFS:
+      return "EROFS";
+    case EBADF:
+      return "EBADF";
+    default:
+      return "errno " + std::to_string(err);
   }
 }
 

@@ -1,9 +1,9 @@
 // Writer side of a power package: the atomic JSON writer (manifest.json, window files, result
-// files), and the samples.csv appender. Every write either lands whole or leaves the previous bytes:
-// JSON documents go to a temp file in the same directory, are fsynced and renamed over the target;
-// a samples.csv batch that fails part-way (disk full, file size limit) is truncated back to the
-// last complete cycle, so no partial row ever stays on disk.
-// Thread-compatible: one SamplesWriter per file, used from one thread at a time.
+// files), and the samples.csv appender. Every write either lands whole or leaves the previous
+// bytes: JSON documents go to a temp file in the same directory, are fsynced and renamed over the
+// target; a samples.csv batch that fails part-way (disk full, file size limit) is truncated back to
+// the last complete cycle, so no partial row ever stays on disk. Thread-compatible: one
+// SamplesWriter per file, used from one thread at a time.
 #pragma once
 
 #include <cstdint>

@@ -36,8 +36,12 @@ struct ChildOutcome {
 struct ChildOptions {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) environ
-  std::chrono::milliseconds stop_grace{10'000};           // SIGTERM -> SIGKILL
-  std::chrono::milliseconds reap_timeout{5'000};          // after SIGKILL
+  std::chrono::milliseconds stop_grace{10'000};          // SIGTERM -> SIGKILL
+  std::chrono::milliseconds reap_timeout{5'000};         // after SIGKILL
+  // Fault injection for tests (GPULSE_COLLECT_TEST_FAULT=unreapable_child): after SIGKILL, behave
+  // as if waitpid never returned the child within reap_timeout (an unkillable child in
+  // uninterruptible sleep cannot be made without root). The zombie is left to process exit.
+  bool test_unreapable = false;
 };
 
 // Spawns the child and returns its pid. REQUIRES: BlockStopSignals() was called.

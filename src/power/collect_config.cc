@@ -49,7 +49,8 @@ double Seconds(const YAML::Node& parent, const std::string& prefix, const char* 
   if (!n) return def;
   std::string name = prefix + key;
   double v = Scalar<double>(n, name, "a number");
-  if (!std::isfinite(v) || v <= 0) Fail("telemetry." + std::string(key) + " must be finite and positive");
+  if (!std::isfinite(v) || v <= 0)
+    Fail("telemetry." + std::string(key) + " must be finite and positive");
   return v;
 }
 
@@ -79,10 +80,10 @@ uint16_t Port(const YAML::Node& n, const std::string& name) {
 }
 
 void ParseTelemetry(const YAML::Node& t, CollectConfig& c) {
-  RejectUnknownKeys(t, "telemetry",
-                    {"enabled", "collect_interval_ms", "storage_subdir", "required",
-                     "startup_timeout_seconds", "request_timeout_seconds",
-                     "collector_join_timeout_seconds", "dcgm_exporter"});
+  RejectUnknownKeys(
+      t, "telemetry",
+      {"enabled", "collect_interval_ms", "storage_subdir", "required", "startup_timeout_seconds",
+       "request_timeout_seconds", "collector_join_timeout_seconds", "dcgm_exporter"});
   c.enabled = Bool(t, "telemetry.enabled", "enabled", false);
   if (t["collect_interval_ms"]) {
     auto ms = Scalar<double>(t["collect_interval_ms"], "telemetry.collect_interval_ms", "a number");
@@ -97,7 +98,8 @@ void ParseTelemetry(const YAML::Node& t, CollectConfig& c) {
     c.interval_s = ms / 1000.0;
   }
   if (t["storage_subdir"]) {
-    c.storage_subdir = Scalar<std::string>(t["storage_subdir"], "telemetry.storage_subdir", "a path");
+    c.storage_subdir =
+        Scalar<std::string>(t["storage_subdir"], "telemetry.storage_subdir", "a path");
     if (!IsSafeRelativeSubpath(c.storage_subdir))
       Fail("telemetry.storage_subdir must be a safe relative path below the run log directory");
   }
@@ -163,8 +165,8 @@ void ParseWorkers(const YAML::Node& list, CollectConfig& c) {
   for (size_t i = 0; i < list.size(); ++i) {
     std::string at = fmt::format("workers[{}]", i);
     const YAML::Node n = list[i];
-    RejectUnknownKeys(n, at, {"hostname", "gpus", "worker_role", "worker_index", "worker_process",
-                              "het_group"});
+    RejectUnknownKeys(
+        n, at, {"hostname", "gpus", "worker_role", "worker_index", "worker_process", "het_group"});
     std::string host = NonEmpty(n["hostname"], at + ".hostname");
     if (!hosts.count(host))
       Fail(at + ".hostname \"" + host + "\" has no entry in endpoints; add its exporter endpoint");
@@ -224,8 +226,8 @@ void ParseBenchmark(const YAML::Node& b, CollectConfig& c) {
 }
 
 CollectConfig Parse(const YAML::Node& root) {
-  RejectUnknownKeys(root, "", {"job_id", "run_name", "telemetry", "endpoints", "workers",
-                               "benchmark"});
+  RejectUnknownKeys(root, "",
+                    {"job_id", "run_name", "telemetry", "endpoints", "workers", "benchmark"});
   CollectConfig c;
   if (!root["telemetry"]) Fail("telemetry is required (see docs/power-contract.md)");
   ParseTelemetry(root["telemetry"], c);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 
 #include "net/http_client.h"
 #include "power/artifact_writer.h"
@@ -22,8 +23,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 Clock::time_point After(double seconds) {
@@ -55,7 +55,8 @@ Json ExpectedDevicesJson(const Topology& t) {
                     {"worker_index", a.worker_index},
                     {"worker_process", a.worker_process ? Json(*a.worker_process) : Json()},
                     {"het_group", a.het_group ? Json(*a.het_group) : Json()}});
-    out.push_back({{"hostname", d.key.hostname}, {"gpu_index", d.key.gpu_index}, {"assignments", as}});
+    out.push_back(
+        {{"hostname", d.key.hostname}, {"gpu_index", d.key.gpu_index}, {"assignments", as}});
   }
   return out;
 }
@@ -165,6 +166,31 @@ std::optional<std::string> ImageSha256(const std::string& image) {
   return *sha;
 }
 
+Result<CollectFaults> ParseCollectFaults(std::string_view text) {
+  CollectFaults f;
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    constexpr std::string_view kStall = "stall_loop_at_stop=";
+    if (item == "unreapable_child") {
+      f.unreapable_child = true;
+    } else if (item.substr(0, kStall.size()) == kStall) {
+      std::string value(item.substr(kStall.size()));
+      char* end = nullptr;
+      double s = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !std::isfinite(s) || s <= 0)
+        return InvalidArgument("stall_loop_at_stop needs a positive number of seconds, got \"" +
+                               value + "\"");
+      f.stall_loop_at_stop_s = s;
+    } else {
+      return InvalidArgument("unknown fault \"" + std::string(item) +
+                             "\" (known: stall_loop_at_stop=SECONDS, unreapable_child)");
+    }
+  }
+  return f;
+}
+
 namespace {
 
 // Terminal status precedence: a fatal lifecycle reason -> incomplete; else required with a
@@ -208,6 +234,7 @@ void RunWorkload(const CollectOptions& o, const fs::path& power_dir, RunState& r
   }
   ChildOptions co;
   co.argv = o.bench_argv;
+  co.test_unreapable = o.faults.unreapable_child;
   std::string windows = fs::absolute(power_dir / kWindowsDir).string();
   co.env = {{std::string(kWindowDirEnv), windows},
             {std::string(kUpstreamWindowDirEnv), windows},
@@ -232,9 +259,11 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   Session s{o, o.log_dir / c.storage_subdir};
   std::error_code ec;
   if (fs::exists(s.power_dir / kManifestFile, ec))
-    return InvalidArgument(s.power_dir.string() + " already holds a power package; use a new --log-dir");
+    return InvalidArgument(s.power_dir.string() +
+                           " already holds a power package; use a new --log-dir");
   fs::create_directories(s.power_dir / kWindowsDir, ec);
-  if (ec) return Error{ErrorCode::kIo, "cannot create " + s.power_dir.string() + ": " + ec.message()};
+  if (ec)
+    return Error{ErrorCode::kIo, "cannot create " + s.power_dir.string() + ": " + ec.message()};
   auto samples = SamplesWriter::Create(s.power_dir / kSamplesFile);
   if (!samples.ok()) return samples.error();
   s.started_at = UnixNow();
@@ -253,8 +282,9 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   bool ready = AwaitReadiness(collector, startup_deadline, run);
   if (!ready && !run.interrupted) {
     AddReason(s.reasons, reason::kExporterStartupTimeout);
-    log += "gpulse collect: not every expected GPU answered in one cycle before "
-           "startup_timeout_seconds\n";
+    log +=
+        "gpulse collect: not every expected GPU answered in one cycle before "
+        "startup_timeout_seconds\n";
   }
   bool blocked = c.required && (!ready || HasAny(s.reasons, StartupFailureReasons()));
   if (blocked && !run.interrupted)
@@ -263,6 +293,9 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
 
   // Stop: final bracketing scrape and join under one absolute deadline.
   auto join_deadline = After(c.join_timeout_s);
+  if (o.faults.stall_loop_at_stop_s > 0)
+    collector.InjectLoopStall(
+        std::chrono::milliseconds(static_cast<int64_t>(o.faults.stall_loop_at_stop_s * 1000)));
   collector.Stop(join_deadline);
   if (run.interrupted) AddReason(s.reasons, reason::kCollectorInterrupted);
   if (run.child) {
@@ -307,21 +340,22 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   out.exit_code = nonzero && bench == 0 ? 1 : bench;
   if (!written.ok()) log += "gpulse collect: " + written.error().message + "\n";
   std::string lags;
-  auto lag = s.collector.schedule_lags_s;
-  if (!lag.empty()) {
-    std::sort(lag.begin(), lag.end());
-    auto pct = [&](double p) { return lag[std::min(lag.size() - 1, size_t(p * lag.size()))]; };
-    lags = fmt::format(", schedule lag p50 {:.1f} ms p99 {:.1f} ms max {:.1f} ms", pct(0.5) * 1e3,
-                       pct(0.99) * 1e3, lag.back() * 1e3);
-  }
+  auto lag_text = [](const char* what, const LagHistogram& h) {
+    return fmt::format(", {} p50 {:.1f} ms p99 {:.1f} ms max {:.1f} ms", what,
+                       h.Percentile(0.5) * 1e3, h.Percentile(0.99) * 1e3, h.max() * 1e3);
+  };
+  if (s.collector.schedule_lag.count() > 0)
+    lags += lag_text("schedule lag", s.collector.schedule_lag);
+  if (s.collector.steady_schedule_lag.count() > 0)
+    lags += lag_text("after the first cycle", s.collector.steady_schedule_lag);
   std::string reasons;
   for (const auto& x : s.reasons) reasons += (reasons.empty() ? "" : ",") + x;
-  out.summary = log + fmt::format(
-                          "gpulse collect: status {}, publication_valid {}, {} cycles, {} rows, "
-                          "{} missed slots{}; reasons [{}]; package {}\n",
-                          s.status, out.publication_valid ? "true" : "false",
-                          s.collector.scrape_count, r.samples.data_rows, s.collector.missed_slots,
-                          lags, reasons, s.power_dir.string());
+  out.summary =
+      log + fmt::format(
+                "gpulse collect: status {}, publication_valid {}, {} cycles, {} rows, "
+                "{} missed slots{}; reasons [{}]; package {}\n",
+                s.status, out.publication_valid ? "true" : "false", s.collector.scrape_count,
+                r.samples.data_rows, s.collector.missed_slots, lags, reasons, s.power_dir.string());
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "power/collect_config.h"
@@ -17,9 +18,20 @@
 namespace gpulse::power {
 
 struct ProducerIdentity {
-  std::string version;                     // "gpulse 0.1.0"
+  std::string version;                    // "gpulse 0.1.0"
   std::optional<std::string> git_commit;  // lowercase 40/64 hex, or nullopt
 };
+
+// Faults injected by tests through GPULSE_COLLECT_TEST_FAULT (docs/power-contract.md, "Fault
+// injection"), for failures that cannot be provoked from outside without root.
+struct CollectFaults {
+  double stall_loop_at_stop_s = 0;  // the loop thread blocks this long when the benchmark ends
+  bool unreapable_child = false;    // a force-killed benchmark child is reported not reaped
+};
+
+// Parses "stall_loop_at_stop=SECONDS" or "unreapable_child" (comma-separated); an unknown item is
+// an InvalidArgument error naming it.
+Result<CollectFaults> ParseCollectFaults(std::string_view text);
 
 struct CollectOptions {
   CollectConfig config;
@@ -27,6 +39,7 @@ struct CollectOptions {
   std::vector<std::string> bench_argv;  // empty: collect until --duration or a signal
   std::optional<double> duration_s;     // without a benchmark
   ProducerIdentity producer;
+  CollectFaults faults;
 };
 
 struct CollectOutcome {

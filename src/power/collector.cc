@@ -20,8 +20,7 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxMissedRanges = 64;
 
 double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -56,6 +55,26 @@ struct Cycle {
 };
 
 }  // namespace
+
+void LagHistogram::Add(double seconds) {
+  if (buckets_.empty()) buckets_.assign(100'000, 0);
+  double b = std::max(0.0, seconds) / kBucket;
+  size_t i = std::min(buckets_.size() - 1, static_cast<size_t>(b));
+  ++buckets_[i];
+  ++count_;
+  max_ = std::max(max_, seconds);
+}
+
+double LagHistogram::Percentile(double p) const {
+  if (count_ == 0) return 0;
+  auto need = static_cast<int64_t>(std::ceil(p * static_cast<double>(count_)));
+  int64_t seen = 0;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    seen += buckets_[i];
+    if (seen >= std::max<int64_t>(need, 1)) return std::min(max_, (i + 1) * kBucket);
+  }
+  return max_;
+}
 
 struct Collector::State {
   State(const CollectConfig& c, std::vector<ResolvedEndpoint> e, SamplesWriter s,
@@ -174,11 +193,13 @@ struct Collector::State {
       if (!sum.first_request_unix) sum.first_request_unix = s.start_unix;
       if (c->slot) {
         s.lag_s = Seconds(s.start_mono - *c->slot);
-        sum.schedule_lags_s.push_back(*s.lag_s);
+        sum.schedule_lag.Add(*s.lag_s);
+        if (c->seq > 0) sum.steady_schedule_lag.Add(*s.lag_s);
       }
     }
     ++c->outstanding;
-    targets[e]->Get(Timeout(), [this, c, e](net::FetchResult r) { OnResponse(c, e, std::move(r)); });
+    targets[e]->Get(Timeout(),
+                    [this, c, e](net::FetchResult r) { OnResponse(c, e, std::move(r)); });
   }
 
   void OnResponse(Cycle* c, size_t e, net::FetchResult r) {
@@ -201,7 +222,8 @@ struct Collector::State {
       ScrapeParse parsed = ParsePowerScrape(r.body);
       s.parse_s = Seconds(Clock::now() - p0);
       s.reasons = parsed.reasons;
-      if (parsed.gpus.empty() && s.reasons.empty()) AddReason(s.reasons, reason::kEndpointParseError);
+      if (parsed.gpus.empty() && s.reasons.empty())
+        AddReason(s.reasons, reason::kEndpointParseError);
       double t = (s.start_unix + s.end_unix) / 2;
       for (auto& g : parsed.gpus)
         s.rows.push_back({t, c->seq, host, g.gpu_index, std::move(g.uuid), g.power_w});
@@ -263,18 +285,20 @@ struct Collector::State {
       if (!sum.sample_write_error) sum.sample_write_error = st.error().message;
       AddReason(sum.reasons, reason::kCollectorException);
     }
-    diagnostics.Push({{"event", "cycle_write"},
-                      {"scrape_seq", c.seq},
-                      {"scheduled_at_unix", OptJson(c.slot_unix)},
-                      {"writer_lock_wait_seconds", 0.0},
-                      {"sample_write_seconds", write_s},
-                      {"row_count", rows.size()},
-                      {"sample_write_completed", st.ok()},
-                      {"sample_write_error", error ? Json(*error) : Json()}});
+    diagnostics.PushIfRoom([&]() -> Json {
+      return {{"event", "cycle_write"},
+              {"scrape_seq", c.seq},
+              {"scheduled_at_unix", OptJson(c.slot_unix)},
+              {"writer_lock_wait_seconds", 0.0},
+              {"sample_write_seconds", write_s},
+              {"row_count", rows.size()},
+              {"sample_write_completed", st.ok()},
+              {"sample_write_error", error ? Json(*error) : Json()}};
+    });
     std::lock_guard<std::mutex> lock(mu);
     if (st.ok()) sum.rows_written += static_cast<int64_t>(rows.size());
-    bool complete = st.ok() && std::includes(covered.begin(), covered.end(), expected.begin(),
-                                             expected.end());
+    bool complete =
+        st.ok() && std::includes(covered.begin(), covered.end(), expected.begin(), expected.end());
     if (complete && !sum.ready && Clock::now() <= startup_deadline) {
       sum.ready = true;
       cv.notify_all();
@@ -287,23 +311,24 @@ struct Collector::State {
 
   void PushScrapeRecord(const Cycle& c, size_t e, const EndpointScrape& s) {
     bool ok = s.error_type.empty();
-    diagnostics.Push({{"event", "scrape"},
-                      {"schema_version", kSchemaVersion},
-                      {"job_id", config.job_id},
-                      {"run_name", config.run_name},
-                      {"hostname", endpoints[e].config.hostname},
-                      {"scrape_seq", c.seq},
-                      {"request_started_at_unix", s.start_unix},
-                      {"request_finished_at_unix", s.end_unix},
-                      {"request_duration_seconds", s.request_s},
-                      {"parse_seconds", OptJson(s.parse_s)},
-                      {"sample_timestamp_unix",
-                       ok ? Json((s.start_unix + s.end_unix) / 2) : Json()},
-                      {"http_status", s.http_status ? Json(*s.http_status) : Json()},
-                      {"error_type", ok ? Json() : Json(s.error_type)},
-                      {"row_count", s.rows.size()},
-                      {"reason_codes", s.reasons},
-                      {"schedule_lag_seconds", OptJson(s.lag_s)}});
+    diagnostics.PushIfRoom([&]() -> Json {
+      return {{"event", "scrape"},
+              {"schema_version", kSchemaVersion},
+              {"job_id", config.job_id},
+              {"run_name", config.run_name},
+              {"hostname", endpoints[e].config.hostname},
+              {"scrape_seq", c.seq},
+              {"request_started_at_unix", s.start_unix},
+              {"request_finished_at_unix", s.end_unix},
+              {"request_duration_seconds", s.request_s},
+              {"parse_seconds", OptJson(s.parse_s)},
+              {"sample_timestamp_unix", ok ? Json((s.start_unix + s.end_unix) / 2) : Json()},
+              {"http_status", s.http_status ? Json(*s.http_status) : Json()},
+              {"error_type", ok ? Json() : Json(s.error_type)},
+              {"row_count", s.rows.size()},
+              {"reason_codes", s.reasons},
+              {"schedule_lag_seconds", OptJson(s.lag_s)}};
+    });
   }
 
   void MaybeFinish() {
@@ -326,6 +351,7 @@ Collector::Collector(const CollectConfig& config, std::vector<ResolvedEndpoint> 
 }
 
 Collector::~Collector() {
+  if (!state_) return;  // abandoned after a join timeout
   State& s = *state_;
   if (s.thread.joinable()) {
     s.loop.Stop();
@@ -351,7 +377,7 @@ bool Collector::WaitReady(Clock::time_point deadline) {
 }
 
 bool Collector::Stop(Clock::time_point deadline) {
-  State& s = *state_;
+  State& s = state();
   s.loop.Post([&s] {
     s.stopping = true;
     s.loop.Cancel(s.grid_timer);
@@ -363,19 +389,33 @@ bool Collector::Stop(Clock::time_point deadline) {
     finished = s.cv.wait_until(lock, deadline, [&] { return s.sum.finished; });
   }
   s.loop.Stop();
+  if (!finished) {
+    s.Reason(reason::kCollectorJoinTimeout);
+    // The loop thread is stuck in a handler: abandon it with the state it uses.
+    s.thread.detach();
+    (void)state_.release();
+    abandoned_ = &s;
+    return false;
+  }
   if (s.thread.joinable()) s.thread.join();
-  if (!finished) s.Reason(reason::kCollectorJoinTimeout);
-  return finished;
+  joined_ = true;
+  return true;
 }
 
 Status Collector::CloseFiles(Clock::time_point deadline) {
-  state_->diagnostics.Close(deadline);
-  return state_->samples.Close();
+  State& s = state();
+  s.diagnostics.Close(deadline);
+  if (!joined_) return Status::Ok();
+  return s.samples.Close();
+}
+
+void Collector::InjectLoopStall(std::chrono::milliseconds d) {
+  state().loop.Post([d] { std::this_thread::sleep_for(d); });
 }
 
 CollectorSummary Collector::summary() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  return state_->sum;
+  std::lock_guard<std::mutex> lock(state().mu);
+  return state().sum;
 }
 
 }  // namespace gpulse::power

@@ -10,6 +10,9 @@
 // deadline. Stop() ends the grid, lets the cycles in flight settle, then runs one final
 // bracketing cycle (no scheduled slot) so every window's end is bracketed.
 //
+// A loop thread that does not finish by the join deadline is abandoned (detached, its state leaked
+// until process exit) so a stuck loop never holds up finalization.
+//
 // Thread-safety: Start, WaitReady, Stop and summary() from one controlling thread; everything else
 // runs on the collector's own loop thread.
 #pragma once
@@ -39,6 +42,23 @@ struct MissedRange {
   std::vector<std::string> reasons;
 };
 
+// Schedule lags in 0.1 ms buckets up to 10 s (beyond: the last bucket), with the exact maximum: a
+// fixed 800 kB however long the run, instead of one double per request.
+class LagHistogram {
+ public:
+  void Add(double seconds);
+  int64_t count() const { return count_; }
+  double max() const { return max_; }
+  // The smallest bucket upper bound covering fraction `p` (0..1) of the lags; 0 when empty.
+  double Percentile(double p) const;
+
+ private:
+  static constexpr double kBucket = 1e-4;
+  std::vector<int64_t> buckets_;
+  int64_t count_ = 0;
+  double max_ = 0;
+};
+
 struct CollectorSummary {
   std::vector<std::string> reasons;  // runtime reasons, first seen first
   int64_t scrape_count = 0;          // cycles started (scrape_seq values used)
@@ -47,7 +67,9 @@ struct CollectorSummary {
   std::vector<MissedRange> missed_ranges;  // coalesced, at most 64
   bool missed_ranges_truncated = false;
   std::optional<double> max_scrape_duration_s;
-  std::vector<double> schedule_lags_s;  // every scheduled request start minus its slot
+  // Scheduled request start minus its slot: every cycle, and every cycle after the first (the
+  // first opens every connection).
+  LagHistogram schedule_lag, steady_schedule_lag;
   bool ready = false;
   bool finished = false;  // the final bracketing cycle was committed
   std::optional<std::string> sample_write_error;
@@ -68,14 +90,23 @@ class Collector {
   bool WaitReady(std::chrono::steady_clock::time_point deadline);
   // Final bracketing cycle and join. false when it did not finish by `deadline` (join timeout).
   bool Stop(std::chrono::steady_clock::time_point deadline);
-  // After Stop: closes samples.csv (fsync) and the diagnostics sidecar.
+  // After Stop: closes samples.csv (fsync) and the diagnostics sidecar. After a join timeout the
+  // loop thread still owns samples.csv: it is left to process exit (every committed cycle was
+  // already flushed to the kernel).
   Status CloseFiles(std::chrono::steady_clock::time_point deadline);
+  // Fault injection for tests (GPULSE_COLLECT_TEST_FAULT, docs/power-contract.md): blocks the loop
+  // thread for `d` from the next handler on, as a stuck write or parse would.
+  void InjectLoopStall(std::chrono::milliseconds d);
   CollectorSummary summary() const;
 
   struct State;
 
  private:
+  State& state() const { return state_ ? *state_ : *abandoned_; }
+
   std::unique_ptr<State> state_;
+  State* abandoned_ = nullptr;  // set when a stuck loop thread kept the state
+  bool joined_ = false;
 };
 
 }  // namespace gpulse::power

@@ -32,10 +32,11 @@ void WriterLoop(std::shared_ptr<DiagnosticsWriter::Shared> s) {
     if (s->queue.empty() && s->closing) break;
     std::string line = std::move(s->queue.front());
     s->queue.pop_front();
+    bool drained = s->queue.empty();
     lock.unlock();
     if (f) {
       std::fwrite(line.data(), 1, line.size(), f);
-      std::fflush(f);
+      if (drained) std::fflush(f);  // one write per burst, not per record
     }
   }
   uint64_t dropped;
@@ -63,9 +64,7 @@ DiagnosticsWriter::DiagnosticsWriter(std::filesystem::path path, size_t max_pend
   shared_->thread = std::thread(WriterLoop, shared_);
 }
 
-DiagnosticsWriter::~DiagnosticsWriter() {
-  Close(std::chrono::steady_clock::now());
-}
+DiagnosticsWriter::~DiagnosticsWriter() { Close(std::chrono::steady_clock::now()); }
 
 void DiagnosticsWriter::Push(Json record) {
   std::string line = record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -77,6 +76,18 @@ void DiagnosticsWriter::Push(Json record) {
   }
   shared_->queue.push_back(std::move(line));
   shared_->cv.notify_one();
+}
+
+void DiagnosticsWriter::PushIfRoom(const std::function<Json()>& make) {
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (shared_->closing) return;
+    if (shared_->queue.size() >= shared_->max_pending) {
+      ++shared_->dropped;
+      return;
+    }
+  }
+  Push(make());
 }
 
 bool DiagnosticsWriter::Close(std::chrono::steady_clock::time_point deadline) {

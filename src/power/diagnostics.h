@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 
 #include "power/json_io.h"
@@ -23,6 +24,9 @@ class DiagnosticsWriter {
   DiagnosticsWriter& operator=(const DiagnosticsWriter&) = delete;
 
   void Push(Json record);
+  // Builds the record only when the queue has room (else counts it dropped): a full queue costs
+  // the caller no JSON work.
+  void PushIfRoom(const std::function<Json()>& make);
   // Returns true when the summary was written before the deadline. Idempotent.
   bool Close(std::chrono::steady_clock::time_point deadline);
   uint64_t dropped() const;

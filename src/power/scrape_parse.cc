@@ -25,6 +25,35 @@ std::optional<int64_t> GpuIndex(const std::string* label) {
 
 bool NonEmpty(const std::string* label) { return label && !label->empty(); }
 
+bool MetricNameStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+}
+
+// Only DCGM_FI_DEV_POWER_USAGE sample lines go through the streaming parser (a full exporter
+// scrape is ~160 samples, 8 of them power); every other line gets a cheap shape check: blank, a
+// comment, or starting like a metric name. A NUL byte anywhere means the body is not text.
+Status ParsePowerLines(std::string_view body, prom::ParseCallbacks cb) {
+  if (body.find('\0') != std::string_view::npos)
+    return InvalidArgument("the body contains a NUL byte: not the text exposition format");
+  prom::Parser parser(std::move(cb));
+  size_t line_no = 0;
+  while (!body.empty()) {
+    size_t nl = body.find('\n');
+    std::string_view line = body.substr(0, nl);
+    std::string_view with_newline = nl == std::string_view::npos ? body : body.substr(0, nl + 1);
+    body = nl == std::string_view::npos ? std::string_view() : body.substr(nl + 1);
+    ++line_no;
+    if (line.empty() || line.front() == '#') continue;
+    if (!MetricNameStart(line.front()))
+      return InvalidArgument("line " + std::to_string(line_no) + ": not a sample line");
+    if (line.size() > kPowerMetric.size() && line.substr(0, kPowerMetric.size()) == kPowerMetric &&
+        (line[kPowerMetric.size()] == '{' || line[kPowerMetric.size()] == ' ')) {
+      if (Status st = parser.Feed(with_newline); !st.ok()) return st;
+    }
+  }
+  return parser.Finish();
+}
+
 }  // namespace
 
 ScrapeParse ParsePowerScrape(std::string_view body) {
@@ -55,7 +84,7 @@ ScrapeParse ParsePowerScrape(std::string_view body) {
     }
     by_index[*index].push_back({*index, *uuid, s.value});
   };
-  Status st = prom::ParseExposition(body, std::move(cb));
+  Status st = ParsePowerLines(body, std::move(cb));
   if (!st.ok()) {
     out = ScrapeParse{};
     out.reasons.emplace_back(reason::kEndpointParseError);

@@ -1,17 +1,22 @@
 // Unit tests of the collector's pieces: the scrape parser's reasons, the config rules, the
 // samples.csv writer and the window writer.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "power/artifact_writer.h"
 #include "power/collect_config.h"
+#include "power/collect_session.h"
 #include "power/contract.h"
+#include "power/diagnostics.h"
 #include "power/scrape_parse.h"
 #include "power/window_writer.h"
 #include "power/windows.h"
@@ -44,16 +49,19 @@ TEST(ScrapeParse, DcgmExporterFormatIgnoresOtherMetricsAndOrdersByIndex) {
 
 TEST(ScrapeParse, EveryReason) {
   EXPECT_TRUE(Has(ParsePowerScrape("up 1\n"), reason::kPowerMetricMissing));
-  auto dup = ParsePowerScrape(Line("gpu=\"0\",UUID=\"a\"", "1") + Line("gpu=\"0\",UUID=\"a\"", "2") +
-                              Line("gpu=\"1\",UUID=\"b\"", "3"));
+  auto dup =
+      ParsePowerScrape(Line("gpu=\"0\",UUID=\"a\"", "1") + Line("gpu=\"0\",UUID=\"a\"", "2") +
+                       Line("gpu=\"1\",UUID=\"b\"", "3"));
   EXPECT_TRUE(Has(dup, reason::kDuplicatePowerMetric));
   ASSERT_EQ(dup.gpus.size(), 1u);
   EXPECT_EQ(dup.gpus[0].gpu_index, 1);
   auto mig = ParsePowerScrape(Line("gpu=\"0\",UUID=\"a\",GPU_I_ID=\"1\"", "1"));
   EXPECT_TRUE(Has(mig, reason::kMigInstanceUnsupported));
   EXPECT_FALSE(Has(mig, reason::kPowerMetricMissing));
-  EXPECT_TRUE(Has(ParsePowerScrape(Line("gpu=\"0\",UUID=\"a\"", "NaN")), reason::kInvalidPowerValue));
-  EXPECT_TRUE(Has(ParsePowerScrape(Line("gpu=\"0\",UUID=\"a\"", "-1.0")), reason::kInvalidPowerValue));
+  EXPECT_TRUE(
+      Has(ParsePowerScrape(Line("gpu=\"0\",UUID=\"a\"", "NaN")), reason::kInvalidPowerValue));
+  EXPECT_TRUE(
+      Has(ParsePowerScrape(Line("gpu=\"0\",UUID=\"a\"", "-1.0")), reason::kInvalidPowerValue));
   EXPECT_TRUE(Has(ParsePowerScrape(Line("UUID=\"a\"", "1")), reason::kGpuIndexMissing));
   EXPECT_TRUE(Has(ParsePowerScrape(Line("gpu=\"x\",UUID=\"a\"", "1")), reason::kGpuIndexMissing));
   EXPECT_TRUE(Has(ParsePowerScrape(Line("gpu=\"-1\",UUID=\"a\"", "1")), reason::kGpuIndexMissing));
@@ -95,8 +103,9 @@ TEST(CollectConfig, JoinTimeoutMustExceedTwoCyclesStrictly) {
 
 TEST(CollectConfig, ConflictingRolesAndUnknownHostsAreRejected) {
   std::string text = kConfig;
-  text.insert(text.find("benchmark:"),
-              "  - {hostname: n0, gpus: [1], worker_role: decode, worker_index: 0, het_group: 0}\n");
+  text.insert(
+      text.find("benchmark:"),
+      "  - {hostname: n0, gpus: [1], worker_role: decode, worker_index: 0, het_group: 0}\n");
   auto c = ParseCollectConfig(text);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.error().message.find("conflicting_worker_roles"), std::string::npos);
@@ -148,8 +157,8 @@ TEST(SamplesWriter, HeaderIsPinnedAndAFailedBatchLeavesNoPartialRow) {
 
 TEST(WindowWriter, WrittenWindowsParseAndRunningBecomesInterrupted) {
   auto dir = TempDir();
-  WindowStamp w{"sa-bench", 4, "results/c4.json", 1000.0, std::nullopt, std::nullopt, "running",
-                std::nullopt};
+  WindowStamp w{"sa-bench",   4,         "results/c4.json", 1000.0, std::nullopt,
+                std::nullopt, "running", std::nullopt};
   ASSERT_TRUE(WriteWindow(dir, w).ok());
   w.result_path = "results/c8.json";
   w.concurrency = 8;
@@ -169,6 +178,47 @@ TEST(WindowWriter, WrittenWindowsParseAndRunningBecomesInterrupted) {
   EXPECT_EQ(ReadJsonFile(dir / "c4.json")->at("status"), "interrupted");
   EXPECT_FALSE(RelativeResultPath(dir, "/etc/passwd").ok());
   std::filesystem::remove_all(dir);
+}
+
+// The writer thread blocks in opening a FIFO nobody reads yet, so it cannot drain the queue: pushes
+// beyond the bound are dropped and counted, never block the caller, and the count lands in the
+// closing diagnostic_summary once a reader appears.
+TEST(DiagnosticsWriter, OverflowDropsRecordsAndCountsThem) {
+  auto dir = TempDir();
+  auto fifo = dir / "scrape-timings.jsonl";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  DiagnosticsWriter writer(fifo, /*max_pending=*/4);
+  for (int i = 0; i < 10; ++i) writer.Push(Json{{"event", "scrape"}, {"scrape_seq", i}});
+  EXPECT_EQ(writer.dropped(), 6u);
+  int reader = ::open(fifo.c_str(), O_RDONLY);  // meets the writer's blocked open
+  ASSERT_GE(reader, 0);
+  std::thread closer(
+      [&] { writer.Close(std::chrono::steady_clock::now() + std::chrono::seconds(30)); });
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(reader, buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<size_t>(n));
+  closer.join();
+  ::close(reader);
+  std::vector<Json> records;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) records.push_back(Json::parse(line));
+  ASSERT_EQ(records.size(), 5u) << text;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(records[i].at("scrape_seq"), i);
+  EXPECT_EQ(records[4], (Json{{"event", "diagnostic_summary"}, {"dropped_records", 6}}));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CollectFaults, ParsesKnownFaultsAndRejectsOthers) {
+  auto f = ParseCollectFaults("stall_loop_at_stop=2.5,unreapable_child");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->stall_loop_at_stop_s, 2.5);
+  EXPECT_TRUE(f->unreapable_child);
+  EXPECT_FALSE(ParseCollectFaults("stall_loop_at_stop=-1").ok());
+  EXPECT_FALSE(ParseCollectFaults("stall_loop_at_stop=").ok());
+  auto bad = ParseCollectFaults("disk_full");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("unknown fault \"disk_full\""), std::string::npos);
 }
 
 }  // namespace

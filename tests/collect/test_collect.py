@@ -257,28 +257,133 @@ class Lifecycle(CollectTestCase):
         self.assertEqual(w["reason"], "benchmark did not reach a formal end boundary")
 
     def test_full_disk_is_a_sample_write_error_without_a_partial_row(self):
+        """A file size limit (RLIMIT_FSIZE, as a full disk would) makes a samples.csv append fail.
+        The limit applies to scrape-timings.jsonl too, so samples.csv must reach it first for the
+        failing cycle's cycle_write record to land: a long hostname (in every sample row, but once
+        per scrape record) makes samples.csv grow about twice as fast as the diagnostics."""
         limit = 16 * 1024
+        host = "node0-" + "x" * 120
 
         def small_files():
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
         with Exporter("--simulate", "8xH100") as e:
-            cfg = self.write_config(config_text([("node0", e.port, "/metrics")],
-                                                [("node0", list(range(8)), "agg", 0, 0)], interval_ms=100,
+            cfg = self.write_config(config_text([(host, e.port, "/metrics")],
+                                                [(host, list(range(8)), "agg", 0, 0)], interval_ms=100,
                                                 required=True, concurrencies=(4,)))
             p = self.collect(cfg, extra=("--duration", "4"), preexec=small_files)
         self.assertNotEqual(p.returncode, 0)
         m = self.manifest()
         self.assertIn("collector_exception", m["reason_codes"], p.stderr)
         self.assertEqual(m["status"], "incomplete")
+        self.assertIn("samples.csv: EFBIG", p.stderr)
         with open(os.path.join(self.power, "samples.csv"), "rb") as f:
             data = f.read()
         self.assertTrue(data.endswith(b"\n"), "no partial row")
         self.assertEqual(m["sample_row_count"], data.count(b"\n") - 1)
-        with open(os.path.join(self.power, "scrape-timings.jsonl")) as f:
-            cycles = [json.loads(l) for l in f if '"cycle_write"' in l]
-        self.assertTrue(any(c["sample_write_error"] == "EFBIG" and not c["sample_write_completed"] for c in cycles)
-                        or not cycles)
+        self.assertEqual(m["sample_row_count"] % 8, 0, "whole cycles only")
+        with open(os.path.join(self.power, "scrape-timings.jsonl"), "rb") as f:
+            lines = f.read().split(b"\n")
+        cycles = [json.loads(l) for l in lines if b'"cycle_write"' in l and l.endswith(b"}")]
+        failed = [c for c in cycles if not c["sample_write_completed"]]
+        self.assertTrue(failed, "the failing cycle's cycle_write record is in scrape-timings.jsonl")
+        self.assertEqual(failed[0]["sample_write_error"], "EFBIG")
+        self.assertEqual(sum(c["row_count"] for c in cycles if c["sample_write_completed"]),
+                         m["sample_row_count"], "every completed cycle's rows, and only those, are in samples.csv")
+
+    def window_begin_cmd(self, concurrency):
+        result = f"$GPULSE_RESULT_ROOT/results/sa-bench-c{concurrency}.json"
+        return f"{GPULSE} window begin --type sa-bench --concurrency {concurrency} --result {result}"
+
+    def test_collector_join_timeout_fails_in_best_effort_mode(self):
+        """The loop thread stuck past collector_join_timeout_seconds (injected: a stuck write or
+        parse cannot be provoked from outside) is abandoned; the package is finalized anyway."""
+        with Exporter("--simulate", "1xH200") as e:
+            cfg = self.one_exporter_config(e, required=False)
+            with open(cfg) as f:
+                text = f.read().replace("request_timeout_seconds: 1",
+                                        "request_timeout_seconds: 1\n  collector_join_timeout_seconds: 6.5")
+            with open(cfg, "w") as f:
+                f.write(text)
+            # Stuck for 600 s: the run's 60 s timeout proves finalization does not wait for it.
+            env = dict(os.environ, GPULSE_COLLECT_TEST_FAULT="stall_loop_at_stop=600")
+            p = subprocess.run([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--", "sh", "-c",
+                                window_cmd(4, 1)], capture_output=True, text=True, timeout=60, env=env)
+        self.assertNotEqual(p.returncode, 0, "an operational failure fails even best effort: " + p.stderr)
+        m = self.manifest()
+        self.assertIn("collector_join_timeout", m["reason_codes"], p.stderr)
+        self.assertEqual(m["status"], "incomplete")
+        self.assertFalse(m["publication_valid"])
+        self.assertGreater(m["sample_row_count"], 0, "rows already written stay")
+        self.assertIsNotNone(m["samples_sha256"])
+        validate(m, "power-manifest.schema.json")
+
+    def test_unreaped_child_leaves_running_windows_alone(self):
+        """A benchmark that ignores SIGTERM is force-killed after the grace period; when it cannot
+        be proven reaped (injected: an unkillable child needs root) its running window is not
+        converted and the run fails in either mode."""
+        with Exporter("--simulate", "1xH200") as e:
+            cfg = self.one_exporter_config(e, required=False)
+            env = dict(os.environ, GPULSE_COLLECT_TEST_FAULT="unreapable_child")
+            bench = f"trap '' TERM; {self.window_begin_cmd(4)}; sleep 60"
+            proc = subprocess.Popen([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--", "sh", "-c",
+                                     bench], stderr=subprocess.PIPE, text=True, env=env)
+            self.procs.append(proc)
+            wpath = os.path.join(self.power, "windows", "sa-bench-c4.json")
+            deadline = time.monotonic() + 30
+            while not os.path.exists(wpath) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            err = proc.communicate(timeout=60)[1]
+        self.assertNotEqual(proc.returncode, 0)
+        m = self.manifest()
+        self.assertIn("benchmark_child_reap_timeout", m["reason_codes"], err)
+        self.assertIn("collector_interrupted", m["reason_codes"])
+        self.assertEqual(m["status"], "incomplete")
+        with open(wpath) as f:
+            self.assertEqual(json.load(f)["status"], "running", "only a reaped child's windows are converted")
+
+    def test_unreadable_samples_file_has_no_digest(self):
+        """samples.csv replaced by a directory under the running collector: the digest cannot be
+        computed at finalization."""
+        with Exporter("--simulate", "1xH200") as e:
+            cfg = self.one_exporter_config(e, required=False)
+            proc = subprocess.Popen([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--duration", "3"],
+                                    stderr=subprocess.PIPE, text=True)
+            self.procs.append(proc)
+            csv = os.path.join(self.power, "samples.csv")
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if os.path.exists(csv) and open(csv).read().count("\n") > 1:
+                    break
+                time.sleep(0.05)
+            os.rename(csv, csv + ".moved")
+            os.mkdir(csv)
+            err = proc.communicate(timeout=60)[1]
+        m = self.manifest()
+        self.assertIn("samples_digest_unavailable", m["reason_codes"], err)
+        self.assertIsNone(m["samples_sha256"])
+        self.assertFalse(m["publication_valid"])
+        validate(m, "power-manifest.schema.json")
+
+    def test_blocked_diagnostics_never_cost_a_sample(self):
+        """scrape-timings.jsonl is a FIFO nobody reads: its writer thread never gets the file open,
+        its queue fills (128) and every further record is dropped; samples.csv is unaffected."""
+        os.makedirs(self.power)
+        os.mkfifo(os.path.join(self.power, "scrape-timings.jsonl"))
+        with Exporter("--simulate", "8xH100") as e:
+            cfg = self.write_config(config_text([("node0", e.port, "/metrics")],
+                                                [("node0", list(range(8)), "agg", 0, 0)], interval_ms=100,
+                                                required=False, concurrencies=(4,)))
+            p = self.collect(cfg, extra=("--duration", "8"))
+        m = self.manifest()
+        self.assertGreater(m["scrape_count"], 64, "more records (two a cycle) than the queue holds: " + p.stderr)
+        self.assertNotIn("endpoint_timeout", m["reason_codes"], p.stderr)
+        self.assertEqual(m["sample_row_count"], 8 * (m["scrape_count"] - m["missed_sample_count"]),
+                         "every cycle's rows are written")
+        for code in ("collector_exception", "collector_join_timeout"):
+            self.assertNotIn(code, m["reason_codes"])
+        self.assertIsNotNone(m["samples_sha256"])
 
 
 class Config(CollectTestCase):
