@@ -354,8 +354,10 @@ class Lifecycle(CollectTestCase):
             csv = os.path.join(self.power, "samples.csv")
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
-                if os.path.exists(csv) and open(csv).read().count("\n") > 1:
-                    break
+                if os.path.exists(csv):
+                    with open(csv) as f:
+                        if f.read().count("\n") > 1:
+                            break
                 time.sleep(0.05)
             os.rename(csv, csv + ".moved")
             os.mkdir(csv)
