@@ -23,3 +23,6 @@ echo "== identity (bench/identity_bench.cc)"
 echo
 echo "== exporter vs node_exporter (bench/exporter/run.sh)"
 bash bench/exporter/run.sh "$build"
+echo
+echo "== collector vs Prometheus, 1,024 endpoints x 8 GPUs at 1 s (bench/collector, ~5 min)"
+bash bench/collector/run.sh "$build"

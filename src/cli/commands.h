@@ -14,6 +14,8 @@ Subcommand SetupReport(CLI::App& parent);
 Subcommand SetupValidatePower(CLI::App& parent);
 Subcommand SetupEnergy(CLI::App& parent);
 Subcommand SetupExporter(CLI::App& parent);
+Subcommand SetupCollect(CLI::App& parent);
+Subcommand SetupWindow(CLI::App& parent);
 
 inline constexpr SetupFn kSubcommands[] = {
     &SetupDevices,
@@ -25,6 +27,8 @@ inline constexpr SetupFn kSubcommands[] = {
     &SetupValidatePower,
     &SetupEnergy,
     &SetupExporter,
+    &SetupCollect,
+    &SetupWindow,
 };
 
 }  // namespace gpulse::cli

@@ -4,6 +4,7 @@
 // Thread-safe: everything here is immutable.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <string_view>
 
@@ -21,6 +22,18 @@ inline constexpr std::string_view kWindowsDir = "windows";
 inline constexpr std::string_view kBenchmarkTypeSaBench = "sa-bench";
 inline constexpr std::string_view kSamplesHeader =
     "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w";
+
+// Writer side (gpulse collect, gpulse window, contrib/gpulse_window.py).
+inline constexpr std::string_view kScrapeTimingsFile = "scrape-timings.jsonl";
+inline constexpr std::string_view kWindowDirEnv = "GPULSE_MEASUREMENT_WINDOW_DIR";
+inline constexpr std::string_view kUpstreamWindowDirEnv = "SRT_MEASUREMENT_WINDOW_DIR";
+inline constexpr std::string_view kResultRootEnv = "GPULSE_RESULT_ROOT";
+inline constexpr std::string_view kInterruptedWindowReason =
+    "benchmark did not reach a formal end boundary";
+inline constexpr std::string_view kDefaultExporterCommand =
+    "dcgm-exporter --collect-interval=100 --address :{port}";
+inline constexpr double kCollectCycleGraceSeconds = 1.0;  // cycle deadline = 2 * timeout + this
+inline constexpr size_t kMaxPendingDiagnostics = 128;
 
 inline constexpr double kMaxSampleGapSeconds = 3.0;
 inline constexpr double kMaxSampleIntervalSeconds = 3.0;

@@ -1,0 +1,52 @@
+// A benchmark child for `gpulse collect` and `gpulse window run`: spawned in its own process group
+// with default SIGINT/SIGTERM handling and an extra environment, waited for while the caller's
+// blocked SIGINT/SIGTERM are taken with sigtimedwait, stopped (group SIGTERM, then SIGKILL after a
+// grace period) when one arrives, and reaped. "Reaped" is proven by waitpid, never assumed.
+// Thread-safety: call from the thread that blocked the signals (BlockStopSignals) before starting
+// any other thread.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpulse::power {
+
+// Blocks SIGINT and SIGTERM in the calling thread (threads started later inherit the mask), and
+// ignores SIGXFSZ so a file size limit is an EFBIG write error, not death. Idempotent.
+void BlockStopSignals();
+
+// Takes a pending SIGINT/SIGTERM, waiting at most `wait`; the signal number or 0.
+int TakeStopSignal(std::chrono::milliseconds wait);
+
+struct ChildOutcome {
+  bool reaped = false;
+  bool force_killed = false;
+  std::optional<int> exit_code;    // when it exited
+  std::optional<int> term_signal;  // when a signal ended it
+  int stop_signal = 0;             // the SIGINT/SIGTERM that interrupted the wait, or 0
+  // The shell convention: exit code, or 128 + signal.
+  int ShellStatus() const;
+};
+
+struct ChildOptions {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) environ
+  std::chrono::milliseconds stop_grace{10'000};          // SIGTERM -> SIGKILL
+  std::chrono::milliseconds reap_timeout{5'000};         // after SIGKILL
+  // Fault injection for tests (GPULSE_COLLECT_TEST_FAULT=unreapable_child): after SIGKILL, behave
+  // as if waitpid never returned the child within reap_timeout (an unkillable child in
+  // uninterruptible sleep cannot be made without root). The zombie is left to process exit.
+  bool test_unreapable = false;
+};
+
+// Spawns the child and returns its pid. REQUIRES: BlockStopSignals() was called.
+Result<int> SpawnChild(const ChildOptions& options);
+// Waits for `pid`; on SIGINT/SIGTERM stops it as described above.
+ChildOutcome WaitChild(int pid, const ChildOptions& options);
+
+}  // namespace gpulse::power

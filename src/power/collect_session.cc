@@ -1,0 +1,362 @@
+#include "power/collect_session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+
+#include "net/http_client.h"
+#include "power/artifact_writer.h"
+#include "power/byte_source.h"
+#include "power/child_process.h"
+#include "power/collector.h"
+#include "power/contract.h"
+#include "power/recompute.h"
+#include "power/window_writer.h"
+
+namespace gpulse::power {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Clock::time_point After(double seconds) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+void AddReason(std::vector<std::string>& list, std::string_view r) {
+  if (std::find(list.begin(), list.end(), r) == list.end()) list.emplace_back(r);
+}
+
+bool HasAny(const std::vector<std::string>& reasons, std::span<const std::string_view> set) {
+  return std::any_of(reasons.begin(), reasons.end(),
+                     [&](const std::string& r) { return Contains(set, r); });
+}
+
+std::string ReplacePort(std::string cmd, int port) {
+  for (size_t at; (at = cmd.find("{port}")) != std::string::npos;)
+    cmd.replace(at, 6, std::to_string(port));
+  return cmd;
+}
+
+Json ExpectedDevicesJson(const Topology& t) {
+  Json out = Json::array();
+  for (const auto& d : t.devices) {
+    Json as = Json::array();
+    for (const auto& a : d.assignments)
+      as.push_back({{"worker_role", a.worker_role},
+                    {"worker_index", a.worker_index},
+                    {"worker_process", a.worker_process ? Json(*a.worker_process) : Json()},
+                    {"het_group", a.het_group ? Json(*a.het_group) : Json()}});
+    out.push_back(
+        {{"hostname", d.key.hostname}, {"gpu_index", d.key.gpu_index}, {"assignments", as}});
+  }
+  return out;
+}
+
+Json ExpectedWindowsJson(const Topology& t) {
+  Json out = Json::array();
+  for (const auto& w : t.windows)
+    out.push_back({{"benchmark_type", w.benchmark_type}, {"concurrency", w.concurrency}});
+  return out;
+}
+
+// The session's view of the package while it runs; Manifest() renders it.
+struct Session {
+  const CollectOptions& o;
+  fs::path power_dir;
+  double started_at = 0;
+  std::optional<double> stopped_at{};
+  std::string status = "starting";
+  std::optional<bool> publication_valid{};
+  std::vector<std::string> reasons{};
+  CollectorSummary collector{};
+  std::optional<Recomputation> recomputed{};
+  std::optional<std::string> sha{};
+
+  const CollectConfig& c() const { return o.config; }
+
+  Json Manifest() const {
+    Json m = Json::object();
+    m["schema_version"] = kSchemaVersion;
+    m["producer"] = kProducer;
+    m["producer_version"] = o.producer.version;
+    m["producer_git_commit"] = o.producer.git_commit ? Json(*o.producer.git_commit) : Json();
+    m["source_metric"] = kPowerMetric;
+    m["unit"] = kPowerUnit;
+    m["power_scope"] = kPowerScope;
+    m["timestamp_source"] = kClockSource;
+    m["job_id"] = c().job_id;
+    m["run_name"] = c().run_name;
+    m["sample_interval_seconds"] = c().interval_s;
+    m["request_timeout_seconds"] = c().request_timeout_s;
+    m["max_scrape_duration_seconds"] =
+        collector.max_scrape_duration_s ? Json(*collector.max_scrape_duration_s) : Json();
+    m["required"] = c().required;
+    m["started_at_unix"] = started_at;
+    m["stopped_at_unix"] = stopped_at ? Json(*stopped_at) : Json();
+    m["status"] = status;
+    m["publication_valid"] = publication_valid ? Json(*publication_valid) : Json();
+    auto sha_image = ImageSha256(c().exporter.container_image);
+    m["dcgm_exporter"] = {{"container_image_resolved", c().exporter.container_image},
+                          {"container_image_sha256", sha_image ? Json(*sha_image) : Json()},
+                          {"port", c().exporter.port},
+                          {"command", ReplacePort(c().exporter.command, c().exporter.port)}};
+    m["expected_devices"] = ExpectedDevicesJson(c().topology);
+    m["expected_windows"] = ExpectedWindowsJson(c().topology);
+    m["scrape_count"] = collector.scrape_count;
+    m["sample_row_count"] = recomputed ? recomputed->samples.data_rows : collector.rows_written;
+    m["samples_sha256"] = sha ? Json(*sha) : Json();
+    m["observed_devices"] = recomputed ? ObservedDevicesJson(recomputed->samples) : Json::array();
+    m["window_validations"] = recomputed ? WindowValidationsJson(*recomputed) : Json::array();
+    m["artifact_errors"] =
+        recomputed ? ArtifactErrorsJson(recomputed->artifact_errors) : Json::array();
+    m["reason_codes"] = reasons;
+    m["missed_sample_count"] = collector.missed_slots;
+    Json ranges = Json::array();
+    for (const auto& r : collector.missed_ranges)
+      ranges.push_back({{"hostname", r.hostname},
+                        {"first_scrape_seq", r.first_seq},
+                        {"last_scrape_seq", r.last_seq},
+                        {"first_scheduled_at_unix", r.first_scheduled_unix},
+                        {"last_scheduled_at_unix", r.last_scheduled_unix},
+                        {"count", r.last_seq - r.first_seq + 1},
+                        {"reason_codes", r.reasons}});
+    m["missed_sample_ranges"] = ranges;
+    m["missed_sample_ranges_truncated"] = collector.missed_ranges_truncated;
+    return m;
+  }
+
+  Status Write() const { return AtomicWriteJson(power_dir / kManifestFile, Manifest()); }
+};
+
+std::vector<ResolvedEndpoint> Resolve(const CollectConfig& c, Clock::time_point deadline,
+                                      std::vector<std::string>& reasons, std::string& log) {
+  std::vector<ResolvedEndpoint> out;
+  for (const auto& ep : c.endpoints) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto ip = net::ResolveAddress(ep.address, std::max(left, std::chrono::milliseconds(1)));
+    if (!ip.ok()) {
+      AddReason(reasons, reason::kEndpointResolutionFailed);
+      log += "gpulse collect: " + ep.hostname + ": " + ip.error().message + "\n";
+      continue;
+    }
+    out.push_back({ep, *ip});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> ImageSha256(const std::string& image) {
+  if (image.find("://") != std::string::npos) return std::nullopt;
+  std::error_code ec;
+  if (!fs::is_regular_file(image, ec)) return std::nullopt;
+  auto src = OpenFileSource(image);
+  if (!src.ok()) return std::nullopt;
+  auto sha = Sha256OfSource(**src, 1u << 20);
+  if (!sha.ok()) return std::nullopt;
+  return *sha;
+}
+
+Result<CollectFaults> ParseCollectFaults(std::string_view text) {
+  CollectFaults f;
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    constexpr std::string_view kStall = "stall_loop_at_stop=";
+    if (item == "unreapable_child") {
+      f.unreapable_child = true;
+    } else if (item.substr(0, kStall.size()) == kStall) {
+      std::string value(item.substr(kStall.size()));
+      char* end = nullptr;
+      double s = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !std::isfinite(s) || s <= 0)
+        return InvalidArgument("stall_loop_at_stop needs a positive number of seconds, got \"" +
+                               value + "\"");
+      f.stall_loop_at_stop_s = s;
+    } else {
+      return InvalidArgument("unknown fault \"" + std::string(item) +
+                             "\" (known: stall_loop_at_stop=SECONDS, unreapable_child)");
+    }
+  }
+  return f;
+}
+
+namespace {
+
+// Terminal status precedence: a fatal lifecycle reason -> incomplete; else required with a
+// startup failure -> failed; else complete.
+std::string TerminalStatus(const std::vector<std::string>& reasons, bool required) {
+  if (HasAny(reasons, FatalLifecycleReasons())) return "incomplete";
+  if (required && HasAny(reasons, StartupFailureReasons())) return "failed";
+  return "complete";
+}
+
+struct RunState {
+  bool interrupted = false;
+  std::optional<ChildOutcome> child;
+};
+
+// Waits for readiness in short slices so a SIGINT/SIGTERM during startup is noticed.
+bool AwaitReadiness(Collector& collector, Clock::time_point deadline, RunState& run) {
+  while (Clock::now() < deadline) {
+    auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(100));
+    if (collector.WaitReady(slice)) return true;
+    if (TakeStopSignal(std::chrono::milliseconds(0))) {
+      run.interrupted = true;
+      return false;
+    }
+  }
+  return collector.WaitReady(Clock::now());
+}
+
+void RunWorkload(const CollectOptions& o, const fs::path& power_dir, RunState& run,
+                 std::string& log) {
+  if (o.bench_argv.empty()) {
+    auto end = o.duration_s ? After(*o.duration_s) : Clock::time_point::max();
+    while (Clock::now() < end) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
+      if (TakeStopSignal(std::min(left, std::chrono::milliseconds(200)))) {
+        run.interrupted = true;
+        return;
+      }
+    }
+    return;
+  }
+  ChildOptions co;
+  co.argv = o.bench_argv;
+  co.test_unreapable = o.faults.unreapable_child;
+  std::string windows = fs::absolute(power_dir / kWindowsDir).string();
+  co.env = {{std::string(kWindowDirEnv), windows},
+            {std::string(kUpstreamWindowDirEnv), windows},
+            {std::string(kResultRootEnv), fs::absolute(o.log_dir).string()}};
+  auto pid = SpawnChild(co);
+  if (!pid.ok()) {
+    log += "gpulse collect: " + pid.error().message + "\n";
+    ChildOutcome none;
+    none.reaped = true;
+    none.exit_code = 127;
+    run.child = none;
+    return;
+  }
+  run.child = WaitChild(*pid, co);
+  if (run.child->stop_signal) run.interrupted = true;
+}
+
+}  // namespace
+
+Result<CollectOutcome> RunCollect(const CollectOptions& o) {
+  const CollectConfig& c = o.config;
+  Session s{.o = o, .power_dir = o.log_dir / c.storage_subdir};
+  std::error_code ec;
+  if (fs::exists(s.power_dir / kManifestFile, ec))
+    return InvalidArgument(s.power_dir.string() +
+                           " already holds a power package; use a new --log-dir");
+  fs::create_directories(s.power_dir / kWindowsDir, ec);
+  if (ec)
+    return Error{ErrorCode::kIo, "cannot create " + s.power_dir.string() + ": " + ec.message()};
+  auto samples = SamplesWriter::Create(s.power_dir / kSamplesFile);
+  if (!samples.ok()) return samples.error();
+  s.started_at = UnixNow();
+  if (Status st = s.Write(); !st.ok()) return st.error();
+  std::string log;
+
+  auto startup_deadline = After(c.startup_timeout_s);
+  auto endpoints = Resolve(c, startup_deadline, s.reasons, log);
+  Collector collector(c, std::move(endpoints), std::move(*samples),
+                      s.power_dir / kScrapeTimingsFile);
+  collector.Start();
+  s.status = "running";
+  if (Status st = s.Write(); !st.ok()) log += "gpulse collect: " + st.error().message + "\n";
+
+  RunState run;
+  bool ready = AwaitReadiness(collector, startup_deadline, run);
+  if (!ready && !run.interrupted) {
+    AddReason(s.reasons, reason::kExporterStartupTimeout);
+    log +=
+        "gpulse collect: not every expected GPU answered in one cycle before "
+        "startup_timeout_seconds\n";
+  }
+  bool blocked = c.required && (!ready || HasAny(s.reasons, StartupFailureReasons()));
+  if (blocked && !run.interrupted)
+    log += "gpulse collect: required telemetry is not ready: the benchmark is not started\n";
+  if (!blocked && !run.interrupted) RunWorkload(o, s.power_dir, run, log);
+
+  // Stop: final bracketing scrape and join under one absolute deadline.
+  auto join_deadline = After(c.join_timeout_s);
+  if (o.faults.stall_loop_at_stop_s > 0)
+    collector.InjectLoopStall(
+        std::chrono::milliseconds(static_cast<int64_t>(o.faults.stall_loop_at_stop_s * 1000)));
+  collector.Stop(join_deadline);
+  if (run.interrupted) AddReason(s.reasons, reason::kCollectorInterrupted);
+  if (run.child) {
+    if (!run.child->reaped) {
+      AddReason(s.reasons, reason::kBenchmarkChildReapTimeout);
+    } else if (!run.child->force_killed) {
+      auto converted = ConvertRunningWindows(s.power_dir / kWindowsDir);
+      if (!converted.ok()) log += "gpulse collect: " + converted.error().message + "\n";
+    }
+  }
+  Status closed = collector.CloseFiles(join_deadline);
+  if (!closed.ok()) {
+    AddReason(s.reasons, reason::kCollectorException);
+    log += "gpulse collect: " + closed.error().message + "\n";
+  }
+  s.collector = collector.summary();
+  for (const auto& r : s.collector.reasons) AddReason(s.reasons, r);
+  if (s.collector.sample_write_error)
+    log += "gpulse collect: samples.csv: " + *s.collector.sample_write_error + "\n";
+  s.stopped_at = UnixNow();
+
+  // Finalization through the one rule engine.
+  RecomputeInputs in{c.topology, c.interval_s, s.power_dir, o.log_dir, 1};
+  s.recomputed = Recompute(in);
+  const Recomputation& r = *s.recomputed;
+  s.sha = r.samples.sha256_hex;
+  if (!s.sha && r.samples.present) AddReason(s.reasons, reason::kSamplesDigestUnavailable);
+  std::vector<std::string> runtime = s.reasons;
+  for (const auto& d : r.reasons) AddReason(s.reasons, d);
+  s.status = TerminalStatus(s.reasons, c.required);
+  VerdictInputs v{s.status == "complete", c.required, runtime, s.sha.has_value()};
+  s.publication_valid = PublicationValid(r, v);
+  Status written = s.Write();
+
+  CollectOutcome out;
+  out.status = s.status;
+  out.publication_valid = *s.publication_valid;
+  out.reasons = s.reasons;
+  int bench = run.child ? run.child->ShellStatus() : (run.interrupted ? 130 : 0);
+  bool operational = HasAny(s.reasons, OperationalFailureReasons()) || !written.ok();
+  bool nonzero = operational || (c.required && !out.publication_valid);
+  out.exit_code = nonzero && bench == 0 ? 1 : bench;
+  if (!written.ok()) log += "gpulse collect: " + written.error().message + "\n";
+  std::string lags;
+  auto lag_text = [](const char* what, const LagHistogram& h) {
+    return fmt::format(", {} p50 {:.1f} ms p99 {:.1f} ms max {:.1f} ms", what,
+                       h.Percentile(0.5) * 1e3, h.Percentile(0.99) * 1e3, h.max() * 1e3);
+  };
+  if (s.collector.schedule_lag.count() > 0)
+    lags += lag_text("schedule lag", s.collector.schedule_lag);
+  if (s.collector.steady_schedule_lag.count() > 0)
+    lags += lag_text("after the first cycle", s.collector.steady_schedule_lag);
+  std::string reasons;
+  for (const auto& x : s.reasons) reasons += (reasons.empty() ? "" : ",") + x;
+  out.summary =
+      log + fmt::format(
+                "gpulse collect: status {}, publication_valid {}, {} cycles, {} rows, "
+                "{} missed slots{}; reasons [{}]; package {}\n",
+                s.status, out.publication_valid ? "true" : "false", s.collector.scrape_count,
+                r.samples.data_rows, s.collector.missed_slots, lags, reasons, s.power_dir.string());
+  return out;
+}
+
+}  // namespace gpulse::power

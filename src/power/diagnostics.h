@@ -1,0 +1,40 @@
+// The best-effort scrape-timings.jsonl sidecar: one daemon thread owns all of its file I/O, fed
+// through a queue of at most kMaxPendingDiagnostics records. Push never blocks and never fails the
+// caller: when the queue is full the record is dropped and counted. Close() appends the closing
+// diagnostic_summary (with dropped_records) and waits for the writer only until a deadline; a
+// writer stuck in I/O is then abandoned (it owns its state) so shutdown is never held up.
+// Thread-safe: Push and Close from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+
+#include "power/json_io.h"
+
+namespace gpulse::power {
+
+class DiagnosticsWriter {
+ public:
+  explicit DiagnosticsWriter(std::filesystem::path path, size_t max_pending = 128);
+  ~DiagnosticsWriter();
+  DiagnosticsWriter(const DiagnosticsWriter&) = delete;
+  DiagnosticsWriter& operator=(const DiagnosticsWriter&) = delete;
+
+  void Push(Json record);
+  // Builds the record only when the queue has room (else counts it dropped): a full queue costs
+  // the caller no JSON work.
+  void PushIfRoom(const std::function<Json()>& make);
+  // Returns true when the summary was written before the deadline. Idempotent.
+  bool Close(std::chrono::steady_clock::time_point deadline);
+  uint64_t dropped() const;
+
+  struct Shared;
+
+ private:
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace gpulse::power

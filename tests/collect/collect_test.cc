@@ -1,0 +1,225 @@
+// Unit tests of the collector's pieces: the scrape parser's reasons, the config rules, the
+// samples.csv writer and the window writer.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "power/artifact_writer.h"
+#include "power/collect_config.h"
+#include "power/collect_session.h"
+#include "power/contract.h"
+#include "power/diagnostics.h"
+#include "power/scrape_parse.h"
+#include "power/window_writer.h"
+#include "power/windows.h"
+
+namespace gpulse::power {
+namespace {
+
+std::string Line(const std::string& labels, const std::string& value) {
+  return "DCGM_FI_DEV_POWER_USAGE{" + labels + "} " + value + "\n";
+}
+
+bool Has(const ScrapeParse& p, std::string_view r) {
+  return std::find(p.reasons.begin(), p.reasons.end(), r) != p.reasons.end();
+}
+
+TEST(ScrapeParse, DcgmExporterFormatIgnoresOtherMetricsAndOrdersByIndex) {
+  std::string body =
+      "# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).\n"
+      "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",UUID=\"GPU-a\"} 1980\n" +
+      Line("gpu=\"1\",UUID=\"GPU-b\",Hostname=\"lies\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"",
+           "300.500000") +
+      Line("UUID=\"GPU-a\",gpu=\"0\",modelName=\"H100 \\\"SXM\\\"\"", "100.000000");
+  ScrapeParse p = ParsePowerScrape(body);
+  ASSERT_TRUE(p.reasons.empty());
+  ASSERT_EQ(p.gpus.size(), 2u);
+  EXPECT_EQ(p.gpus[0].gpu_index, 0);
+  EXPECT_EQ(p.gpus[0].uuid, "GPU-a");
+  EXPECT_EQ(p.gpus[1].power_w, 300.5);
+}
+
+TEST(ScrapeParse, EveryReason) {
+  EXPECT_TRUE(Has(ParsePowerScrape("up 1\n"), reason::kPowerMetricMissing));
+  auto dup =
+      ParsePowerScrape(Line("gpu=\"0\",UUID=\"a\"", "1") + Line("gpu=\"0\",UUID=\"a\"", "2") +
+                       Line("gpu=\"1\",UUID=\"b\"", "3"));
+  EXPECT_TRUE(Has(dup, reason::kDuplicatePowerMetric));
+  ASSERT_EQ(dup.gpus.size(), 1u);
+  EXPECT_EQ(dup.gpus[0].gpu_index, 1);
+  auto mig = ParsePowerScrape(Line("gpu=\"0\",UUID=\"a\",GPU_I_ID=\"1\"", "1"));
+  EXPECT_TRUE(Has(mig, reason::kMigInstanceUnsupported));
+  EXPECT_FALSE(Has(mig, reason::kPowerMetricMissing));
+  EXPECT_TRUE(
+      Has(ParsePowerScrape(Line("gpu=\"0\",UUID=\"a\"", "NaN")), reason::kInvalidPowerValue));
+  EXPECT_TRUE(
+      Has(ParsePowerScrape(Line("gpu=\"0\",UUID=\"a\"", "-1.0")), reason::kInvalidPowerValue));
+  EXPECT_TRUE(Has(ParsePowerScrape(Line("UUID=\"a\"", "1")), reason::kGpuIndexMissing));
+  EXPECT_TRUE(Has(ParsePowerScrape(Line("gpu=\"x\",UUID=\"a\"", "1")), reason::kGpuIndexMissing));
+  EXPECT_TRUE(Has(ParsePowerScrape(Line("gpu=\"-1\",UUID=\"a\"", "1")), reason::kGpuIndexMissing));
+  EXPECT_TRUE(Has(ParsePowerScrape(Line("gpu=\"0\",UUID=\"\"", "1")), reason::kGpuUuidMissing));
+  auto garbage = ParsePowerScrape("{{{ not prometheus\n");
+  EXPECT_EQ(garbage.reasons, std::vector<std::string>{std::string(reason::kEndpointParseError)});
+  EXPECT_TRUE(garbage.gpus.empty());
+}
+
+const char* kConfig = R"(telemetry:
+  enabled: true
+  collect_interval_ms: 1000
+  request_timeout_seconds: 2
+  dcgm_exporter: {container_image: dcgm-exporter, port: 9401}
+endpoints:
+  - {hostname: n0, address: 127.0.0.1}
+workers:
+  - {hostname: n0, gpus: [0, 1], worker_role: prefill, worker_index: 0, het_group: 0}
+benchmark: {type: sa-bench, concurrencies: [4, 8]}
+)";
+
+TEST(CollectConfig, ValidConfigAndDefaults) {
+  auto c = ParseCollectConfig(kConfig);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->join_timeout_s, 12.0);
+  EXPECT_EQ(c->endpoints[0].port, 9401);
+  EXPECT_EQ(c->topology.devices.size(), 2u);
+  EXPECT_EQ(c->topology.windows.size(), 2u);
+  EXPECT_EQ(c->exporter.command, kDefaultExporterCommand);
+}
+
+TEST(CollectConfig, JoinTimeoutMustExceedTwoCyclesStrictly) {
+  std::string text = kConfig;
+  text.insert(text.find("  dcgm_exporter"), "  collector_join_timeout_seconds: 10\n");
+  auto c = ParseCollectConfig(text);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("greater than two full collector cycles"), std::string::npos);
+}
+
+TEST(CollectConfig, ConflictingRolesAndUnknownHostsAreRejected) {
+  std::string text = kConfig;
+  text.insert(
+      text.find("benchmark:"),
+      "  - {hostname: n0, gpus: [1], worker_role: decode, worker_index: 0, het_group: 0}\n");
+  auto c = ParseCollectConfig(text);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("conflicting_worker_roles"), std::string::npos);
+  std::string other = kConfig;
+  other.replace(other.find("{hostname: n0, gpus"), 14, "{hostname: n9,");
+  auto d = ParseCollectConfig(other);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("no entry in endpoints"), std::string::npos);
+}
+
+std::filesystem::path TempDir() {
+  auto d = std::filesystem::temp_directory_path() /
+           ("gpulse-collect-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+std::string Read(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(SamplesWriter, HeaderIsPinnedAndAFailedBatchLeavesNoPartialRow) {
+  auto dir = TempDir();
+  auto w = SamplesWriter::Create(dir / "samples.csv");
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w->Append({{1000.5, 0, "n0", 0, "GPU-a", 100.25}}).ok());
+  EXPECT_EQ(Read(dir / "samples.csv"),
+            "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w\n"
+            "1,1000.5,0,n0,0,GPU-a,100.25\n");
+  std::string before = Read(dir / "samples.csv");
+  std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  getrlimit(RLIMIT_FSIZE, &old);
+  rlimit small{before.size() + 40, old.rlim_max};
+  setrlimit(RLIMIT_FSIZE, &small);
+  std::vector<SampleRecord> batch(4, SampleRecord{1001.0, 1, "n0", 0, "GPU-a", 100.0});
+  Status s = w->Append(batch);
+  setrlimit(RLIMIT_FSIZE, &old);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message.rfind("EFBIG", 0), 0u) << s.error().message;
+  EXPECT_EQ(Read(dir / "samples.csv"), before);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(WindowWriter, WrittenWindowsParseAndRunningBecomesInterrupted) {
+  auto dir = TempDir();
+  WindowStamp w{"sa-bench",   4,         "results/c4.json", 1000.0, std::nullopt,
+                std::nullopt, "running", std::nullopt};
+  ASSERT_TRUE(WriteWindow(dir, w).ok());
+  w.result_path = "results/c8.json";
+  w.concurrency = 8;
+  w.end_unix = 1010.0;
+  w.duration_s = 10.0;
+  w.status = "completed";
+  ASSERT_TRUE(WriteWindow(dir, w).ok());
+  auto converted = ConvertRunningWindows(dir);
+  ASSERT_TRUE(converted.ok());
+  EXPECT_EQ(*converted, std::vector<std::string>{"c4.json"});
+  for (const char* name : {"c4.json", "c8.json"}) {
+    auto doc = ReadJsonFile(dir / name);
+    ASSERT_TRUE(doc.ok());
+    auto parsed = ParseWindowFile(*doc, std::string("windows/") + name);
+    ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  }
+  EXPECT_EQ(ReadJsonFile(dir / "c4.json")->at("status"), "interrupted");
+  EXPECT_FALSE(RelativeResultPath(dir, "/etc/passwd").ok());
+  std::filesystem::remove_all(dir);
+}
+
+// The writer thread blocks in opening a FIFO nobody reads yet, so it cannot drain the queue: pushes
+// beyond the bound are dropped and counted, never block the caller, and the count lands in the
+// closing diagnostic_summary once a reader appears.
+TEST(DiagnosticsWriter, OverflowDropsRecordsAndCountsThem) {
+  auto dir = TempDir();
+  auto fifo = dir / "scrape-timings.jsonl";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  DiagnosticsWriter writer(fifo, /*max_pending=*/4);
+  for (int i = 0; i < 10; ++i) writer.Push(Json{{"event", "scrape"}, {"scrape_seq", i}});
+  EXPECT_EQ(writer.dropped(), 6u);
+  int reader = ::open(fifo.c_str(), O_RDONLY);  // meets the writer's blocked open
+  ASSERT_GE(reader, 0);
+  std::thread closer(
+      [&] { writer.Close(std::chrono::steady_clock::now() + std::chrono::seconds(30)); });
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(reader, buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<size_t>(n));
+  closer.join();
+  ::close(reader);
+  std::vector<Json> records;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) records.push_back(Json::parse(line));
+  ASSERT_EQ(records.size(), 5u) << text;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(records[i].at("scrape_seq"), i);
+  EXPECT_EQ(records[4], (Json{{"event", "diagnostic_summary"}, {"dropped_records", 6}}));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CollectFaults, ParsesKnownFaultsAndRejectsOthers) {
+  auto f = ParseCollectFaults("stall_loop_at_stop=2.5,unreapable_child");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->stall_loop_at_stop_s, 2.5);
+  EXPECT_TRUE(f->unreapable_child);
+  EXPECT_FALSE(ParseCollectFaults("stall_loop_at_stop=-1").ok());
+  EXPECT_FALSE(ParseCollectFaults("stall_loop_at_stop=").ok());
+  auto bad = ParseCollectFaults("disk_full");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("unknown fault \"disk_full\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpulse::power

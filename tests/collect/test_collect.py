@@ -1,0 +1,476 @@
+"""End-to-end tests of `gpulse collect` and `gpulse window`: real `gpulse exporter --simulate`
+processes on loopback as endpoints, a misbehaving local HTTP server, and the package checked by
+`gpulse validate-power` and the JSON Schema. Run with Debian's /usr/bin/python3."""
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+from gpulse_e2e import GPULSE, SOURCE_DIR, validate  # noqa: E402
+from exporter_e2e import Exporter  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HEADER = "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w"
+
+
+def config_text(endpoints, workers, interval_ms=200, required=True, startup=15, concurrencies=(4, 8),
+                request_timeout=1):
+    lines = ["job_id: test-job", "run_name: e2e", "telemetry:", "  enabled: true",
+             f"  collect_interval_ms: {interval_ms}", "  storage_subdir: power", f"  required: {str(required).lower()}",
+             f"  startup_timeout_seconds: {startup}", f"  request_timeout_seconds: {request_timeout}",
+             "  dcgm_exporter:", "    container_image: gpulse", "    port: 9400",
+             "    command: gpulse exporter -a :{port}", "endpoints:"]
+    for host, port, path in endpoints:
+        lines.append(f"  - {{hostname: {host}, address: 127.0.0.1, port: {port}, path: {path}}}")
+    lines.append("workers:")
+    for host, gpus, role, index, het in workers:
+        lines.append(f"  - {{hostname: {host}, gpus: {list(gpus)}, worker_role: {role}, worker_index: {index}, "
+                     f"worker_process: 0, het_group: {het}}}")
+    lines += ["benchmark:", "  type: sa-bench", f"  concurrencies: {list(concurrencies)}"]
+    return "\n".join(lines) + "\n"
+
+
+def window_cmd(concurrency, seconds):
+    result = f"$GPULSE_RESULT_ROOT/results/sa-bench-c{concurrency}.json"
+    return (f"{GPULSE} window run --type sa-bench --concurrency {concurrency} --result {result} -- "
+            f"sh -c 'sleep {seconds}; echo \"{{\\\"concurrency\\\": {concurrency}}}\" > {result}'")
+
+
+class CollectTestCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        os.makedirs(os.path.join(self.dir, "logs", "results"))
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.tmp.cleanup()
+
+    def write_config(self, text):
+        path = os.path.join(self.dir, "collect.yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def collect(self, config, *bench, extra=(), timeout=120, preexec=None):
+        return subprocess.run([GPULSE, "collect", "--config", config, "--log-dir", self.logs, *extra,
+                               *(["--", *bench] if bench else [])], capture_output=True, text=True,
+                              timeout=timeout, preexec_fn=preexec)
+
+    @property
+    def logs(self):
+        return os.path.join(self.dir, "logs")
+
+    @property
+    def power(self):
+        return os.path.join(self.logs, "power")
+
+    def manifest(self):
+        with open(os.path.join(self.power, "manifest.json")) as f:
+            return json.load(f)
+
+    def validate_power(self, *extra):
+        return subprocess.run([GPULSE, "validate-power", "--power-dir", self.power, "--result-root", self.logs,
+                               *extra], capture_output=True, text=True, timeout=60)
+
+    def start_bad_server(self, **env):
+        port_file = os.path.join(self.dir, f"port{len(self.procs)}")
+        p = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "misbehaving_server.py"), port_file],
+                             env=dict(os.environ, **{k: str(v) for k, v in env.items()}))
+        self.procs.append(p)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(port_file):
+            if time.monotonic() > deadline or p.poll() is not None:
+                self.fail("misbehaving server did not start")
+            time.sleep(0.05)
+        with open(port_file) as f:
+            return int(f.read())
+
+
+class PublishableRun(CollectTestCase):
+    def scenario(self, name):
+        """1xH200 under another name: the simulator derives UUIDs from it, so every node differs."""
+        with open(os.path.join(SOURCE_DIR, "sim", "scenarios", "1xH200.yaml")) as f:
+            text = f.read().replace("name: 1xH200", f"name: {name}", 1)
+        path = os.path.join(self.dir, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_four_exporters_two_roles_two_het_groups_two_windows(self):
+        exporters = [Exporter("--simulate", self.scenario(f"node{i}"), "--hostname", f"lies{i}") for i in range(4)]
+        try:
+            eps = [(f"node{i}", e.port, "/metrics") for i, e in enumerate(exporters)]
+            workers = [("node0", [0], "prefill", 0, 0), ("node1", [0], "prefill", 1, 0),
+                       ("node2", [0], "decode", 0, 1), ("node3", [0], "decode", 1, 1)]
+            cfg = self.write_config(config_text(eps, workers))
+            bench = f"{window_cmd(4, 4)} && {window_cmd(8, 4)}"
+            p = self.collect(cfg, "sh", "-c", bench)
+        finally:
+            for e in exporters:
+                e.stop()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = self.manifest()
+        self.assertEqual(m["status"], "complete", p.stderr)
+        self.assertTrue(m["publication_valid"], json.dumps(m["window_validations"], indent=1) + p.stderr)
+        self.assertEqual(sorted(d["hostname"] for d in m["observed_devices"]), ["node0", "node1", "node2", "node3"])
+        validate(m, "power-manifest.schema.json")
+        v = self.validate_power("--expect-role", "prefill=2", "--expect-role", "decode=2",
+                                "--require-distinct-het-groups")
+        self.assertEqual(v.returncode, 0, v.stdout + v.stderr)
+        with open(os.path.join(self.power, "samples.csv")) as f:
+            rows = f.read().splitlines()
+        self.assertEqual(rows[0], HEADER)
+        keys = [tuple(r.split(",")[2:5]) for r in rows[1:]]
+        self.assertEqual(len(keys), len(set(keys)), "(scrape_seq, hostname, gpu_index) must be unique")
+        self.assertNotIn("lies", "".join(rows), "hostname comes from the endpoint map")
+        for name in ("sa-bench-c4", "sa-bench-c8"):
+            with open(os.path.join(self.power, "windows", name + ".json")) as f:
+                w = json.load(f)
+            with open(os.path.join(self.logs, "results", name + ".json")) as f:
+                r = json.load(f)
+            self.assertEqual(w["status"], "completed")
+            self.assertEqual(w["result_path"], f"results/{name}.json")
+            for k in ("benchmark_start_time_unix", "benchmark_end_time_unix", "duration"):
+                self.assertEqual(w[k], r[k])
+            validate(w, "power-window.schema.json")
+        self.check_timings(m)
+
+    def check_timings(self, m):
+        with open(os.path.join(self.power, "scrape-timings.jsonl")) as f:
+            records = [json.loads(l) for l in f]
+        self.assertEqual(records[-1], {"event": "diagnostic_summary", "dropped_records": 0})
+        scrapes = [r for r in records if r["event"] == "scrape"]
+        cycles = [r for r in records if r["event"] == "cycle_write"]
+        self.assertEqual(len(cycles), m["scrape_count"])
+        self.assertIsNone(cycles[-1]["scheduled_at_unix"], "the final bracketing scrape has no slot")
+        self.assertIsNone([s for s in scrapes if s["scrape_seq"] == cycles[-1]["scrape_seq"]][0]["schedule_lag_seconds"])
+        for r in records:
+            validate(r, "scrape-timings-record.schema.json")
+        with open(os.path.join(self.power, "samples.csv")) as f:
+            rows = [r.split(",") for r in f.read().splitlines()[1:]]
+        stamps = {(r[3], int(r[2])): float(r[1]) for r in rows}
+        for s in scrapes:
+            if s["row_count"]:
+                self.assertEqual(stamps[(s["hostname"], s["scrape_seq"])], s["sample_timestamp_unix"])
+
+
+class Misbehaving(CollectTestCase):
+    PATHS = ["ok", "http500", "garbage", "dup", "mig", "nan", "noindex", "nouuid", "nometric", "slow", "flaky"]
+
+    def test_every_scrape_reason_is_recorded_and_best_effort_keeps_the_benchmark_code(self):
+        port = self.start_bad_server(SLOW_SECONDS=2.5, FLAKY_FAILURES=2)
+        eps = [(p, port, "/" + p) for p in self.PATHS]
+        workers = [(p, [0], "agg", i, None) for i, p in enumerate(self.PATHS)]
+        cfg = self.write_config(config_text(eps, workers, interval_ms=500, required=False, startup=2,
+                                            request_timeout=1).replace("het_group: None", "het_group: null"))
+        p = self.collect(cfg, "sh", "-c", "sleep 2; exit 3")
+        self.assertEqual(p.returncode, 3, "best effort keeps the benchmark's exit code: " + p.stderr)
+        m = self.manifest()
+        for code in ["endpoint_http_error", "endpoint_parse_error", "duplicate_power_metric",
+                     "mig_instance_unsupported", "invalid_power_value", "gpu_index_missing", "gpu_uuid_missing",
+                     "power_metric_missing", "endpoint_timeout", "exporter_startup_timeout",
+                     "measurement_window_missing", "expected_device_missing", "sample_schedule_overrun"]:
+            self.assertIn(code, m["reason_codes"], p.stderr)
+        self.assertEqual(m["status"], "complete", "best effort survives a startup timeout")
+        self.assertFalse(m["publication_valid"])
+        hosts = {d["hostname"] for d in m["observed_devices"]}
+        self.assertEqual(hosts, {"ok", "flaky"}, "an endpoint recovers on a later cycle; a timeout never reuses stale power")
+        validate(m, "power-manifest.schema.json")
+        self.assertEqual(self.validate_power().returncode, 1)
+
+    def test_required_startup_failure_blocks_the_benchmark(self):
+        port = self.start_bad_server()
+        cfg = self.write_config(config_text([("a", port, "/http500")], [("a", [0], "agg", 0, 0)],
+                                            required=True, startup=1))
+        marker = os.path.join(self.dir, "ran")
+        t0 = time.monotonic()
+        p = self.collect(cfg, "touch", marker)
+        self.assertLess(time.monotonic() - t0, 15)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertFalse(os.path.exists(marker), "required telemetry that never got ready blocks the benchmark")
+        m = self.manifest()
+        self.assertEqual(m["status"], "failed")
+        self.assertIn("exporter_startup_timeout", m["reason_codes"])
+        self.assertFalse(m["publication_valid"])
+
+    def test_unresolvable_endpoint(self):
+        cfg = self.write_config(config_text([("a", 9, "/metrics")], [("a", [0], "agg", 0, 0)], startup=1)
+                                .replace("address: 127.0.0.1", "address: no-such-host.invalid"))
+        p = self.collect(cfg, "true")
+        self.assertNotEqual(p.returncode, 0)
+        m = self.manifest()
+        self.assertIn("endpoint_resolution_failed", m["reason_codes"])
+        self.assertEqual(m["status"], "failed")
+
+
+class Lifecycle(CollectTestCase):
+    def one_exporter_config(self, exporter, **kw):
+        return self.write_config(config_text([("node0", exporter.port, "/metrics")],
+                                             [("node0", [0], "prefill", 0, 0)], concurrencies=(4,), **kw))
+
+    def test_exporter_dies_mid_window(self):
+        e = Exporter("--simulate", "1xH200")
+        cfg = self.one_exporter_config(e, required=False)
+        killer = f"sleep 1.5; kill {e.proc.pid}"
+        p = self.collect(cfg, "sh", "-c", f"{window_cmd(4, 3)} & {killer}; wait")
+        e.stop()
+        m = self.manifest()
+        self.assertIn("exporter_exited", m["reason_codes"], p.stderr)
+        self.assertEqual(m["status"], "incomplete")
+        self.assertFalse(m["publication_valid"])
+        self.assertEqual(p.returncode, 0, "best effort: the benchmark's own exit code")
+
+    def test_sigterm_during_a_window(self):
+        with Exporter("--simulate", "1xH200") as e:
+            cfg = self.one_exporter_config(e)
+            proc = subprocess.Popen([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--", "sh", "-c",
+                                     window_cmd(4, 30)], stderr=subprocess.PIPE, text=True)
+            self.procs.append(proc)
+            wpath = os.path.join(self.power, "windows", "sa-bench-c4.json")
+            deadline = time.monotonic() + 30
+            while not os.path.exists(wpath) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(1)
+            rows_before = open(os.path.join(self.power, "samples.csv")).read().count("\n")
+            proc.send_signal(signal.SIGTERM)
+            err = proc.communicate(timeout=60)[1]
+        self.assertNotEqual(proc.returncode, 0)
+        m = self.manifest()
+        self.assertIn("collector_interrupted", m["reason_codes"], err)
+        self.assertEqual(m["status"], "incomplete")
+        self.assertFalse(m["publication_valid"])
+        self.assertGreaterEqual(m["sample_row_count"], rows_before - 1, "rows already written stay")
+        with open(wpath) as f:
+            w = json.load(f)
+        self.assertEqual(w["status"], "interrupted", "a reaped child's running window is converted")
+        self.assertEqual(w["reason"], "benchmark did not reach a formal end boundary")
+
+    def test_full_disk_is_a_sample_write_error_without_a_partial_row(self):
+        """A file size limit (RLIMIT_FSIZE, as a full disk would) makes a samples.csv append fail.
+        The limit applies to scrape-timings.jsonl too, so samples.csv must reach it first for the
+        failing cycle's cycle_write record to land: a long hostname (in every sample row, but once
+        per scrape record) makes samples.csv grow about twice as fast as the diagnostics."""
+        limit = 16 * 1024
+        host = "node0-" + "x" * 120
+
+        def small_files():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        with Exporter("--simulate", "8xH100") as e:
+            cfg = self.write_config(config_text([(host, e.port, "/metrics")],
+                                                [(host, list(range(8)), "agg", 0, 0)], interval_ms=100,
+                                                required=True, concurrencies=(4,)))
+            p = self.collect(cfg, extra=("--duration", "4"), preexec=small_files)
+        self.assertNotEqual(p.returncode, 0)
+        m = self.manifest()
+        self.assertIn("collector_exception", m["reason_codes"], p.stderr)
+        self.assertEqual(m["status"], "incomplete")
+        self.assertIn("samples.csv: EFBIG", p.stderr)
+        with open(os.path.join(self.power, "samples.csv"), "rb") as f:
+            data = f.read()
+        self.assertTrue(data.endswith(b"\n"), "no partial row")
+        self.assertEqual(m["sample_row_count"], data.count(b"\n") - 1)
+        self.assertEqual(m["sample_row_count"] % 8, 0, "whole cycles only")
+        with open(os.path.join(self.power, "scrape-timings.jsonl"), "rb") as f:
+            lines = f.read().split(b"\n")
+        cycles = [json.loads(l) for l in lines if b'"cycle_write"' in l and l.endswith(b"}")]
+        failed = [c for c in cycles if not c["sample_write_completed"]]
+        self.assertTrue(failed, "the failing cycle's cycle_write record is in scrape-timings.jsonl")
+        self.assertEqual(failed[0]["sample_write_error"], "EFBIG")
+        self.assertEqual(sum(c["row_count"] for c in cycles if c["sample_write_completed"]),
+                         m["sample_row_count"], "every completed cycle's rows, and only those, are in samples.csv")
+
+    def window_begin_cmd(self, concurrency):
+        result = f"$GPULSE_RESULT_ROOT/results/sa-bench-c{concurrency}.json"
+        return f"{GPULSE} window begin --type sa-bench --concurrency {concurrency} --result {result}"
+
+    def test_collector_join_timeout_fails_in_best_effort_mode(self):
+        """The loop thread stuck past collector_join_timeout_seconds (injected: a stuck write or
+        parse cannot be provoked from outside) is abandoned; the package is finalized anyway."""
+        with Exporter("--simulate", "1xH200") as e:
+            cfg = self.one_exporter_config(e, required=False)
+            with open(cfg) as f:
+                text = f.read().replace("request_timeout_seconds: 1",
+                                        "request_timeout_seconds: 1\n  collector_join_timeout_seconds: 6.5")
+            with open(cfg, "w") as f:
+                f.write(text)
+            # Stuck for 600 s: the run's 60 s timeout proves finalization does not wait for it.
+            env = dict(os.environ, GPULSE_COLLECT_TEST_FAULT="stall_loop_at_stop=600")
+            p = subprocess.run([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--", "sh", "-c",
+                                window_cmd(4, 1)], capture_output=True, text=True, timeout=60, env=env)
+        self.assertNotEqual(p.returncode, 0, "an operational failure fails even best effort: " + p.stderr)
+        m = self.manifest()
+        self.assertIn("collector_join_timeout", m["reason_codes"], p.stderr)
+        self.assertEqual(m["status"], "incomplete")
+        self.assertFalse(m["publication_valid"])
+        self.assertGreater(m["sample_row_count"], 0, "rows already written stay")
+        self.assertIsNotNone(m["samples_sha256"])
+        validate(m, "power-manifest.schema.json")
+
+    def test_unreaped_child_leaves_running_windows_alone(self):
+        """A benchmark that ignores SIGTERM is force-killed after the grace period; when it cannot
+        be proven reaped (injected: an unkillable child needs root) its running window is not
+        converted and the run fails in either mode."""
+        with Exporter("--simulate", "1xH200") as e:
+            cfg = self.one_exporter_config(e, required=False)
+            env = dict(os.environ, GPULSE_COLLECT_TEST_FAULT="unreapable_child")
+            bench = f"trap '' TERM; {self.window_begin_cmd(4)}; sleep 60"
+            proc = subprocess.Popen([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--", "sh", "-c",
+                                     bench], stderr=subprocess.PIPE, text=True, env=env)
+            self.procs.append(proc)
+            wpath = os.path.join(self.power, "windows", "sa-bench-c4.json")
+            deadline = time.monotonic() + 30
+            while not os.path.exists(wpath) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            err = proc.communicate(timeout=60)[1]
+        self.assertNotEqual(proc.returncode, 0)
+        m = self.manifest()
+        self.assertIn("benchmark_child_reap_timeout", m["reason_codes"], err)
+        self.assertIn("collector_interrupted", m["reason_codes"])
+        self.assertEqual(m["status"], "incomplete")
+        with open(wpath) as f:
+            self.assertEqual(json.load(f)["status"], "running", "only a reaped child's windows are converted")
+
+    def test_unreadable_samples_file_has_no_digest(self):
+        """samples.csv replaced by a directory under the running collector: the digest cannot be
+        computed at finalization."""
+        with Exporter("--simulate", "1xH200") as e:
+            cfg = self.one_exporter_config(e, required=False)
+            proc = subprocess.Popen([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--duration", "3"],
+                                    stderr=subprocess.PIPE, text=True)
+            self.procs.append(proc)
+            csv = os.path.join(self.power, "samples.csv")
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if os.path.exists(csv):
+                    with open(csv) as f:
+                        if f.read().count("\n") > 1:
+                            break
+                time.sleep(0.05)
+            os.rename(csv, csv + ".moved")
+            os.mkdir(csv)
+            err = proc.communicate(timeout=60)[1]
+        m = self.manifest()
+        self.assertIn("samples_digest_unavailable", m["reason_codes"], err)
+        self.assertIsNone(m["samples_sha256"])
+        self.assertFalse(m["publication_valid"])
+        validate(m, "power-manifest.schema.json")
+
+    def test_blocked_diagnostics_never_cost_a_sample(self):
+        """scrape-timings.jsonl is a FIFO nobody reads: its writer thread never gets the file open,
+        its queue fills (128) and every further record is dropped; samples.csv is unaffected."""
+        os.makedirs(self.power)
+        os.mkfifo(os.path.join(self.power, "scrape-timings.jsonl"))
+        with Exporter("--simulate", "8xH100") as e:
+            cfg = self.write_config(config_text([("node0", e.port, "/metrics")],
+                                                [("node0", list(range(8)), "agg", 0, 0)], interval_ms=100,
+                                                required=False, concurrencies=(4,)))
+            p = self.collect(cfg, extra=("--duration", "8"))
+        m = self.manifest()
+        self.assertGreater(m["scrape_count"], 64, "more records (two a cycle) than the queue holds: " + p.stderr)
+        self.assertNotIn("endpoint_timeout", m["reason_codes"], p.stderr)
+        self.assertEqual(m["sample_row_count"], 8 * (m["scrape_count"] - m["missed_sample_count"]),
+                         "every cycle's rows are written")
+        for code in ("collector_exception", "collector_join_timeout"):
+            self.assertNotIn(code, m["reason_codes"])
+        self.assertIsNotNone(m["samples_sha256"])
+
+
+class Config(CollectTestCase):
+    def test_invalid_values_are_rejected_before_anything_starts(self):
+        base = config_text([("a", 9400, "/metrics")], [("a", [0], "agg", 0, 0)])
+        cases = {
+            "collect_interval_ms: 200": ("collect_interval_ms: 3500", "exceeds the 3000 ms max sample gap"),
+            "storage_subdir: power": ("storage_subdir: ../power", "safe relative path"),
+            "request_timeout_seconds: 1": ("request_timeout_seconds: 1\n  collector_join_timeout_seconds: 6",
+                                           "greater than two full collector cycles"),
+            "port: 9400\n": ("port: 70000\n", "port must be in 1..65535"),
+            "container_image: gpulse": ("container_image: ''", "container_image must be non-empty"),
+            "worker_role: agg": ("worker_role: boss", "worker_role must be one of"),
+            "concurrencies: [4, 8]": ("concurrencies: [4, 4]", "unique positive benchmark.concurrencies"),
+            "startup_timeout_seconds: 15": ("startup_timeout_seconds: -1", "must be finite and positive"),
+            "enabled: true": ("enabled: true\n  bogus: 1", "unknown key telemetry.bogus"),
+        }
+        for old, (new, message) in cases.items():
+            with self.subTest(new=new):
+                self.assertIn(old, base)
+                cfg = self.write_config(base.replace(old, new, 1))
+                p = self.collect(cfg, "true")
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(message, p.stderr)
+                self.assertFalse(os.path.exists(self.power), "nothing starts on a bad config")
+
+
+class WindowCommands(CollectTestCase):
+    def env(self):
+        windows = os.path.join(self.power, "windows")
+        os.makedirs(windows, exist_ok=True)
+        return dict(os.environ, GPULSE_MEASUREMENT_WINDOW_DIR=windows, GPULSE_RESULT_ROOT=self.logs)
+
+    def test_begin_end_and_failed_run(self):
+        env = self.env()
+        result = os.path.join(self.logs, "results", "r1.json")
+        with open(result, "w") as f:
+            f.write('{"x": 1}')
+        run = lambda *a: subprocess.run([GPULSE, "window", *a], capture_output=True, text=True, env=env, timeout=30)
+        self.assertEqual(run("begin", "--concurrency", "2", "--result", result).returncode, 0)
+        with open(os.path.join(self.power, "windows", "r1.json")) as f:
+            self.assertEqual(json.load(f)["status"], "running")
+        time.sleep(0.2)
+        p = run("end", "--result", result)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.power, "windows", "r1.json")) as f:
+            w = json.load(f)
+        with open(result) as f:
+            r = json.load(f)
+        self.assertEqual(w["status"], "completed")
+        self.assertGreater(w["duration"], 0.15)
+        self.assertEqual((w["benchmark_start_time_unix"], w["benchmark_end_time_unix"], w["duration"]),
+                         (r["benchmark_start_time_unix"], r["benchmark_end_time_unix"], r["duration"]))
+        self.assertEqual(r["x"], 1)
+        failed = os.path.join(self.logs, "results", "r2.json")
+        p = run("run", "--concurrency", "3", "--result", failed, "--", "sh", "-c", "exit 5")
+        self.assertEqual(p.returncode, 5)
+        with open(os.path.join(self.power, "windows", "r2.json")) as f:
+            w = json.load(f)
+        self.assertEqual(w["status"], "failed")
+        self.assertIn("status 5", w["reason"])
+        validate(w, "power-window.schema.json")
+        outside = run("run", "--concurrency", "3", "--result", "/tmp/elsewhere.json", "--", "true")
+        self.assertEqual(outside.returncode, 2)
+        self.assertIn("outside the result root", outside.stderr)
+
+    def test_python_module(self):
+        env = self.env()
+        env["PYTHONPATH"] = os.path.join(SOURCE_DIR, "contrib")
+        code = ("import gpulse_window, json, os, time\n"
+                "res = os.path.join(os.environ['GPULSE_RESULT_ROOT'], 'results', 'py.json')\n"
+                "json.dump({'ok': True}, open(res, 'w'))\n"
+                "with gpulse_window.MeasurementWindow('sa-bench', 16, res) as w:\n"
+                "    time.sleep(0.1)\n"
+                "assert gpulse_window.MeasurementWindow.create('sa-bench', 16, None) is None\n")
+        p = subprocess.run(["/usr/bin/python3", "-c", code], env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.power, "windows", "py.json")) as f:
+            w = json.load(f)
+        with open(os.path.join(self.logs, "results", "py.json")) as f:
+            r = json.load(f)
+        self.assertEqual(w["status"], "completed")
+        self.assertEqual(w["duration"], r["duration"])
+        validate(w, "power-window.schema.json")
+
+
+if __name__ == "__main__":
+    unittest.main()
