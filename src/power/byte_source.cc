@@ -1,12 +1,15 @@
 #include "power/byte_source.h"
 
 #include <fcntl.h>
+#include <string.h>  // memrchr
 #include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 namespace gpulse::power {
 namespace {
@@ -25,7 +28,6 @@ class FileSource : public ByteSource {
       if (errno != EINTR) return Error{ErrorCode::kIo, std::strerror(errno)};
     }
   }
-
  private:
   int fd_;
   uint64_t size_;
@@ -67,45 +69,62 @@ std::unique_ptr<ByteSource> MemorySource(std::string_view bytes) {
   return std::make_unique<MemSource>(bytes);
 }
 
-Status ForEachLine(const ByteSource& src, uint64_t begin, uint64_t end, size_t buffer_bytes,
-                   const std::function<void(std::string_view, int64_t)>& on_line,
-                   const std::function<void(int64_t)>& on_overlong, Sha256* digest) {
-  std::vector<char> buf(std::max<size_t>(buffer_bytes, 64));
-  size_t have = 0;        // bytes in buf
+Status ForEachBlock(const ByteSource& src, uint64_t begin, uint64_t end, size_t max_line_bytes,
+                    const std::function<void(std::string_view)>& on_block,
+                    const std::function<void()>& on_overlong, Sha256* digest) {
+  const size_t capacity = std::max<size_t>(max_line_bytes, 64);
+  const size_t step = std::min(capacity, kReadStepBytes);
+  // Not value-initialised: only the pages that lines actually reach are touched.
+  std::unique_ptr<char[]> buf(new char[capacity]);
+  size_t have = 0;        // bytes of an unfinished line at the start of buf
   bool skipping = false;  // inside an overlong line, dropping bytes until '\n'
-  int64_t line_no = 0;
   uint64_t offset = begin;
   while (offset < end) {
-    size_t want = std::min<uint64_t>(buf.size() - have, end - offset);
-    auto got = src.ReadAt(offset, buf.data() + have, want);
+    size_t want = std::min<uint64_t>(std::min(step, capacity - have), end - offset);
+    auto got = src.ReadAt(offset, buf.get() + have, want);
     if (!got.ok()) return got.error();
     if (*got == 0) break;  // the file shrank under us: treat as its end
-    if (digest) digest->Update(std::string_view(buf.data() + have, *got));
+    if (digest) digest->Update(std::string_view(buf.get() + have, *got));
     offset += *got;
     size_t total = have + *got, pos = 0;
-    while (pos < total) {
-      const char* nl = static_cast<const char*>(std::memchr(buf.data() + pos, '\n', total - pos));
-      if (!nl) break;
-      size_t len = static_cast<size_t>(nl - (buf.data() + pos));
-      ++line_no;
-      if (skipping) {
-        skipping = false;  // the overlong line was already reported
-      } else {
-        on_line(std::string_view(buf.data() + pos, len), line_no);
-      }
-      pos += len + 1;
+    if (skipping) {  // have == 0 here
+      const void* nl = std::memchr(buf.get(), '\n', total);
+      if (!nl) continue;
+      pos = static_cast<size_t>(static_cast<const char*>(nl) - buf.get()) + 1;
+      skipping = false;
+    }
+    const void* last = memrchr(buf.get() + pos, '\n', total - pos);
+    if (last) {
+      size_t stop = static_cast<size_t>(static_cast<const char*>(last) - buf.get()) + 1;
+      on_block(std::string_view(buf.get() + pos, stop - pos));
+      pos = stop;
     }
     have = total - pos;
-    if (have == buf.size()) {  // one line fills the buffer: report it once and drop it
-      if (!skipping) on_overlong(line_no + 1);
+    if (have == capacity) {  // one line fills the buffer: report it once and drop it
+      on_overlong();
       skipping = true;
       have = 0;
     } else if (pos > 0 && have > 0) {
-      std::memmove(buf.data(), buf.data() + pos, have);
+      std::memmove(buf.get(), buf.get() + pos, have);
     }
   }
-  if (have > 0 && !skipping) on_line(std::string_view(buf.data(), have), ++line_no);
+  if (have > 0 && !skipping) on_block(std::string_view(buf.get(), have));
   return Status::Ok();
+}
+
+Status ForEachLine(const ByteSource& src, uint64_t begin, uint64_t end, size_t buffer_bytes,
+                   const std::function<void(std::string_view, int64_t)>& on_line,
+                   const std::function<void(int64_t)>& on_overlong, Sha256* digest) {
+  int64_t line_no = 0;
+  auto lines = [&](std::string_view block) {
+    while (!block.empty()) {
+      size_t nl = block.find('\n');
+      on_line(block.substr(0, nl), ++line_no);
+      block.remove_prefix(nl == std::string_view::npos ? block.size() : nl + 1);
+    }
+  };
+  return ForEachBlock(src, begin, end, buffer_bytes, lines, [&] { on_overlong(++line_no); },
+                      digest);
 }
 
 Result<uint64_t> NextLineStart(const ByteSource& src, uint64_t offset) {
@@ -148,15 +167,15 @@ std::string Sha256::HexDigest() {
   return out;
 }
 
-Result<std::string> Sha256OfSource(const ByteSource& src, size_t buffer_bytes) {
-  std::vector<char> buf(buffer_bytes);
+Result<std::string> Sha256OfSource(const ByteSource& src) {
+  std::unique_ptr<char[]> buf(new char[kReadStepBytes]);
   Sha256 sha;
   uint64_t offset = 0;
   while (true) {
-    auto got = src.ReadAt(offset, buf.data(), buf.size());
+    auto got = src.ReadAt(offset, buf.get(), kReadStepBytes);
     if (!got.ok()) return got.error();
     if (*got == 0) break;
-    sha.Update(std::string_view(buf.data(), *got));
+    sha.Update(std::string_view(buf.get(), *got));
     offset += *got;
   }
   return sha.HexDigest();

@@ -1,7 +1,7 @@
 // Where samples.csv bytes come from (a file read with pread, or memory), cut into lines, and
 // hashed. The line reader keeps one fixed buffer, so memory does not grow with the file or with a
-// line. Thread-compatible: one LineReader per thread; a FileSource may be shared (pread has no
-// cursor).
+// line. Thread-safe: a source may be shared by threads (pread has no cursor); each reading function
+// keeps its own buffer.
 #pragma once
 
 #include <cstdint>
@@ -30,10 +30,23 @@ class ByteSource {
 Result<std::unique_ptr<ByteSource>> OpenFileSource(const std::filesystem::path& path);
 std::unique_ptr<ByteSource> MemorySource(std::string_view bytes);
 
-// Calls on_line(line, line_number) for every line in [begin, end) (terminator '\n' removed), and
-// on_overlong(line_number) for a line longer than the buffer, which is skipped. line_number counts
-// from 1 within the range. Stops with the read error, if any. When `digest` is set, every byte read
-// is also fed to it, so one pass both parses and hashes.
+// Longest read issued at once: small enough that the bytes just read are still in the core's L2
+// cache when the digest and the parser walk them. (Mapping the file instead saves the kernel's copy
+// but costs as much in page faults here: docs/adr/0004-power-validation-throughput.md.)
+inline constexpr size_t kReadStepBytes = 256 * 1024;
+
+// Calls on_block(bytes) with the bytes of [begin, end) cut into runs of whole lines: every run ends
+// with '\n', except that the range's final line may lack it. A line of max(max_line_bytes, 64)
+// bytes or more (terminator excluded) is skipped and reported once through on_overlong(), in line
+// order. Memory: one buffer of that size, filled kReadStepBytes at a time. Stops with the read
+// error, if any; a file that shrinks meanwhile ends early. When `digest` is set, every byte read is
+// fed to it just before its lines are, so one pass hashes and parses each byte while it is in cache.
+Status ForEachBlock(const ByteSource& src, uint64_t begin, uint64_t end, size_t max_line_bytes,
+                    const std::function<void(std::string_view)>& on_block,
+                    const std::function<void()>& on_overlong, Sha256* digest = nullptr);
+
+// ForEachBlock cut into single lines: on_line(line, line_number) without the '\n', and
+// on_overlong(line_number) for skipped lines; line_number counts from 1 within the range.
 Status ForEachLine(const ByteSource& src, uint64_t begin, uint64_t end, size_t buffer_bytes,
                    const std::function<void(std::string_view, int64_t)>& on_line,
                    const std::function<void(int64_t)>& on_overlong, Sha256* digest = nullptr);
@@ -56,6 +69,6 @@ class Sha256 {
   std::unique_ptr<Impl> impl_;
 };
 
-Result<std::string> Sha256OfSource(const ByteSource& src, size_t buffer_bytes);
+Result<std::string> Sha256OfSource(const ByteSource& src);
 
 }  // namespace gpulse::power
