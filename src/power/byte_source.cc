@@ -1,15 +1,19 @@
 #include "power/byte_source.h"
 
 #include <fcntl.h>
-#include <string.h>  // memrchr
 #include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <thread>
+
+#include "power/line_cutter.h"
 
 namespace gpulse::power {
 namespace {
@@ -69,46 +73,108 @@ std::unique_ptr<ByteSource> MemorySource(std::string_view bytes) {
   return std::make_unique<MemSource>(bytes);
 }
 
-Status ForEachBlock(const ByteSource& src, uint64_t begin, uint64_t end, size_t max_line_bytes,
-                    const std::function<void(std::string_view)>& on_block,
-                    const std::function<void()>& on_overlong, Sha256* digest) {
-  const size_t capacity = std::max<size_t>(max_line_bytes, 64);
-  const size_t step = std::min(capacity, kReadStepBytes);
-  // Not value-initialised: only the pages that lines actually reach are touched.
-  std::unique_ptr<char[]> buf(new char[capacity]);
-  size_t have = 0;        // bytes of an unfinished line at the start of buf
-  bool skipping = false;  // inside an overlong line, dropping bytes until '\n'
-  uint64_t offset = begin;
-  while (offset < end) {
-    size_t want = std::min<uint64_t>(std::min(step, capacity - have), end - offset);
-    auto got = src.ReadAt(offset, buf.get() + have, want);
-    if (!got.ok()) return got.error();
-    if (*got == 0) break;  // the file shrank under us: treat as its end
-    if (digest) digest->Update(std::string_view(buf.get() + have, *got));
-    offset += *got;
-    size_t total = have + *got, pos = 0;
-    if (skipping) {  // have == 0 here
-      const void* nl = std::memchr(buf.get(), '\n', total);
-      if (!nl) continue;
-      pos = static_cast<size_t>(static_cast<const char*>(nl) - buf.get()) + 1;
-      skipping = false;
+namespace {
+
+// A hashing thread fed through a ring of read buffers: the reader fills a slot, publishes it and
+// goes on to parse it while the thread hashes it; a slot is refilled once it has been hashed.
+class HashingThread {
+ public:
+  HashingThread(Sha256& sha, size_t slot_bytes) : sha_(sha) {
+    for (auto& slot : slots_) slot.reset(new char[slot_bytes]);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~HashingThread() { Close(); }
+  HashingThread(const HashingThread&) = delete;
+  HashingThread& operator=(const HashingThread&) = delete;
+
+  // The next slot to fill; waits while every slot still waits to be hashed.
+  char* Acquire() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return produced_ - hashed_ < kSlots; });
+    return slots_[produced_ % kSlots].get();
+  }
+  // Hands the first n bytes of the slot from Acquire() to the thread. The caller may keep reading
+  // the slot until its next Acquire().
+  void Publish(size_t n) {
+    std::lock_guard lock(mu_);
+    sizes_[produced_ % kSlots] = n;
+    ++produced_;
+    cv_.notify_all();
+  }
+  // Hashes what was published, then stops the thread.
+  void Close() {
+    {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+      cv_.notify_all();
     }
-    const void* last = memrchr(buf.get() + pos, '\n', total - pos);
-    if (last) {
-      size_t stop = static_cast<size_t>(static_cast<const char*>(last) - buf.get()) + 1;
-      on_block(std::string_view(buf.get() + pos, stop - pos));
-      pos = stop;
-    }
-    have = total - pos;
-    if (have == capacity) {  // one line fills the buffer: report it once and drop it
-      on_overlong();
-      skipping = true;
-      have = 0;
-    } else if (pos > 0 && have > 0) {
-      std::memmove(buf.get(), buf.get() + pos, have);
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  static constexpr uint64_t kSlots = 8;
+
+  void Run() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return hashed_ < produced_ || closed_; });
+      if (hashed_ == produced_) return;  // closed and drained
+      size_t k = hashed_ % kSlots;
+      lock.unlock();
+      sha_.Update(std::string_view(slots_[k].get(), sizes_[k]));
+      lock.lock();
+      ++hashed_;
+      cv_.notify_all();
     }
   }
-  if (have > 0 && !skipping) on_block(std::string_view(buf.get(), have));
+
+  Sha256& sha_;
+  std::unique_ptr<char[]> slots_[kSlots];
+  size_t sizes_[kSlots] = {};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t produced_ = 0, hashed_ = 0;
+  bool closed_ = false;
+  std::thread thread_;
+};
+
+Status ReadHashingAside(const ByteSource& src, uint64_t begin, uint64_t end, size_t step,
+                        LineCutter& cutter, Sha256& digest) {
+  HashingThread hasher(digest, step);
+  for (uint64_t offset = begin; offset < end;) {
+    char* slot = hasher.Acquire();
+    auto got = src.ReadAt(offset, slot, std::min<uint64_t>(step, end - offset));
+    if (!got.ok()) return got.error();
+    if (*got == 0) break;  // the file shrank under us: treat as its end
+    hasher.Publish(*got);
+    cutter.Feed(std::string_view(slot, *got));
+    offset += *got;
+  }
+  cutter.Finish();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ForEachBlock(const ByteSource& src, uint64_t begin, uint64_t end, size_t max_line_bytes,
+                    const std::function<void(std::string_view)>& on_block,
+                    const std::function<void()>& on_overlong, Sha256* digest, DigestOn where) {
+  const size_t capacity = std::max<size_t>(max_line_bytes, 64);
+  const size_t step = std::min(capacity, kReadStepBytes);
+  LineCutter cutter(capacity, on_block, on_overlong);
+  if (digest && where == DigestOn::kOwnThread)
+    return ReadHashingAside(src, begin, end, step, cutter, *digest);
+  std::unique_ptr<char[]> buf(new char[step]);
+  for (uint64_t offset = begin; offset < end;) {
+    auto got = src.ReadAt(offset, buf.get(), std::min<uint64_t>(step, end - offset));
+    if (!got.ok()) return got.error();
+    if (*got == 0) break;  // the file shrank under us: treat as its end
+    std::string_view chunk(buf.get(), *got);
+    if (digest) digest->Update(chunk);
+    cutter.Feed(chunk);
+    offset += *got;
+  }
+  cutter.Finish();
   return Status::Ok();
 }
 

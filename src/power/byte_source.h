@@ -35,15 +35,22 @@ std::unique_ptr<ByteSource> MemorySource(std::string_view bytes);
 // but costs as much in page faults here: docs/adr/0004-power-validation-throughput.md.)
 inline constexpr size_t kReadStepBytes = 256 * 1024;
 
+// Where ForEachBlock feeds the digest: on the calling thread, or on a thread of its own that is
+// handed each chunk the caller reads (so both work on one copy of the bytes, in parallel).
+enum class DigestOn { kThisThread, kOwnThread };
+
 // Calls on_block(bytes) with the bytes of [begin, end) cut into runs of whole lines: every run ends
 // with '\n', except that the range's final line may lack it. A line of max(max_line_bytes, 64)
 // bytes or more (terminator excluded) is skipped and reported once through on_overlong(), in line
-// order. Memory: one buffer of that size, filled kReadStepBytes at a time. Stops with the read
-// error, if any; a file that shrinks meanwhile ends early. When `digest` is set, every byte read is
-// fed to it just before its lines are, so one pass hashes and parses each byte while it is in cache.
+// order. Reads kReadStepBytes at a time into one buffer (eight with DigestOn::kOwnThread); only a
+// line that crosses two reads is copied again, so memory is bounded by max_line_bytes. Stops with
+// the read error, if any; a file that shrinks meanwhile ends early. When `digest` is set, every
+// byte read is fed to it: on this thread just before its lines are parsed (while in cache), or on
+// its own thread.
 Status ForEachBlock(const ByteSource& src, uint64_t begin, uint64_t end, size_t max_line_bytes,
                     const std::function<void(std::string_view)>& on_block,
-                    const std::function<void()>& on_overlong, Sha256* digest = nullptr);
+                    const std::function<void()>& on_overlong, Sha256* digest = nullptr,
+                    DigestOn where = DigestOn::kThisThread);
 
 // ForEachBlock cut into single lines: on_line(line, line_number) without the '\n', and
 // on_overlong(line_number) for skipped lines; line_number counts from 1 within the range.

@@ -141,16 +141,19 @@ SamplesScan Scan(const ByteSource& src, const ScanOptions& opt) {
   parts.reserve(cuts.size());
   for (size_t k = 0; k + 1 < cuts.size(); ++k) parts.emplace_back(opt.spans, k == 0, opt.fast_path);
   std::vector<Status> status(parts.size());
-  Sha256 inline_sha;
-  bool inline_digest = opt.digest && threads == 1;
+  // With one range the digest rides along with its reads: on this thread, or on a thread of its own
+  // when threads > 1. With several ranges a thread reads the whole file for the digest.
+  bool shared_digest = opt.digest && parts.size() == 1;
+  DigestOn where = threads == 1 ? DigestOn::kThisThread : DigestOn::kOwnThread;
+  Sha256 shared_sha;
   auto run = [&](size_t k) {
     RangeParser& p = parts[k];
     status[k] = ForEachBlock(
         src, cuts[k], cuts[k + 1], opt.chunk_bytes, [&p](std::string_view b) { p.OnBlock(b); },
-        [&p] { p.OnOverlong(); }, inline_digest ? &inline_sha : nullptr);
+        [&p] { p.OnOverlong(); }, shared_digest ? &shared_sha : nullptr, where);
   };
   std::optional<Result<std::string>> digest;
-  if (threads == 1) {
+  if (parts.size() == 1) {
     run(0);
   } else {
     std::vector<std::thread> pool;
@@ -158,7 +161,7 @@ SamplesScan Scan(const ByteSource& src, const ScanOptions& opt) {
     for (size_t k = 0; k < parts.size(); ++k) pool.emplace_back(run, k);
     for (auto& t : pool) t.join();
   }
-  if (inline_digest) digest.emplace(inline_sha.HexDigest());
+  if (shared_digest) digest.emplace(shared_sha.HexDigest());
   if (digest) {
     if (digest->ok())
       scan.sha256_hex = digest->value();
@@ -167,7 +170,7 @@ SamplesScan Scan(const ByteSource& src, const ScanOptions& opt) {
   }
   for (const auto& s : status)
     if (!s.ok() && !scan.read_error) scan.read_error = s.error().message;
-  if (scan.read_error && inline_digest) {  // the inline digest saw only part of the file
+  if (scan.read_error && shared_digest) {  // the shared digest saw only part of the file
     scan.sha256_hex.reset();
     scan.digest_error = scan.read_error;
   }

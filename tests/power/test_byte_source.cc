@@ -2,12 +2,14 @@
 // overlong lines stated directly, for every buffer size and line length, from memory and from a file.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "power/byte_source.h"
 #include "power/fixture.h"
+#include "power/line_cutter.h"
 
 namespace gpulse::power {
 namespace {
@@ -22,25 +24,29 @@ struct Events {
   bool blocks_end_with_newline = true;  // except the range's last block
 };
 
-Events Read(const ByteSource& src, size_t max_line) {
+// Collects what a reader reports: lines (split out of the runs) and overlong markers.
+struct Collector {
   Events e;
-  Sha256 sha;
   std::string last_block;
-  Status st = ForEachBlock(
-      src, 0, src.size(), max_line,
-      [&](std::string_view block) {
-        if (!last_block.empty() && last_block.back() != '\n') e.blocks_end_with_newline = false;
-        last_block.assign(block);
-        while (!block.empty()) {
-          size_t nl = block.find('\n');
-          e.lines.emplace_back(block.substr(0, nl));
-          block.remove_prefix(nl == std::string_view::npos ? block.size() : nl + 1);
-        }
-      },
-      [&] { e.lines.emplace_back("<overlong>"); }, &sha);
+  std::function<void(std::string_view)> on_block = [this](std::string_view block) {
+    if (!last_block.empty() && last_block.back() != '\n') e.blocks_end_with_newline = false;
+    last_block.assign(block);
+    while (!block.empty()) {
+      size_t nl = block.find('\n');
+      e.lines.emplace_back(block.substr(0, nl));
+      block.remove_prefix(nl == std::string_view::npos ? block.size() : nl + 1);
+    }
+  };
+  std::function<void()> on_overlong = [this] { e.lines.emplace_back("<overlong>"); };
+};
+
+Events Read(const ByteSource& src, size_t max_line, DigestOn where = DigestOn::kThisThread) {
+  Collector c;
+  Sha256 sha;
+  Status st = ForEachBlock(src, 0, src.size(), max_line, c.on_block, c.on_overlong, &sha, where);
   EXPECT_TRUE(st.ok());
-  e.digest = sha.HexDigest();
-  return e;
+  c.e.digest = sha.HexDigest();
+  return c.e;
 }
 
 // The rule, stated directly: lines split at '\n'; one of max(max_line, 64) bytes or more is
@@ -75,10 +81,31 @@ TEST(ByteSource, LinesOverlongLinesAndDigestForAnyBufferSize) {
     std::string text = RandomText(rng);
     size_t max_line = std::vector<size_t>{1, 64, 65, 100, 257, 4096}[rng() % 6];
     auto mem = MemorySource(text);
-    Events a = Read(*mem, max_line);
-    ASSERT_EQ(a.lines, Expected(text, max_line)) << "round " << round << " max " << max_line;
-    EXPECT_EQ(a.digest, Sha256Hex(text));
-    EXPECT_TRUE(a.blocks_end_with_newline);
+    for (DigestOn where : {DigestOn::kThisThread, DigestOn::kOwnThread}) {
+      Events a = Read(*mem, max_line, where);
+      ASSERT_EQ(a.lines, Expected(text, max_line)) << "round " << round << " max " << max_line;
+      EXPECT_EQ(a.digest, Sha256Hex(text));
+      EXPECT_TRUE(a.blocks_end_with_newline);
+    }
+  }
+}
+
+// The cutter sees chunks of every size the readers could hand it, not only their read steps.
+TEST(ByteSource, LineCutterAgreesWithTheRuleForAnyChunking) {
+  std::mt19937 rng(9);
+  for (int round = 0; round < 300; ++round) {
+    std::string text = RandomText(rng);
+    size_t cap = std::vector<size_t>{64, 65, 100, 257}[rng() % 4];
+    Collector c;
+    LineCutter cutter(cap, c.on_block, c.on_overlong);
+    for (size_t pos = 0; pos < text.size();) {
+      size_t n = std::min<size_t>(text.size() - pos, 1 + rng() % cap);
+      cutter.Feed(std::string_view(text).substr(pos, n));
+      pos += n;
+    }
+    cutter.Finish();
+    ASSERT_EQ(c.e.lines, Expected(text, cap)) << "round " << round << " cap " << cap;
+    EXPECT_TRUE(c.e.blocks_end_with_newline);
   }
 }
 
@@ -92,9 +119,12 @@ TEST(ByteSource, FileReadsLikeMemory) {
   ASSERT_TRUE(file.ok());
   auto mem = MemorySource(text);
   for (size_t max_line : {size_t{100}, size_t{70000}, size_t{1} << 20}) {
-    Events a = Read(**file, max_line), b = Read(*mem, max_line);
+    Events a = Read(**file, max_line), b = Read(*mem, max_line),
+           c = Read(**file, max_line, DigestOn::kOwnThread);
     EXPECT_EQ(a.lines, b.lines) << max_line;
+    EXPECT_EQ(c.lines, b.lines) << max_line;
     EXPECT_EQ(a.digest, Sha256Hex(text));
+    EXPECT_EQ(c.digest, a.digest);
   }
   auto whole = Sha256OfSource(**file);
   ASSERT_TRUE(whole.ok());

@@ -1,6 +1,8 @@
 // libFuzzer target for the power-package parsers: the samples.csv reader (the fast path and the
-// general parser must agree exactly, one and three threads must agree), and the manifest / window JSON readers with every rule that walks them. The first
-// input byte picks the parser. Any crash, sanitizer report or disagreement is a bug.
+// general parser must agree exactly, and so must one and two threads; one and three threads must
+// agree on the results that do not depend on summation order), and the manifest / window JSON
+// readers with every rule that walks them. The first input byte picks the parser. Any crash,
+// sanitizer report or disagreement is a bug.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -57,10 +59,13 @@ static void FuzzCsv(std::string_view bytes) {
   one.chunk_bytes = 256;
   ScanOptions general = one;
   general.fast_path = false;
+  ScanOptions two = one;  // one range, the digest hashed on its own thread from the same reads
+  two.threads = 2;
   ScanOptions three = one;
   three.threads = 3;
   SamplesScan a = ScanSamplesBytes(bytes, one);
   if (!SameScan(a, ScanSamplesBytes(bytes, general))) std::abort();
+  if (!SameScan(a, ScanSamplesBytes(bytes, two))) std::abort();
   SamplesScan b = ScanSamplesBytes(bytes, three);
   if (a.Reasons() != b.Reasons() || a.data_rows != b.data_rows ||
       a.devices.size() != b.devices.size() || a.sha256_hex != b.sha256_hex)
