@@ -32,7 +32,7 @@ std::unique_ptr<ByteSource> MemorySource(std::string_view bytes);
 
 // Longest read issued at once: small enough that the bytes just read are still in the core's L2
 // cache when the digest and the parser walk them. (Mapping the file instead saves the kernel's copy
-// but costs as much in page faults here: docs/adr/0004-power-validation-throughput.md.)
+// but costs as much in page faults here: docs/adr/0006-power-validation-throughput.md.)
 inline constexpr size_t kReadStepBytes = 256 * 1024;
 
 // Where ForEachBlock feeds the digest: on the calling thread, or on a thread of its own that is
@@ -42,7 +42,7 @@ enum class DigestOn { kThisThread, kOwnThread };
 // Calls on_block(bytes) with the bytes of [begin, end) cut into runs of whole lines: every run ends
 // with '\n', except that the range's final line may lack it. A line of max(max_line_bytes, 64)
 // bytes or more (terminator excluded) is skipped and reported once through on_overlong(), in line
-// order. Reads kReadStepBytes at a time into one buffer (eight with DigestOn::kOwnThread); only a
+// order. Reads kReadStepBytes at a time into one buffer (16 with DigestOn::kOwnThread); only a
 // line that crosses two reads is copied again, so memory is bounded by max_line_bytes. Stops with
 // the read error, if any; a file that shrinks meanwhile ends early. When `digest` is set, every
 // byte read is fed to it: on this thread just before its lines are parsed (while in cache), or on
