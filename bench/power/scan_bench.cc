@@ -45,15 +45,17 @@ const Corpus& TheCorpus() {
     const size_t target = 64u << 20;
     int64_t seq = 0;
     while (c.text.size() < target) {
-      std::string prefix = "1," + Repr(kT0 + seq + 0.000123) + "," + std::to_string(seq) + ",";
+      auto cycle = static_cast<double>(seq);
+      std::string prefix = "1," + Repr(kT0 + cycle + 0.000123) + "," + std::to_string(seq) + ",";
       for (int n = 0; n < kNodes; ++n)
         for (int g = 0; g < kGpus; ++g) {
           char row[256];
-          int len = std::snprintf(row, sizeof row, "node-%03d,%d,GPU-%016x-%04d-4c7e-9a1b-%03d000000%d,",
-                                  n, g, 0x9e3779b9u * (n * kGpus + g + 1), g, n, g);
+          int len =
+              std::snprintf(row, sizeof row, "node-%03d,%d,GPU-%016x-%04d-4c7e-9a1b-%03d000000%d,",
+                            n, g, 0x9e3779b9u * (n * kGpus + g + 1), g, n, g);
           c.text += prefix;
           c.text.append(row, len);
-          c.text += Repr(100.0 + (seq * 7 + g * 13) % 600 + 0.25) + "\n";
+          c.text += Repr(100.25 + static_cast<double>((seq * 7 + int64_t{g} * 13) % 600)) + "\n";
         }
       ++seq;
     }
@@ -76,7 +78,7 @@ void BM_CountLines(benchmark::State& state) {
   const std::string& t = TheCorpus().text;
   for (auto _ : state) {
     size_t n = 0;
-    for (const char* p = t.data(), *e = p + t.size();
+    for (const char *p = t.data(), *e = p + t.size();
          (p = static_cast<const char*>(std::memchr(p, '\n', e - p))); ++p)
       ++n;
     benchmark::DoNotOptimize(n);
@@ -104,7 +106,7 @@ void ScanWith(benchmark::State& state, int threads, bool digest) {
   o.digest = digest;
   for (auto _ : state) {
     SamplesScan s = ScanSamplesBytes(TheCorpus().text, o);
-    if (!s.Reasons().empty() || s.devices.size() != kNodes * kGpus)
+    if (!s.Reasons().empty() || s.devices.size() != static_cast<size_t>(kNodes) * kGpus)
       state.SkipWithError("the generated corpus did not validate");
     benchmark::DoNotOptimize(s);
   }

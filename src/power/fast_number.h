@@ -2,8 +2,9 @@
 //
 // A collector writes integers as plain digits and floats with Python's repr() ("1700000000.000123",
 // "412.25"). Those forms are scanned inline here; every other form (a sign, an exponent, "inf",
-// "nan", a bare '.', very long digit strings) is left to std::from_chars by the callers, so the set of
-// accepted fields and every parsed value are exactly those of std::from_chars over the whole field.
+// "nan", a bare '.', very long digit strings) is left to std::from_chars by the callers, so the set
+// of accepted fields and every parsed value are exactly those of std::from_chars over the whole
+// field.
 //
 // Values: a decimal with at most 19 digits whose digit string m fits 2^53 and whose fraction has at
 // most 22 digits is m / 10^k, computed with one IEEE division of two exactly representable doubles,

@@ -35,7 +35,7 @@ class LineCutter {
   size_t capacity_;
   const BlockFn& on_block_;
   const OverlongFn& on_overlong_;
-  std::string carry_;     // the start of a line that continues in the next chunk
+  std::string carry_;      // the start of a line that continues in the next chunk
   bool skipping_ = false;  // inside an overlong line, dropping bytes until '\n'
 };
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 
 #include "power/fast_number.h"
 #include "power/samples_row.h"
@@ -11,7 +11,8 @@
 namespace gpulse::power {
 namespace {
 
-// Longest "hostname,gpu_index,gpu_uuid" kept for the fast path; longer devices use the general path.
+// Longest "hostname,gpu_index,gpu_uuid" kept for the fast path; longer devices use the general
+// path.
 constexpr size_t kMaxDeviceText = 256;
 
 // Writer-order bookkeeping of one row. Returns false when the row adds no sample: a later duplicate
@@ -64,8 +65,7 @@ RangeParser::RangeParser(const std::vector<TimeSpan>& spans, bool expect_header,
 // Finish() gives windows never entered the device's last point. Each accumulator sees the same
 // state as if it had been fed every point, while a row touches only the windows it falls in.
 void RangeParser::Accumulate(DevicePartial& d, const Point& p) {
-  while (d.next_window < by_start_.size() &&
-         !(p.t <= spans_[by_start_[d.next_window]].start)) {
+  while (d.next_window < by_start_.size() && !(p.t <= spans_[by_start_[d.next_window]].start)) {
     uint32_t w = by_start_[d.next_window++];
     if (d.has_prev) d.acc[w].Add(d.prev);
     d.open_windows.push_back(w);
@@ -106,7 +106,8 @@ uint32_t DevicePartial::UuidIndex(std::string_view uuid) {
 std::pair<size_t, bool> DeviceIndex::Find(std::string_view host, int64_t gpu) {
   if (last_ == nullptr || last_->name != host) {
     auto it = hosts_.find(host);
-    if (it == hosts_.end()) it = hosts_.emplace(std::string(host), Host{std::string(host), {}, {}}).first;
+    if (it == hosts_.end())
+      it = hosts_.emplace(std::string(host), Host{std::string(host), {}, {}}).first;
     last_ = &it->second;
   }
   if (gpu >= 0 && gpu < kDirect) {
@@ -183,7 +184,6 @@ size_t RangeParser::PredictDevice(const char* p, const char* end) const {
   return kNoDevice;
 }
 
-// The whole row, or nullptr when it needs the general path. Returns the start of the next line.
 // The whole row, or nullptr when it needs the general path. Returns the start of the next line.
 const char* RangeParser::FastRow(const char* p, const char* end) {
   double t;

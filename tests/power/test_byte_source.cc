@@ -1,5 +1,6 @@
 // How samples.csv bytes are cut into lines and hashed (power/byte_source.h): the rule for lines and
-// overlong lines stated directly, for every buffer size and line length, from memory and from a file.
+// overlong lines stated directly, for every buffer size and line length, from memory and from a
+// file.
 #include <gtest/gtest.h>
 
 #include <functional>

@@ -41,6 +41,7 @@ void ExpectSameAsFromChars(const std::string& s) {
 }
 
 TEST(FastNumber, WriterFormsParseExactly) {
+  // clang-format off
   for (const char* s : {"0", "1", "0.0", "100.25", "412.5", "1700000000.000123",
                         "1700000000.0001234", "1764000000.1234567", "0.1", "0.30000000000000004",
                         "9007199254740993", "9007199254740992.5", "123456789012345678901234",
@@ -48,6 +49,7 @@ TEST(FastNumber, WriterFormsParseExactly) {
                         "infinity", "-inf", ".5", "5.", "1..2", "1.2.3", "+1", " 1", "1 ", "1,2",
                         "", "-", ".", "e5", "0x10", "1_000", "12a", "\xff"})
     ExpectSameAsFromChars(s);
+  // clang-format on
 }
 
 // Every form the scanners special-case, with random digit strings around the limits (7/8 digits
@@ -63,12 +65,23 @@ TEST(FastNumber, RandomDecimalsMatchFromChars) {
     int a = static_cast<int>(rng() % 21), b = static_cast<int>(rng() % 25);
     std::string s = digits(a);
     switch (rng() % 6) {
-      case 0: break;
-      case 1: s += "." + digits(b); break;
-      case 2: s = "-" + s + "." + digits(b); break;
-      case 3: s += "." + digits(b) + "e" + std::to_string(static_cast<int>(rng() % 40) - 20); break;
-      case 4: s += "." + digits(b) + static_cast<char>(rng() % 256); break;
-      default: s = digits(static_cast<int>(rng() % 9)) + "." + digits(static_cast<int>(rng() % 9));
+      case 0:
+        break;
+      case 1:
+        s += "." + digits(b);
+        break;
+      case 2:
+        s.insert(0, "-");
+        s += "." + digits(b);
+        break;
+      case 3:
+        s += "." + digits(b) + "e" + std::to_string(static_cast<int>(rng() % 40) - 20);
+        break;
+      case 4:
+        s += "." + digits(b) + static_cast<char>(rng() % 256);
+        break;
+      default:
+        s = digits(static_cast<int>(rng() % 9)) + "." + digits(static_cast<int>(rng() % 9));
     }
     ExpectSameAsFromChars(s);
     if (HasFatalFailure()) return;
