@@ -1,7 +1,7 @@
 // Where samples.csv bytes come from (a file read with pread, or memory), cut into lines, and
-// hashed. The line reader keeps one fixed buffer, so memory does not grow with the file or with a
-// line. Thread-safe: a source may be shared by threads (pread has no cursor); each reading function
-// keeps its own buffer.
+// hashed. The line reader keeps fixed read buffers and holds at most one line of bounded length
+// besides, so memory does not grow with the file. Thread-safe: a source may be shared by threads
+// (pread has no cursor); each reading function keeps its own buffers.
 #pragma once
 
 #include <cstdint>
