@@ -5,8 +5,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "power/line_cutter.h"
 
 namespace gpulse::power {
 namespace {
@@ -25,7 +32,6 @@ class FileSource : public ByteSource {
       if (errno != EINTR) return Error{ErrorCode::kIo, std::strerror(errno)};
     }
   }
-
  private:
   int fd_;
   uint64_t size_;
@@ -67,45 +73,135 @@ std::unique_ptr<ByteSource> MemorySource(std::string_view bytes) {
   return std::make_unique<MemSource>(bytes);
 }
 
+namespace {
+
+// A hashing thread fed through a ring of read buffers: the reader fills a slot, publishes it and
+// goes on to parse it while the thread hashes it; a slot is refilled once it has been hashed. The
+// reader is the faster of the two, so it usually finds the ring full; it then sleeps until half the
+// ring is free, so the threads wake each other once per half ring, not once per slot (on a busy
+// machine every wake-up can cost a time slice).
+class HashingThread {
+ public:
+  HashingThread(Sha256& sha, size_t slot_bytes) : sha_(sha) {
+    for (auto& slot : slots_) slot.reset(new char[slot_bytes]);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~HashingThread() { Close(); }
+  HashingThread(const HashingThread&) = delete;
+  HashingThread& operator=(const HashingThread&) = delete;
+
+  // The next slot to fill.
+  char* Acquire() {
+    std::unique_lock lock(mu_);
+    if (produced_ - hashed_ == kSlots) {
+      reader_waits_ = true;
+      cv_.wait(lock, [&] { return produced_ - hashed_ <= kSlots / 2; });
+      reader_waits_ = false;
+    }
+    return slots_[produced_ % kSlots].get();
+  }
+  // Hands the first n bytes of the slot from Acquire() to the thread. The caller may keep reading
+  // the slot until its next Acquire().
+  void Publish(size_t n) {
+    std::lock_guard lock(mu_);
+    sizes_[produced_ % kSlots] = n;
+    ++produced_;
+    if (hasher_waits_) cv_.notify_all();
+  }
+  // Hashes what was published, then stops the thread.
+  void Close() {
+    {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  static constexpr uint64_t kSlots = 16;
+
+  void Run() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      if (hashed_ == produced_ && !closed_) {
+        hasher_waits_ = true;
+        cv_.wait(lock, [&] { return hashed_ < produced_ || closed_; });
+        hasher_waits_ = false;
+      }
+      if (hashed_ == produced_) return;  // closed and drained
+      size_t k = hashed_ % kSlots;
+      lock.unlock();
+      sha_.Update(std::string_view(slots_[k].get(), sizes_[k]));
+      lock.lock();
+      ++hashed_;
+      if (reader_waits_ && produced_ - hashed_ <= kSlots / 2) cv_.notify_all();
+    }
+  }
+
+  Sha256& sha_;
+  std::unique_ptr<char[]> slots_[kSlots];
+  size_t sizes_[kSlots] = {};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t produced_ = 0, hashed_ = 0;
+  bool reader_waits_ = false, hasher_waits_ = false, closed_ = false;
+  std::thread thread_;
+};
+
+Status ReadHashingAside(const ByteSource& src, uint64_t begin, uint64_t end, size_t step,
+                        LineCutter& cutter, Sha256& digest) {
+  HashingThread hasher(digest, step);
+  for (uint64_t offset = begin; offset < end;) {
+    char* slot = hasher.Acquire();
+    auto got = src.ReadAt(offset, slot, std::min<uint64_t>(step, end - offset));
+    if (!got.ok()) return got.error();
+    if (*got == 0) break;  // the file shrank under us: treat as its end
+    hasher.Publish(*got);
+    cutter.Feed(std::string_view(slot, *got));
+    offset += *got;
+  }
+  cutter.Finish();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ForEachBlock(const ByteSource& src, uint64_t begin, uint64_t end, size_t max_line_bytes,
+                    const std::function<void(std::string_view)>& on_block,
+                    const std::function<void()>& on_overlong, Sha256* digest, DigestOn where) {
+  const size_t capacity = std::max<size_t>(max_line_bytes, 64);
+  const size_t step = std::min(capacity, kReadStepBytes);
+  LineCutter cutter(capacity, on_block, on_overlong);
+  if (digest && where == DigestOn::kOwnThread)
+    return ReadHashingAside(src, begin, end, step, cutter, *digest);
+  std::unique_ptr<char[]> buf(new char[step]);
+  for (uint64_t offset = begin; offset < end;) {
+    auto got = src.ReadAt(offset, buf.get(), std::min<uint64_t>(step, end - offset));
+    if (!got.ok()) return got.error();
+    if (*got == 0) break;  // the file shrank under us: treat as its end
+    std::string_view chunk(buf.get(), *got);
+    if (digest) digest->Update(chunk);
+    cutter.Feed(chunk);
+    offset += *got;
+  }
+  cutter.Finish();
+  return Status::Ok();
+}
+
 Status ForEachLine(const ByteSource& src, uint64_t begin, uint64_t end, size_t buffer_bytes,
                    const std::function<void(std::string_view, int64_t)>& on_line,
                    const std::function<void(int64_t)>& on_overlong, Sha256* digest) {
-  std::vector<char> buf(std::max<size_t>(buffer_bytes, 64));
-  size_t have = 0;        // bytes in buf
-  bool skipping = false;  // inside an overlong line, dropping bytes until '\n'
   int64_t line_no = 0;
-  uint64_t offset = begin;
-  while (offset < end) {
-    size_t want = std::min<uint64_t>(buf.size() - have, end - offset);
-    auto got = src.ReadAt(offset, buf.data() + have, want);
-    if (!got.ok()) return got.error();
-    if (*got == 0) break;  // the file shrank under us: treat as its end
-    if (digest) digest->Update(std::string_view(buf.data() + have, *got));
-    offset += *got;
-    size_t total = have + *got, pos = 0;
-    while (pos < total) {
-      const char* nl = static_cast<const char*>(std::memchr(buf.data() + pos, '\n', total - pos));
-      if (!nl) break;
-      size_t len = static_cast<size_t>(nl - (buf.data() + pos));
-      ++line_no;
-      if (skipping) {
-        skipping = false;  // the overlong line was already reported
-      } else {
-        on_line(std::string_view(buf.data() + pos, len), line_no);
-      }
-      pos += len + 1;
+  auto lines = [&](std::string_view block) {
+    while (!block.empty()) {
+      size_t nl = block.find('\n');
+      on_line(block.substr(0, nl), ++line_no);
+      block.remove_prefix(nl == std::string_view::npos ? block.size() : nl + 1);
     }
-    have = total - pos;
-    if (have == buf.size()) {  // one line fills the buffer: report it once and drop it
-      if (!skipping) on_overlong(line_no + 1);
-      skipping = true;
-      have = 0;
-    } else if (pos > 0 && have > 0) {
-      std::memmove(buf.data(), buf.data() + pos, have);
-    }
-  }
-  if (have > 0 && !skipping) on_line(std::string_view(buf.data(), have), ++line_no);
-  return Status::Ok();
+  };
+  return ForEachBlock(src, begin, end, buffer_bytes, lines, [&] { on_overlong(++line_no); },
+                      digest);
 }
 
 Result<uint64_t> NextLineStart(const ByteSource& src, uint64_t offset) {
@@ -148,15 +244,15 @@ std::string Sha256::HexDigest() {
   return out;
 }
 
-Result<std::string> Sha256OfSource(const ByteSource& src, size_t buffer_bytes) {
-  std::vector<char> buf(buffer_bytes);
+Result<std::string> Sha256OfSource(const ByteSource& src) {
+  std::unique_ptr<char[]> buf(new char[kReadStepBytes]);
   Sha256 sha;
   uint64_t offset = 0;
   while (true) {
-    auto got = src.ReadAt(offset, buf.data(), buf.size());
+    auto got = src.ReadAt(offset, buf.get(), kReadStepBytes);
     if (!got.ok()) return got.error();
     if (*got == 0) break;
-    sha.Update(std::string_view(buf.data(), *got));
+    sha.Update(std::string_view(buf.get(), *got));
     offset += *got;
   }
   return sha.HexDigest();

@@ -1,7 +1,7 @@
 // Where samples.csv bytes come from (a file read with pread, or memory), cut into lines, and
-// hashed. The line reader keeps one fixed buffer, so memory does not grow with the file or with a
-// line. Thread-compatible: one LineReader per thread; a FileSource may be shared (pread has no
-// cursor).
+// hashed. The line reader keeps fixed read buffers and holds at most one line of bounded length
+// besides, so memory does not grow with the file. Thread-safe: a source may be shared by threads
+// (pread has no cursor); each reading function keeps its own buffers.
 #pragma once
 
 #include <cstdint>
@@ -30,10 +30,30 @@ class ByteSource {
 Result<std::unique_ptr<ByteSource>> OpenFileSource(const std::filesystem::path& path);
 std::unique_ptr<ByteSource> MemorySource(std::string_view bytes);
 
-// Calls on_line(line, line_number) for every line in [begin, end) (terminator '\n' removed), and
-// on_overlong(line_number) for a line longer than the buffer, which is skipped. line_number counts
-// from 1 within the range. Stops with the read error, if any. When `digest` is set, every byte read
-// is also fed to it, so one pass both parses and hashes.
+// Longest read issued at once: small enough that the bytes just read are still in the core's L2
+// cache when the digest and the parser walk them. (Mapping the file instead saves the kernel's copy
+// but costs as much in page faults here: docs/adr/0008-power-validation-throughput.md.)
+inline constexpr size_t kReadStepBytes = 256 * 1024;
+
+// Where ForEachBlock feeds the digest: on the calling thread, or on a thread of its own that is
+// handed each chunk the caller reads (so both work on one copy of the bytes, in parallel).
+enum class DigestOn { kThisThread, kOwnThread };
+
+// Calls on_block(bytes) with the bytes of [begin, end) cut into runs of whole lines: every run ends
+// with '\n', except that the range's final line may lack it. A line of max(max_line_bytes, 64)
+// bytes or more (terminator excluded) is skipped and reported once through on_overlong(), in line
+// order. Reads kReadStepBytes at a time into one buffer (16 with DigestOn::kOwnThread); only a
+// line that crosses two reads is copied again, so memory is bounded by max_line_bytes. Stops with
+// the read error, if any; a file that shrinks meanwhile ends early. When `digest` is set, every
+// byte read is fed to it: on this thread just before its lines are parsed (while in cache), or on
+// its own thread.
+Status ForEachBlock(const ByteSource& src, uint64_t begin, uint64_t end, size_t max_line_bytes,
+                    const std::function<void(std::string_view)>& on_block,
+                    const std::function<void()>& on_overlong, Sha256* digest = nullptr,
+                    DigestOn where = DigestOn::kThisThread);
+
+// ForEachBlock cut into single lines: on_line(line, line_number) without the '\n', and
+// on_overlong(line_number) for skipped lines; line_number counts from 1 within the range.
 Status ForEachLine(const ByteSource& src, uint64_t begin, uint64_t end, size_t buffer_bytes,
                    const std::function<void(std::string_view, int64_t)>& on_line,
                    const std::function<void(int64_t)>& on_overlong, Sha256* digest = nullptr);
@@ -56,6 +76,6 @@ class Sha256 {
   std::unique_ptr<Impl> impl_;
 };
 
-Result<std::string> Sha256OfSource(const ByteSource& src, size_t buffer_bytes);
+Result<std::string> Sha256OfSource(const ByteSource& src);
 
 }  // namespace gpulse::power

@@ -161,7 +161,7 @@ std::optional<std::string> ImageSha256(const std::string& image) {
   if (!fs::is_regular_file(image, ec)) return std::nullopt;
   auto src = OpenFileSource(image);
   if (!src.ok()) return std::nullopt;
-  auto sha = Sha256OfSource(**src, 1u << 20);
+  auto sha = Sha256OfSource(**src);
   if (!sha.ok()) return std::nullopt;
   return *sha;
 }

@@ -12,34 +12,6 @@ void SpanAccumulator::NoteUuid(uint32_t uuid) {
     in_uuids_.push_back(uuid);
 }
 
-void SpanAccumulator::AddInside(const Point& p) {
-  if (!first_in_) {
-    first_in_ = p;
-    in_pmin_ = in_pmax_ = p.power_w;
-    in_distinct_ = 1;
-  } else {
-    const Point& prev = *last_in_;
-    in_max_gap_ = std::max(in_max_gap_, p.t - prev.t);
-    in_energy_j_ += 0.5 * (prev.power_w + p.power_w) * (p.t - prev.t);
-    if (p.t != prev.t) ++in_distinct_;
-    in_pmin_ = std::min(in_pmin_, p.power_w);
-    in_pmax_ = std::max(in_pmax_, p.power_w);
-  }
-  last_in_ = p;
-  NoteUuid(p.uuid);
-}
-
-void SpanAccumulator::Add(const Point& p) {
-  if (upper_) return;  // the sequence is closed
-  if (p.t <= span_.start) {
-    lower_ = p;
-  } else if (p.t < span_.end) {
-    AddInside(p);
-  } else {
-    upper_ = p;
-  }
-}
-
 void SpanAccumulator::Append(const SpanAccumulator& later) {
   if (upper_) return;
   if (later.lower_) lower_ = later.lower_;

@@ -7,6 +7,7 @@
 // Thread-compatible: one accumulator per thread; Append() merges a later, time-ordered partial.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -42,8 +43,17 @@ class SpanAccumulator {
  public:
   explicit SpanAccumulator(TimeSpan span) : span_(span) {}
 
-  // REQUIRES: p.t >= the time of every point added before.
-  void Add(const Point& p);
+  // REQUIRES: p.t >= the time of every point added before. Inline: called per row and window.
+  // Because times never decrease, a point at or after the end closes the sequence and every later
+  // point lands in the last branch too.
+  void Add(const Point& p) {
+    if (p.t <= span_.start)
+      lower_ = p;
+    else if (p.t < span_.end)
+      AddInside(p);
+    else if (!upper_)
+      upper_ = p;
+  }
   // Merges the partial state of a later segment of the same device (its times >= ours).
   void Append(const SpanAccumulator& later);
   // Rewrites UUID indices (after partial device tables are merged). map[old] = new.
@@ -51,7 +61,22 @@ class SpanAccumulator {
   SpanCoverage Finish() const;
 
  private:
-  void AddInside(const Point& p);
+  void AddInside(const Point& p) {
+    if (!first_in_) {
+      first_in_ = p;
+      in_pmin_ = in_pmax_ = p.power_w;
+      in_distinct_ = 1;
+    } else {
+      const Point& prev = *last_in_;
+      in_max_gap_ = std::max(in_max_gap_, p.t - prev.t);
+      in_energy_j_ += 0.5 * (prev.power_w + p.power_w) * (p.t - prev.t);
+      if (p.t != prev.t) ++in_distinct_;
+      in_pmin_ = std::min(in_pmin_, p.power_w);
+      in_pmax_ = std::max(in_pmax_, p.power_w);
+    }
+    last_in_ = p;
+    if (in_uuids_.empty() || in_uuids_.back() != p.uuid) NoteUuid(p.uuid);  // usually one UUID
+  }
   void NoteUuid(uint32_t uuid);
 
   TimeSpan span_;

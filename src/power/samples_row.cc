@@ -1,11 +1,11 @@
 #include "power/samples_row.h"
 
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 
 #include "power/contract.h"
+#include "power/fast_number.h"
 
 namespace gpulse::power {
 namespace {
@@ -71,18 +71,6 @@ size_t SplitQuoted(std::string_view line, Fields& out, std::string& scratch) {
   return n;
 }
 
-bool ParseInt(std::string_view s, int64_t& out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-bool ParseFloat(std::string_view s, double& out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
 RowParse Fail(std::string_view why) { return RowParse{false, {}, why}; }
 
 }  // namespace
@@ -130,29 +118,30 @@ bool IsSamplesHeader(std::string_view line) { return StripCr(line) == kSamplesHe
 RowParse ParseSampleRow(std::string_view line, std::string& scratch) {
   line = StripCr(line);
   Fields f;
-  size_t n = line.find('"') == std::string_view::npos ? SplitPlain(line, f)
-                                                      : SplitQuoted(line, f, scratch);
+  bool quoted = line.find('"') != std::string_view::npos;
+  size_t n = quoted ? SplitQuoted(line, f, scratch) : SplitPlain(line, f);
   if (n == 0) return Fail("unterminated or misplaced quote");
   if (n != kColumns) return Fail("wrong column count (expected 7)");
   for (const auto& field : f)
     if (field.size() > kMaxCsvFieldBytes) return Fail("field larger than the 131072-byte limit");
   RowParse r;
+  r.quoted = quoted;
   int64_t schema = 0;
-  if (!ParseInt(f[0], schema)) return Fail("schema_version is not an integer");
+  if (!ParseIntField(f[0], schema)) return Fail("schema_version is not an integer");
   if (schema != kSchemaVersion) return Fail("schema_version is not 1");
-  if (!ParseFloat(f[1], r.row.timestamp_unix)) return Fail("timestamp_unix is not a number");
+  if (!ParseFloatField(f[1], r.row.timestamp_unix)) return Fail("timestamp_unix is not a number");
   if (!std::isfinite(r.row.timestamp_unix)) return Fail("timestamp_unix is not finite");
-  if (!ParseInt(f[2], r.row.scrape_seq)) return Fail("scrape_seq is not an integer");
+  if (!ParseIntField(f[2], r.row.scrape_seq)) return Fail("scrape_seq is not an integer");
   if (r.row.scrape_seq < 0) return Fail("scrape_seq is negative");
   if (f[3].empty()) return Fail("hostname is empty");
   if (!IsValidUtf8(f[3])) return Fail("hostname is not valid UTF-8");
   if (f[3].find('\0') != std::string_view::npos) return Fail("hostname contains NUL");
-  if (!ParseInt(f[4], r.row.gpu_index)) return Fail("gpu_index is not an integer");
+  if (!ParseIntField(f[4], r.row.gpu_index)) return Fail("gpu_index is not an integer");
   if (r.row.gpu_index < 0) return Fail("gpu_index is negative");
   if (f[5].empty()) return Fail("gpu_uuid is empty");
   if (!IsValidUtf8(f[5])) return Fail("gpu_uuid is not valid UTF-8");
   if (f[5].find('\0') != std::string_view::npos) return Fail("gpu_uuid contains NUL");
-  if (!ParseFloat(f[6], r.row.power_w)) return Fail("power_w is not a number");
+  if (!ParseFloatField(f[6], r.row.power_w)) return Fail("power_w is not a number");
   if (!std::isfinite(r.row.power_w)) return Fail("power_w is not finite");
   if (r.row.power_w < 0) return Fail("power_w is negative");
   r.row.hostname = f[3];

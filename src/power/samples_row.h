@@ -25,6 +25,7 @@ struct RowParse {
   bool ok = false;
   SampleRow row;
   std::string_view error;  // static text naming the broken rule when !ok
+  bool quoted = false;     // the line has a '"': hostname and gpu_uuid may be views into scratch
 };
 
 // Parses `line` (without its line terminator; a trailing '\r' is stripped). `scratch` holds

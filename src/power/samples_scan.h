@@ -61,9 +61,14 @@ struct SamplesScan {
 
 struct ScanOptions {
   std::vector<TimeSpan> spans;  // windows to accumulate coverage and energy over
-  int threads = 1;              // 1: one pass on the calling thread; N: digest + N-1 parsers
+  // 1: one pass on the calling thread. 2: that pass, with the digest on a second thread hashing the
+  // same reads. N > 2: N-1 parsers over byte ranges, and a thread reading the file for the digest.
+  int threads = 1;
   bool digest = true;
-  size_t chunk_bytes = 4u << 20;
+  size_t chunk_bytes = 4u << 20;  // the read window; a line this long or longer is malformed
+  // false: every row goes through the general parser. Results are identical either way (tests and
+  // the fuzzer compare both); only speed differs.
+  bool fast_path = true;
 };
 
 SamplesScan ScanSamplesFile(const std::filesystem::path& csv, const ScanOptions& options);

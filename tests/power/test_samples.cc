@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "power/contract.h"
 #include "power/fixture.h"
 #include "power/samples_row.h"
@@ -237,6 +239,136 @@ TEST(SamplesCsv, DroppedDuplicateContributesNoUuidInAnyPass) {
     ASSERT_EQ(s.devices.size(), 1u);
     EXPECT_EQ(s.devices[0].uuids, std::vector<std::string>{"GPU-a1"}) << threads;
     EXPECT_EQ(s.devices[0].duplicate_rows, 1) << threads;
+  }
+}
+
+}  // namespace
+}  // namespace gpulse::power
+
+namespace gpulse::power {
+namespace {
+
+void ExpectSameScan(const SamplesScan& a, const SamplesScan& b) {
+  EXPECT_EQ(a.Reasons(), b.Reasons());
+  EXPECT_EQ(a.data_rows, b.data_rows);
+  EXPECT_EQ(a.malformed_rows, b.malformed_rows);
+  EXPECT_EQ(a.max_scrape_seq, b.max_scrape_seq);
+  ASSERT_EQ(a.malformed_examples.size(), b.malformed_examples.size());
+  for (size_t i = 0; i < a.malformed_examples.size(); ++i) {
+    EXPECT_EQ(a.malformed_examples[i].line, b.malformed_examples[i].line);
+    EXPECT_EQ(a.malformed_examples[i].why, b.malformed_examples[i].why);
+  }
+  ASSERT_EQ(a.devices.size(), b.devices.size());
+  for (size_t d = 0; d < a.devices.size(); ++d) {
+    const DeviceSamples &x = a.devices[d], &y = b.devices[d];
+    EXPECT_EQ(x.key, y.key);
+    EXPECT_EQ(x.uuids, y.uuids);
+    EXPECT_EQ(x.rows, y.rows);
+    EXPECT_EQ(x.duplicate_rows, y.duplicate_rows);
+    EXPECT_EQ(x.non_monotonic, y.non_monotonic);
+    EXPECT_EQ(x.first_t, y.first_t);
+    EXPECT_EQ(x.last_t, y.last_t);
+    ASSERT_EQ(x.spans.size(), y.spans.size());
+    for (size_t k = 0; k < x.spans.size(); ++k) {
+      const SpanCoverage &c = x.spans[k], &e = y.spans[k];
+      EXPECT_EQ(c.lower_t, e.lower_t);
+      EXPECT_EQ(c.upper_t, e.upper_t);
+      EXPECT_EQ(c.max_gap_s, e.max_gap_s);
+      EXPECT_EQ(c.observed_intervals, e.observed_intervals);
+      EXPECT_EQ(c.uuids, e.uuids);
+      EXPECT_EQ(c.energy_j, e.energy_j);  // same additions in the same order: bit-identical
+      EXPECT_EQ(c.power_min_w, e.power_min_w);
+      EXPECT_EQ(c.power_max_w, e.power_max_w);
+      EXPECT_EQ(c.edge_lower_s, e.edge_lower_s);
+      EXPECT_EQ(c.edge_upper_s, e.edge_upper_s);
+    }
+  }
+}
+
+// Rows written the way a collector writes them, then every kind of deviation the fast path must
+// hand to the general parser: quoted fields, CRLF, exponents, signs, other number forms, a device
+// order change, a UUID change, duplicates, reordering, malformed rows, a missing final newline.
+std::string TrickyCsv() {
+  std::string t = std::string(kSamplesHeader) + "\n";
+  for (int seq = 0; seq < 40; ++seq) {
+    std::string prefix = fmt::format("1,{},{},", testing::Repr(1000.0 + seq + 0.25), seq);
+    for (int g = 0; g < 3; ++g) {
+      std::string dev = fmt::format("h{},{},GPU-{}", g % 2, g, g);
+      if (seq == 20 && g == 2) dev = "h0,2,GPU-swapped";
+      std::string power = testing::Repr(100 + seq * 1.5 + g);
+      switch ((seq * 3 + g) % 23) {
+        case 3: power = "1.5e2"; break;
+        case 5: power += "\r"; break;
+        case 7: dev = fmt::format("\"h{}\",{},GPU-{}", g % 2, g, g); break;
+        case 9: power = "-" + power; break;
+        case 11: power = "0" + power; break;
+        case 13: power = power + "x"; break;
+        case 17: dev = fmt::format("h{},0{},GPU-{}", g % 2, g, g); break;
+        case 19: power = power + ".5"; break;
+        default: break;
+      }
+      t += prefix + dev + "," + power + "\n";
+    }
+    if (seq == 10) t += "1,1009.25,9,h0,0,GPU-0,5.0\n";   // a reordered row
+    if (seq == 12) t += t.substr(t.rfind('\n', t.size() - 2) + 1);  // a duplicate row
+  }
+  for (int g = 2; g >= 0; --g)  // reversed device order in the last cycle, no final newline
+    t += fmt::format("1,1100.5,100,h{},{},GPU-{},7.25{}", g % 2, g, g, g ? "\n" : "");
+  return t;
+}
+
+TEST(SamplesCsv, FastPathEqualsGeneralParser) {
+  std::string text = TrickyCsv();
+  std::vector<TimeSpan> spans = {{1005.3, 1020.7}, {900, 2000}, {1010.25, 1010.25}, {1030, 1200}};
+  for (size_t chunk : {size_t{100}, size_t{4096}}) {
+    ScanOptions fast;
+    fast.spans = spans;
+    fast.chunk_bytes = chunk;
+    ScanOptions general = fast;
+    general.fast_path = false;
+    SamplesScan a = ScanSamplesBytes(text, fast), b = ScanSamplesBytes(text, general);
+    EXPECT_GT(a.malformed_rows, 0);
+    ExpectSameScan(a, b);
+  }
+}
+
+// The scanner feeds a window only from the point that enters it (plus the one before); the result
+// must equal feeding every point of the device to a SpanAccumulator, for any window layout.
+TEST(SamplesCsv, WindowScheduleEqualsFeedingEveryPoint) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<CsvRow> rows;
+    std::vector<std::vector<Point>> points(2);
+    double t = 1000;
+    for (int seq = 0; seq < 300; ++seq) {
+      t += (rng() % 4) * 0.5;  // equal times happen
+      for (int g = 0; g < 2; ++g) {
+        double w = 50.0 + rng() % 400;
+        rows.push_back({seq, t, "h", g, "GPU-" + std::to_string(g), w});
+        points[g].push_back({t, w, 0});
+      }
+    }
+    std::vector<TimeSpan> spans;
+    for (int k = 0; k < 6; ++k) {
+      double a = 990 + rng() % 500, b = a + static_cast<double>(rng() % 80) - 10;
+      spans.push_back({a, b});  // overlapping, nested, empty and inverted windows
+    }
+    SamplesScan s = Scan(CsvText(rows), spans);
+    ASSERT_EQ(s.devices.size(), 2u);
+    for (int g = 0; g < 2; ++g)
+      for (size_t k = 0; k < spans.size(); ++k) {
+        SpanAccumulator direct(spans[k]);
+        for (const auto& p : points[g]) direct.Add(p);
+        SpanCoverage want = direct.Finish();
+        const SpanCoverage& got = s.devices[g].spans[k];
+        ASSERT_EQ(got.lower_t, want.lower_t) << round << " " << k;
+        ASSERT_EQ(got.upper_t, want.upper_t) << round << " " << k;
+        EXPECT_EQ(got.max_gap_s, want.max_gap_s);
+        EXPECT_EQ(got.observed_intervals, want.observed_intervals);
+        EXPECT_EQ(got.energy_j, want.energy_j);
+        EXPECT_EQ(got.power_min_w, want.power_min_w);
+        EXPECT_EQ(got.power_max_w, want.power_max_w);
+      }
   }
 }
 

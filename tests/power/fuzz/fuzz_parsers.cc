@@ -1,6 +1,8 @@
-// libFuzzer target for the power-package parsers: the samples.csv reader (one and three threads
-// must agree), and the manifest / window JSON readers with every rule that walks them. The first
-// input byte picks the parser. Any crash, sanitizer report or disagreement is a bug.
+// libFuzzer target for the power-package parsers: the samples.csv reader (the fast path and the
+// general parser must agree exactly, and so must one and two threads; one and three threads must
+// agree on the results that do not depend on summation order), and the manifest / window JSON
+// readers with every rule that walks them. The first input byte picks the parser. Any crash,
+// sanitizer report or disagreement is a bug.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -15,13 +17,55 @@
 
 using namespace gpulse::power;
 
+static bool SameDouble(double x, double y) { return x == y || (x != x && y != y); }
+
+static bool SameOpt(const std::optional<double>& x, const std::optional<double>& y) {
+  return x.has_value() == y.has_value() && (!x || SameDouble(*x, *y));
+}
+
+// The fast path and the general parser must agree on everything, bit for bit.
+static bool SameScan(const SamplesScan& a, const SamplesScan& b) {
+  if (a.Reasons() != b.Reasons() || a.data_rows != b.data_rows ||
+      a.malformed_rows != b.malformed_rows || a.max_scrape_seq != b.max_scrape_seq ||
+      a.sha256_hex != b.sha256_hex || a.malformed_examples.size() != b.malformed_examples.size() ||
+      a.devices.size() != b.devices.size())
+    return false;
+  for (size_t i = 0; i < a.malformed_examples.size(); ++i)
+    if (a.malformed_examples[i].line != b.malformed_examples[i].line ||
+        a.malformed_examples[i].why != b.malformed_examples[i].why)
+      return false;
+  for (size_t i = 0; i < a.devices.size(); ++i) {
+    const DeviceSamples &x = a.devices[i], &y = b.devices[i];
+    if (x.key != y.key || x.uuids != y.uuids || x.rows != y.rows ||
+        x.duplicate_rows != y.duplicate_rows || x.non_monotonic != y.non_monotonic ||
+        !SameDouble(x.first_t, y.first_t) || !SameDouble(x.last_t, y.last_t) ||
+        x.spans.size() != y.spans.size())
+      return false;
+    for (size_t k = 0; k < x.spans.size(); ++k) {
+      const SpanCoverage &c = x.spans[k], &d = y.spans[k];
+      if (!SameOpt(c.lower_t, d.lower_t) || !SameOpt(c.upper_t, d.upper_t) ||
+          !SameDouble(c.max_gap_s, d.max_gap_s) || c.observed_intervals != d.observed_intervals ||
+          c.uuids != d.uuids || !SameDouble(c.energy_j, d.energy_j) ||
+          !SameDouble(c.power_min_w, d.power_min_w) || !SameDouble(c.power_max_w, d.power_max_w))
+        return false;
+    }
+  }
+  return true;
+}
+
 static void FuzzCsv(std::string_view bytes) {
   ScanOptions one;
-  one.spans = {{1000.0, 1010.0}, {0.0, 1e18}};
+  one.spans = {{1000.0, 1010.0}, {0.0, 1e18}, {1005.0, 1006.0}};
   one.chunk_bytes = 256;
+  ScanOptions general = one;
+  general.fast_path = false;
+  ScanOptions two = one;  // one range, the digest hashed on its own thread from the same reads
+  two.threads = 2;
   ScanOptions three = one;
   three.threads = 3;
   SamplesScan a = ScanSamplesBytes(bytes, one);
+  if (!SameScan(a, ScanSamplesBytes(bytes, general))) std::abort();
+  if (!SameScan(a, ScanSamplesBytes(bytes, two))) std::abort();
   SamplesScan b = ScanSamplesBytes(bytes, three);
   if (a.Reasons() != b.Reasons() || a.data_rows != b.data_rows ||
       a.devices.size() != b.devices.size() || a.sha256_hex != b.sha256_hex)

@@ -15,7 +15,7 @@ FLAGS=(-std=c++20 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-saniti
 LAUNCH=()
 command -v ccache > /dev/null && LAUNCH=(ccache)
 objs=()
-for f in byte_source contract coverage json_io samples_row samples_scan topology windows wire_contract; do
+for f in byte_source contract coverage json_io line_cutter range_parser samples_row samples_scan topology windows wire_contract; do
   obj="$OUT/obj/$f.o"
   if [[ ! -f "$obj" || "$SRC/src/power/$f.cc" -nt "$obj" ]]; then
     "${LAUNCH[@]}" "$CXX" "${FLAGS[@]}" -c "$SRC/src/power/$f.cc" -o "$obj" &
