@@ -12,8 +12,13 @@ SOURCE_DIR = os.environ.get("GPULSE_SOURCE_DIR", os.path.join(os.path.dirname(__
 BUILTIN_SCENARIOS = ["1xH200", "8xH100", "4xA40-tp2", "mig-a100", "faults", "k8s-8xH100"]
 
 
+# Variables that change which GPUs a command sees: tests set them explicitly when they mean to.
+DEVICE_SELECTION_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
+                         "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+
+
 def run(*args, timeout=60, env=None):
-    full_env = dict(os.environ)
+    full_env = {k: v for k, v in os.environ.items() if k not in DEVICE_SELECTION_VARS}
     if env:
         full_env.update(env)
     return subprocess.run([GPULSE, *args], capture_output=True, text=True, timeout=timeout, env=full_env)
