@@ -134,7 +134,7 @@ class DeviceBuilder {
 
   DeviceEnergy Energy() const {
     DeviceEnergy e;
-    if (!first_ || !prev_ || agg_.Build().sample_count < 2) return e;
+    if (!first_ || !prev_ || first_->elapsed_ns == prev_->elapsed_ns) return e;  // fewer than 2 samples
     if (first_->has(GpuSample::kEnergy) && prev_->has(GpuSample::kEnergy) &&
         prev_->energy_millijoules >= first_->energy_millijoules) {
       e.counter_millijoules = static_cast<double>(prev_->energy_millijoules - first_->energy_millijoules);

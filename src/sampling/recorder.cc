@@ -1,6 +1,7 @@
 #include "sampling/recorder.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "core/clock.h"
@@ -28,13 +29,30 @@ constexpr ExtraMap kExtras[] = {
     {kEccSbe, report::GpuSample::kEccSbeVolatile},     {kEccDbe, report::GpuSample::kEccDbeVolatile},
 };
 
+// Catalogue positions of the timeline's columns, looked up once (ToGpuSample runs per device per
+// tick).
+struct TimelineIndex {
+  FieldIndex fb_used, fb_total, util, temp, power;
+  std::array<FieldIndex, std::size(kExtras)> extras;
+};
+
+const TimelineIndex& Indices() {
+  static const TimelineIndex t = [] {
+    TimelineIndex x{Idx(kFbUsed), Idx(kFbTotal), Idx(kGpuUtil), Idx(kGpuTemp), Idx(kPower), {}};
+    for (std::size_t i = 0; i < std::size(kExtras); ++i) x.extras[i] = Idx(kExtras[i].id);
+    return x;
+  }();
+  return t;
+}
+
 std::uint64_t U64(double v) { return v <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(v)); }
 std::uint32_t U32(double v) { return static_cast<std::uint32_t>(U64(v)); }
 
 }  // namespace
 
 std::vector<FieldIndex> RequiredTimelineFields() {
-  return {Idx(kFbUsed), Idx(kFbTotal), Idx(kGpuUtil), Idx(kGpuTemp), Idx(kPower)};
+  const TimelineIndex& t = Indices();
+  return {t.fb_used, t.fb_total, t.util, t.temp, t.power};
 }
 
 std::vector<FieldIndex> OptionalTimelineFields() {
@@ -48,20 +66,22 @@ std::optional<report::GpuSample> ToGpuSample(const Sample& s, std::uint32_t devi
                                              std::int64_t elapsed_ns) {
   if (s.state != DeviceState::kOk) return std::nullopt;
   const auto& v = s.values;
-  for (FieldIndex f : RequiredTimelineFields()) {
+  const TimelineIndex& t = Indices();
+  for (FieldIndex f : {t.fb_used, t.fb_total, t.util, t.temp, t.power}) {
     if (!v[f]) return std::nullopt;
   }
   constexpr double kMiB = 1024.0 * 1024.0;  // the catalogue reports framebuffer in MiB
   report::GpuSample g;
   g.elapsed_ns = elapsed_ns;
   g.device_index = device_index;
-  g.memory_used_bytes = U64(*v[Idx(kFbUsed)] * kMiB);
-  g.memory_total_bytes = U64(*v[Idx(kFbTotal)] * kMiB);
-  g.utilization_percent = std::min<std::uint32_t>(U32(*v[Idx(kGpuUtil)]), 100);
-  g.temperature_celsius = U32(*v[Idx(kGpuTemp)]);
-  g.power_draw_milliwatts = U32(*v[Idx(kPower)] * 1000.0);
-  for (const ExtraMap& e : kExtras) {
-    const auto& x = v[Idx(e.id)];
+  g.memory_used_bytes = U64(*v[t.fb_used] * kMiB);
+  g.memory_total_bytes = U64(*v[t.fb_total] * kMiB);
+  g.utilization_percent = std::min<std::uint32_t>(U32(*v[t.util]), 100);
+  g.temperature_celsius = U32(*v[t.temp]);
+  g.power_draw_milliwatts = U32(*v[t.power] * 1000.0);
+  for (std::size_t i = 0; i < std::size(kExtras); ++i) {
+    const ExtraMap& e = kExtras[i];
+    const auto& x = v[t.extras[i]];
     if (!x) continue;
     g.present |= e.bit;
     switch (e.bit) {
