@@ -57,7 +57,9 @@ def start_endpoints(tmp, exposition, base, count, per_proc, lifetime):
 def collector_config(base, count):
     lines = ["job_id: bench", "run_name: collector-bench", "telemetry:", "  enabled: true",
              "  collect_interval_ms: 1000", "  storage_subdir: power", "  required: false",
-             "  startup_timeout_seconds: 60", "  request_timeout_seconds: 1", "  dcgm_exporter:",
+             "  startup_timeout_seconds: 60", "  request_timeout_seconds: 1",
+             "  clock_sync_check: false",  # polling cost only; the probe runs once at start
+             "  dcgm_exporter:",
              "    container_image: bench-endpoints", "    port: 9400", "    command: endpoints.py", "endpoints:"]
     for i in range(count):
         lines.append(f"  - {{hostname: node{i:04d}, address: 127.0.0.1, port: {base + i}}}")

@@ -1,5 +1,6 @@
 #include "power/child_process.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -45,6 +46,16 @@ bool ReapUntil(int pid, ChildOutcome& out, Clock::time_point deadline) {
   return true;
 }
 
+// Group SIGTERM, SIGKILL after the grace period, then reap (unless a test fault forbids it).
+void Stop(int pid, const ChildOptions& o, ChildOutcome& out) {
+  ::kill(-pid, SIGTERM);
+  if (ReapUntil(pid, out, Clock::now() + o.stop_grace)) return;
+  ::kill(-pid, SIGKILL);
+  out.force_killed = true;
+  if (o.test_unreapable) return;
+  ReapUntil(pid, out, Clock::now() + o.reap_timeout);
+}
+
 }  // namespace
 
 int ChildOutcome::ShellStatus() const {
@@ -84,6 +95,15 @@ Result<int> SpawnChild(const ChildOptions& o) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  std::string output = o.output.string();
+  if (!output.empty()) {
+    posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&files, 1, output.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&files, 1, 2);
+  }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t empty, defaults = StopSet();
@@ -95,8 +115,9 @@ Result<int> SpawnChild(const ChildOptions& o) {
   posix_spawnattr_setflags(&attr,
                            POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   pid_t pid = 0;
-  int rc = ::posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+  int rc = ::posix_spawnp(&pid, argv[0], &files, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&files);
   if (rc != 0)
     return Error{ErrorCode::kNotFound, "cannot run \"" + o.argv[0] + "\": " + std::strerror(rc)};
   return static_cast<int>(pid);
@@ -111,12 +132,30 @@ ChildOutcome WaitChild(int pid, const ChildOptions& o) {
     out.stop_signal = sig;
     break;
   }
-  ::kill(-pid, SIGTERM);
-  if (ReapUntil(pid, out, Clock::now() + o.stop_grace)) return out;
-  ::kill(-pid, SIGKILL);
+  Stop(pid, o, out);
+  return out;
+}
+
+std::optional<ChildOutcome> PollChild(int pid) {
+  ChildOutcome out;
+  if (Reap(pid, out, WNOHANG)) return out;
+  return std::nullopt;
+}
+
+ChildOutcome StopChild(int pid, const ChildOptions& o) {
+  ChildOutcome out;
+  if (!Reap(pid, out, WNOHANG)) Stop(pid, o, out);
+  return out;
+}
+
+Result<ChildOutcome> RunChild(const ChildOptions& o, std::chrono::milliseconds timeout) {
+  auto pid = SpawnChild(o);
+  if (!pid.ok()) return pid.error();
+  ChildOutcome out;
+  if (ReapUntil(*pid, out, Clock::now() + timeout)) return out;
+  ::kill(-*pid, SIGKILL);
   out.force_killed = true;
-  if (o.test_unreapable) return out;
-  ReapUntil(pid, out, Clock::now() + o.reap_timeout);
+  ReapUntil(*pid, out, Clock::now() + o.reap_timeout);
   return out;
 }
 

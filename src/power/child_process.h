@@ -1,12 +1,14 @@
-// A benchmark child for `gpulse collect` and `gpulse window run`: spawned in its own process group
-// with default SIGINT/SIGTERM handling and an extra environment, waited for while the caller's
-// blocked SIGINT/SIGTERM are taken with sigtimedwait, stopped (group SIGTERM, then SIGKILL after a
-// grace period) when one arrives, and reaped. "Reaped" is proven by waitpid, never assumed.
+// Children of `gpulse collect` and `gpulse window run`: the benchmark, the exporters collect
+// launches and the clock-sync probes. Each is spawned in its own process group with default
+// SIGINT/SIGTERM handling and an extra environment; the benchmark is waited for while the caller's
+// blocked SIGINT/SIGTERM are taken with sigtimedwait, and stopped (group SIGTERM, then SIGKILL
+// after a grace period) when one arrives. "Reaped" is proven by waitpid, never assumed.
 // Thread-safety: call from the thread that blocked the signals (BlockStopSignals) before starting
 // any other thread.
 #pragma once
 
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <utility>
@@ -36,8 +38,10 @@ struct ChildOutcome {
 struct ChildOptions {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) environ
-  std::chrono::milliseconds stop_grace{10'000};          // SIGTERM -> SIGKILL
-  std::chrono::milliseconds reap_timeout{5'000};         // after SIGKILL
+  // When set, stdin is /dev/null and stdout and stderr are appended to this file (created 0644).
+  std::filesystem::path output;
+  std::chrono::milliseconds stop_grace{10'000};   // SIGTERM -> SIGKILL
+  std::chrono::milliseconds reap_timeout{5'000};  // after SIGKILL
   // Fault injection for tests (GPULSE_COLLECT_TEST_FAULT=unreapable_child): after SIGKILL, behave
   // as if waitpid never returned the child within reap_timeout (an unkillable child in
   // uninterruptible sleep cannot be made without root). The zombie is left to process exit.
@@ -48,5 +52,17 @@ struct ChildOptions {
 Result<int> SpawnChild(const ChildOptions& options);
 // Waits for `pid`; on SIGINT/SIGTERM stops it as described above.
 ChildOutcome WaitChild(int pid, const ChildOptions& options);
+
+// Reaps `pid` if it has ended; nullopt while it runs. Safe from any thread for a pid no other
+// thread waits for.
+std::optional<ChildOutcome> PollChild(int pid);
+
+// Stops a running child now: group SIGTERM, SIGKILL after options.stop_grace, then reaps it
+// (at most options.reap_timeout more).
+ChildOutcome StopChild(int pid, const ChildOptions& options);
+
+// Runs a short command to completion: spawned as above, SIGKILLed (its group) when it outlives
+// `timeout`. The outcome says force_killed then. Errors: the command could not be started.
+Result<ChildOutcome> RunChild(const ChildOptions& options, std::chrono::milliseconds timeout);
 
 }  // namespace gpulse::power

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "power/contract.h"
+#include "power/exporter_launch.h"
 
 namespace gpulse::power {
 namespace {
@@ -80,10 +81,10 @@ uint16_t Port(const YAML::Node& n, const std::string& name) {
 }
 
 void ParseTelemetry(const YAML::Node& t, CollectConfig& c) {
-  RejectUnknownKeys(
-      t, "telemetry",
-      {"enabled", "collect_interval_ms", "storage_subdir", "required", "startup_timeout_seconds",
-       "request_timeout_seconds", "collector_join_timeout_seconds", "dcgm_exporter"});
+  RejectUnknownKeys(t, "telemetry",
+                    {"enabled", "collect_interval_ms", "storage_subdir", "required",
+                     "startup_timeout_seconds", "request_timeout_seconds",
+                     "collector_join_timeout_seconds", "clock_sync_check", "dcgm_exporter"});
   c.enabled = Bool(t, "telemetry.enabled", "enabled", false);
   if (t["collect_interval_ms"]) {
     auto ms = Scalar<double>(t["collect_interval_ms"], "telemetry.collect_interval_ms", "a number");
@@ -104,6 +105,7 @@ void ParseTelemetry(const YAML::Node& t, CollectConfig& c) {
       Fail("telemetry.storage_subdir must be a safe relative path below the run log directory");
   }
   c.required = Bool(t, "telemetry.required", "required", false);
+  c.clock_sync_check = Bool(t, "telemetry.clock_sync_check", "clock_sync_check", true);
   c.startup_timeout_s = Seconds(t, "telemetry.", "startup_timeout_seconds", 30);
   c.request_timeout_s = Seconds(t, "telemetry.", "request_timeout_seconds", 2);
   double worst = 2 * (2 * c.request_timeout_s + 1.0);
@@ -122,7 +124,8 @@ void ParseTelemetry(const YAML::Node& t, CollectConfig& c) {
     if (c.enabled) Fail("telemetry.dcgm_exporter is required when telemetry is enabled");
     return;
   }
-  RejectUnknownKeys(e, "telemetry.dcgm_exporter", {"container_image", "port", "command"});
+  RejectUnknownKeys(e, "telemetry.dcgm_exporter",
+                    {"container_image", "port", "command", "launch", "srun_args"});
   if (!e["container_image"] || !e["container_image"].IsScalar() ||
       e["container_image"].Scalar().empty())
     Fail("telemetry.dcgm_exporter.container_image must be non-empty");
@@ -131,6 +134,42 @@ void ParseTelemetry(const YAML::Node& t, CollectConfig& c) {
   c.exporter.port = Port(e["port"], "telemetry.dcgm_exporter.port");
   c.exporter.command = std::string(kDefaultExporterCommand);
   if (e["command"]) c.exporter.command = NonEmpty(e["command"], "telemetry.dcgm_exporter.command");
+  if (auto words = SplitCommand(c.exporter.command); !words.ok())
+    Fail("telemetry.dcgm_exporter.command: " + words.error().message);
+  if (e["launch"]) {
+    auto mode = Scalar<std::string>(e["launch"], "telemetry.dcgm_exporter.launch", "a string");
+    if (mode == "none")
+      c.exporter.launch = LaunchMode::kNone;
+    else if (mode == "local")
+      c.exporter.launch = LaunchMode::kLocal;
+    else if (mode == "srun")
+      c.exporter.launch = LaunchMode::kSrun;
+    else
+      Fail("telemetry.dcgm_exporter.launch must be one of none, local, srun, got \"" + mode + "\"");
+  }
+  if (const YAML::Node a = e["srun_args"]) {
+    if (c.exporter.launch != LaunchMode::kSrun)
+      Fail("telemetry.dcgm_exporter.srun_args needs launch: srun");
+    if (!a.IsSequence()) Fail("telemetry.dcgm_exporter.srun_args must be a list of strings");
+    for (size_t i = 0; i < a.size(); ++i)
+      c.exporter.srun_args.push_back(
+          NonEmpty(a[i], fmt::format("telemetry.dcgm_exporter.srun_args[{}]", i)));
+  }
+}
+
+// srun starts one command line on every node: one port, no per-node placeholder.
+void CheckLaunch(const CollectConfig& c) {
+  if (c.exporter.launch != LaunchMode::kSrun) return;
+  if (c.exporter.command.find("{hostname}") != std::string::npos)
+    Fail(
+        "telemetry.dcgm_exporter.command may use {hostname} only with launch: local; srun starts "
+        "the same command on every node");
+  for (size_t i = 0; i < c.endpoints.size(); ++i)
+    if (c.endpoints[i].port != c.exporter.port)
+      Fail(
+          fmt::format("endpoints[{}].port is {} but telemetry.dcgm_exporter.port is {}; with "
+                      "launch: srun every node's exporter listens on telemetry.dcgm_exporter.port",
+                      i, c.endpoints[i].port, c.exporter.port));
 }
 
 void ParseEndpoints(const YAML::Node& list, CollectConfig& c) {
@@ -236,6 +275,7 @@ CollectConfig Parse(const YAML::Node& root) {
   ParseEndpoints(root["endpoints"], c);
   ParseWorkers(root["workers"], c);
   ParseBenchmark(root["benchmark"], c);
+  CheckLaunch(c);
   return c;
 }
 

@@ -17,10 +17,20 @@
 
 namespace gpulse::power {
 
+// Who starts the exporters: nobody (they already run as systemd units, DaemonSets, srun steps),
+// gpulse collect on this host (one per endpoint), or gpulse collect through SLURM (one srun per
+// het group, one task per node). docs/power-contract.md, "Launching exporters".
+enum class LaunchMode { kNone, kLocal, kSrun };
+
 struct ExporterSettings {
   std::string container_image;  // alias, local path or registry URI, recorded verbatim
   int port = 9400;
-  std::string command;  // "{port}" is replaced by the port
+  std::string command;  // "{port}" is replaced by the port; "{hostname}" (local launch only) by
+                        // the endpoint's hostname
+  LaunchMode launch = LaunchMode::kNone;
+  // launch: srun only: extra srun arguments before the command (e.g. pyxis's --container-image,
+  // a GRES request); the clock probe runs on the bare host without them.
+  std::vector<std::string> srun_args;
 };
 
 struct EndpointConfig {
@@ -39,6 +49,7 @@ struct CollectConfig {
   double request_timeout_s = 2;
   double join_timeout_s = 0;  // default: 2 * (2 * request_timeout + 1) + 2
   ExporterSettings exporter;
+  bool clock_sync_check = true;  // probe NTP sync before collecting (clock_sync.h)
   std::string job_id;
   std::string run_name;
   std::vector<EndpointConfig> endpoints;

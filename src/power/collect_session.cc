@@ -11,8 +11,10 @@
 #include "power/artifact_writer.h"
 #include "power/byte_source.h"
 #include "power/child_process.h"
+#include "power/clock_sync.h"
 #include "power/collector.h"
 #include "power/contract.h"
+#include "power/exporter_launch.h"
 #include "power/recompute.h"
 #include "power/window_writer.h"
 
@@ -80,6 +82,7 @@ struct Session {
   CollectorSummary collector{};
   std::optional<Recomputation> recomputed{};
   std::optional<std::string> sha{};
+  std::optional<std::vector<ClockSyncResult>> clocks{};  // when the check ran
 
   const CollectConfig& c() const { return o.config; }
 
@@ -131,6 +134,12 @@ struct Session {
                         {"reason_codes", r.reasons}});
     m["missed_sample_ranges"] = ranges;
     m["missed_sample_ranges_truncated"] = collector.missed_ranges_truncated;
+    if (clocks) {
+      Json failures = Json::array();
+      for (const auto& r : *clocks)
+        if (!r.verified) failures.push_back({{"hostname", r.hostname}, {"detail", r.detail}});
+      m["clock_sync_failures"] = failures;
+    }
     return m;
   }
 
@@ -151,6 +160,30 @@ std::vector<ResolvedEndpoint> Resolve(const CollectConfig& c, Clock::time_point 
     out.push_back({ep, *ip});
   }
   return out;
+}
+
+// Probes every reachable clock (clock_sync.h), logging one line per node. Required telemetry with
+// an unverified clock aborts before anything starts.
+Result<std::vector<ClockSyncResult>> CheckClocks(const CollectConfig& c, const fs::path& log_dir,
+                                                 std::string& log) {
+  std::error_code ec;
+  fs::create_directories(log_dir, ec);
+  if (ec) return Error{ErrorCode::kIo, "cannot create " + log_dir.string() + ": " + ec.message()};
+  auto results = CheckClockSync(c, log_dir);
+  std::string unverified;
+  for (const auto& r : results) {
+    log += fmt::format("clock_sync_check: {} {} ({}); output in {}\n", r.hostname,
+                       r.verified ? "OK" : "UNVERIFIED", r.detail, r.output.string());
+    if (!r.verified) unverified += fmt::format("\n  {}: {}", r.hostname, r.detail);
+  }
+  if (c.required && !unverified.empty())
+    return Error{ErrorCode::kUnavailable,
+                 "clock_sync_check: NTP synchronisation could not be verified on:" + unverified +
+                     "\ntelemetry.required is true, so nothing was started (no exporter, no "
+                     "benchmark, no package). Fix NTP (timedatectl, chronyc or ntpq must vouch "
+                     "for the clock), or set telemetry.clock_sync_check: false when every "
+                     "timestamp comes from this host's clock."};
+  return results;
 }
 
 }  // namespace
@@ -261,6 +294,14 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   if (fs::exists(s.power_dir / kManifestFile, ec))
     return InvalidArgument(s.power_dir.string() +
                            " already holds a power package; use a new --log-dir");
+  std::string log;
+  if (c.clock_sync_check) {
+    auto checked = CheckClocks(c, o.log_dir, log);
+    if (!checked.ok()) return checked.error();
+    s.clocks = std::move(*checked);
+    if (std::any_of(s.clocks->begin(), s.clocks->end(), [](auto& r) { return !r.verified; }))
+      AddReason(s.reasons, reason::kClockSyncUnverified);
+  }
   fs::create_directories(s.power_dir / kWindowsDir, ec);
   if (ec)
     return Error{ErrorCode::kIo, "cannot create " + s.power_dir.string() + ": " + ec.message()};
@@ -268,7 +309,14 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   if (!samples.ok()) return samples.error();
   s.started_at = UnixNow();
   if (Status st = s.Write(); !st.ok()) return st.error();
-  std::string log;
+
+  ExporterProcesses exporters;
+  for (const auto& failure : exporters.Launch(PlanExporterLaunch(c, o.log_dir))) {
+    AddReason(s.reasons, reason::kExporterLaunchFailed);
+    log += "gpulse collect: " + failure + "\n";
+  }
+  exporters.Watch(std::chrono::milliseconds(
+      std::min<int64_t>(1000, static_cast<int64_t>(c.interval_s * 1000))));
 
   auto startup_deadline = After(c.startup_timeout_s);
   auto endpoints = Resolve(c, startup_deadline, s.reasons, log);
@@ -279,8 +327,10 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   if (Status st = s.Write(); !st.ok()) log += "gpulse collect: " + st.error().message + "\n";
 
   RunState run;
-  bool ready = AwaitReadiness(collector, startup_deadline, run);
-  if (!ready && !run.interrupted) {
+  // Required telemetry that already failed to launch or resolve cannot become ready: fail fast.
+  bool doomed = c.required && HasAny(s.reasons, StartupFailureReasons());
+  bool ready = !doomed && AwaitReadiness(collector, startup_deadline, run);
+  if (!ready && !run.interrupted && !doomed) {
     AddReason(s.reasons, reason::kExporterStartupTimeout);
     log +=
         "gpulse collect: not every expected GPU answered in one cycle before "
@@ -297,6 +347,12 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
     collector.InjectLoopStall(
         std::chrono::milliseconds(static_cast<int64_t>(o.faults.stall_loop_at_stop_s * 1000)));
   collector.Stop(join_deadline);
+  // Launched exporters outlive the final bracketing scrape; one that ended before is a failure.
+  for (const auto& exited : exporters.StopWatching()) {
+    AddReason(s.reasons, reason::kExporterExited);
+    log += "gpulse collect: " + exited + "\n";
+  }
+  exporters.StopAll(std::chrono::milliseconds(5'000));
   if (run.interrupted) AddReason(s.reasons, reason::kCollectorInterrupted);
   if (run.child) {
     if (!run.child->reaped) {

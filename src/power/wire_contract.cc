@@ -94,6 +94,30 @@ void CheckReasons(const Json& m, std::vector<std::string>& out) {
   }
 }
 
+// Optional (gpulse's V2 addition): the clocks the collector could not verify, consistent with
+// clock_sync_unverified in reason_codes.
+void CheckClockSyncFailures(const Json& m, std::vector<std::string>& out) {
+  if (!m.is_object() || !m.contains("clock_sync_failures")) return;
+  const Json& f = m.at("clock_sync_failures");
+  bool ok = f.is_array() && std::all_of(f.begin(), f.end(), [](const Json& e) {
+              return e.is_object() && IsNonEmptyString(Get(e, "hostname")) &&
+                     Get(e, "detail").is_string();
+            });
+  if (!ok) {
+    out.push_back("clock_sync_failures must be a list of {hostname, detail}, got " + Describe(f));
+    return;
+  }
+  auto stored = StoredReasons(m);
+  bool flagged =
+      std::find(stored.begin(), stored.end(), reason::kClockSyncUnverified) != stored.end();
+  if (!f.empty() && !flagged)
+    out.push_back("clock_sync_failures lists unverified clocks but reason_codes lacks " +
+                  std::string(reason::kClockSyncUnverified));
+  if (f.empty() && flagged)
+    out.push_back("reason_codes has " + std::string(reason::kClockSyncUnverified) +
+                  " but clock_sync_failures is empty");
+}
+
 }  // namespace
 
 std::vector<std::string> StoredReasons(const Json& manifest) {
@@ -142,6 +166,7 @@ std::vector<std::string> CheckWireContract(const Json& m) {
   std::vector<std::string> out = std::move(c.failures_);
   CheckReasons(m, out);
   CheckExporter(m, out);
+  CheckClockSyncFailures(m, out);
   return out;
 }
 

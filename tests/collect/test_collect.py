@@ -5,6 +5,7 @@ import json
 import os
 import resource
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -20,12 +21,16 @@ HEADER = "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,p
 
 
 def config_text(endpoints, workers, interval_ms=200, required=True, startup=15, concurrencies=(4, 8),
-                request_timeout=1):
+                request_timeout=1, clock_sync=False, launch=None, command="gpulse exporter -a :{port}",
+                exporter_port=9400):
+    """A collect config. clock_sync=False turns the clock check off (this machine's clock is not
+    NTP-verified); tests of the check put fake timedatectl/chronyc/ntpq first on PATH instead."""
     lines = ["job_id: test-job", "run_name: e2e", "telemetry:", "  enabled: true",
              f"  collect_interval_ms: {interval_ms}", "  storage_subdir: power", f"  required: {str(required).lower()}",
              f"  startup_timeout_seconds: {startup}", f"  request_timeout_seconds: {request_timeout}",
-             "  dcgm_exporter:", "    container_image: gpulse", "    port: 9400",
-             "    command: gpulse exporter -a :{port}", "endpoints:"]
+             *([] if clock_sync else ["  clock_sync_check: false"]),
+             "  dcgm_exporter:", "    container_image: gpulse", f"    port: {exporter_port}",
+             f"    command: {json.dumps(command)}", *([f"    launch: {launch}"] if launch else []), "endpoints:"]
     for host, port, path in endpoints:
         lines.append(f"  - {{hostname: {host}, address: 127.0.0.1, port: {port}, path: {path}}}")
     lines.append("workers:")
@@ -62,10 +67,34 @@ class CollectTestCase(unittest.TestCase):
             f.write(text)
         return path
 
-    def collect(self, config, *bench, extra=(), timeout=120, preexec=None):
+    def collect(self, config, *bench, extra=(), timeout=120, preexec=None, env=None):
         return subprocess.run([GPULSE, "collect", "--config", config, "--log-dir", self.logs, *extra,
                                *(["--", *bench] if bench else [])], capture_output=True, text=True,
-                              timeout=timeout, preexec_fn=preexec)
+                              timeout=timeout, preexec_fn=preexec, env=env)
+
+    def scenario(self, name):
+        """1xH200 under another name: the simulator derives UUIDs from it, so every node differs."""
+        with open(os.path.join(SOURCE_DIR, "sim", "scenarios", "1xH200.yaml")) as f:
+            text = f.read().replace("name: 1xH200", f"name: {name}", 1)
+        path = os.path.join(self.dir, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def fake_tools(self, **tools):
+        """An environment whose PATH starts with fake tools (name -> sh script body): stand-ins for
+        timedatectl, chronyc, ntpq and srun, whose real answers this machine cannot give."""
+        bindir = os.path.join(self.dir, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        for name, body in tools.items():
+            path = os.path.join(bindir, name)
+            with open(path, "w") as f:
+                f.write("#!/bin/sh\n" + body + "\n")
+            os.chmod(path, 0o755)
+        return dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"])
+
+    def synced_clock(self):
+        return self.fake_tools(timedatectl="echo yes")
 
     @property
     def logs(self):
@@ -98,24 +127,15 @@ class CollectTestCase(unittest.TestCase):
 
 
 class PublishableRun(CollectTestCase):
-    def scenario(self, name):
-        """1xH200 under another name: the simulator derives UUIDs from it, so every node differs."""
-        with open(os.path.join(SOURCE_DIR, "sim", "scenarios", "1xH200.yaml")) as f:
-            text = f.read().replace("name: 1xH200", f"name: {name}", 1)
-        path = os.path.join(self.dir, name + ".yaml")
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
     def test_four_exporters_two_roles_two_het_groups_two_windows(self):
         exporters = [Exporter("--simulate", self.scenario(f"node{i}"), "--hostname", f"lies{i}") for i in range(4)]
         try:
             eps = [(f"node{i}", e.port, "/metrics") for i, e in enumerate(exporters)]
             workers = [("node0", [0], "prefill", 0, 0), ("node1", [0], "prefill", 1, 0),
                        ("node2", [0], "decode", 0, 1), ("node3", [0], "decode", 1, 1)]
-            cfg = self.write_config(config_text(eps, workers))
+            cfg = self.write_config(config_text(eps, workers, clock_sync=True))
             bench = f"{window_cmd(4, 4)} && {window_cmd(8, 4)}"
-            p = self.collect(cfg, "sh", "-c", bench)
+            p = self.collect(cfg, "sh", "-c", bench, env=self.synced_clock())
         finally:
             for e in exporters:
                 e.stop()
@@ -124,6 +144,9 @@ class PublishableRun(CollectTestCase):
         self.assertEqual(m["status"], "complete", p.stderr)
         self.assertTrue(m["publication_valid"], json.dumps(m["window_validations"], indent=1) + p.stderr)
         self.assertEqual(sorted(d["hostname"] for d in m["observed_devices"]), ["node0", "node1", "node2", "node3"])
+        self.assertEqual(m["clock_sync_failures"], [], "the check is on by default and the clock is verified")
+        self.assertIn("clock_sync_check: ", p.stderr)
+        self.assertIn(" OK (timedatectl: NTPSynchronized=yes)", p.stderr)
         validate(m, "power-manifest.schema.json")
         v = self.validate_power("--expect-role", "prefill=2", "--expect-role", "decode=2",
                                 "--require-distinct-het-groups")
@@ -388,6 +411,160 @@ class Lifecycle(CollectTestCase):
         self.assertIsNotNone(m["samples_sha256"])
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_is_closed(port):
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+# A stand-in for SLURM's srun: logs its arguments, drops its options and runs the command here.
+FAKE_SRUN = '''echo "$*" >> "$SRUN_LOG"
+while [ $# -gt 0 ]; do case "$1" in --*) shift ;; *) break ;; esac; done
+exec "$@"'''
+
+
+class LaunchAndClocks(CollectTestCase):
+    """telemetry.dcgm_exporter.launch (gpulse collect starts and watches the exporters) and
+    telemetry.clock_sync_check (timedatectl, chronyc, ntpq must vouch for each reachable clock)."""
+
+    def local_config(self, hosts, command, **kw):
+        eps = [(h, free_port(), "/metrics") for h in hosts]
+        workers = [(h, [0], "prefill" if i % 2 == 0 else "decode", i // 2, i % 2) for i, h in enumerate(hosts)]
+        for h in hosts:
+            self.scenario(h)
+        return self.write_config(config_text(eps, workers, concurrencies=(4,), launch="local", command=command,
+                                             **kw)), [port for _, port, _ in eps]
+
+    def exporter_command(self):
+        return f"{GPULSE} exporter --simulate {self.dir}/{{hostname}}.yaml --hostname lies -a 127.0.0.1:{{port}}"
+
+    def test_launched_exporters_and_a_verified_clock_make_a_publishable_package(self):
+        cfg, ports = self.local_config(["node0", "node1"], self.exporter_command(), clock_sync=True)
+        p = self.collect(cfg, "sh", "-c", window_cmd(4, 3), env=self.synced_clock())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = self.manifest()
+        self.assertTrue(m["publication_valid"], p.stderr)
+        self.assertEqual(m["clock_sync_failures"], [])
+        for code in ("exporter_launch_failed", "exporter_exited", "clock_sync_unverified"):
+            self.assertNotIn(code, m["reason_codes"])
+        self.assertEqual(m["dcgm_exporter"]["command"], self.exporter_command().replace("{port}", "9400"))
+        validate(m, "power-manifest.schema.json")
+        self.assertEqual(self.validate_power().returncode, 0)
+        for host, port in zip(["node0", "node1"], ports):
+            with open(os.path.join(self.logs, f"telemetry_dcgm_exporter.{host}.out")) as f:
+                self.assertIn(f"http://127.0.0.1:{port}/metrics", f.read(), "each exporter's output is kept")
+            self.assertTrue(port_is_closed(port), "collect stops the exporters it launched")
+        probes = [n for n in os.listdir(self.logs) if n.startswith("clock_sync_")]
+        self.assertEqual(len(probes), 1, "this host's clock, the only one reachable without srun")
+        with open(os.path.join(self.logs, probes[0])) as f:
+            self.assertIn("$ timedatectl show --property=NTPSynchronized --value\nyes\n", f.read())
+
+    def test_launch_failure_blocks_required_telemetry_and_taints_best_effort(self):
+        marker = os.path.join(self.dir, "ran")
+        cfg, _ = self.local_config(["node0"], "/nonexistent/dcgm-exporter --address :{port}")
+        t0 = time.monotonic()
+        p = self.collect(cfg, "touch", marker)
+        self.assertLess(time.monotonic() - t0, 10, "a launch failure does not wait out the startup timeout")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('exporter node0: cannot run "/nonexistent/dcgm-exporter"', p.stderr)
+        self.assertFalse(os.path.exists(marker), "a launch failure blocks the benchmark")
+        m = self.manifest()
+        self.assertIn("exporter_launch_failed", m["reason_codes"])
+        self.assertEqual(m["status"], "failed")
+        validate(m, "power-manifest.schema.json")
+
+        self.tmp.cleanup()
+        os.makedirs(os.path.join(self.logs, "results"))
+        cfg, _ = self.local_config(["node0"], "/nonexistent/dcgm-exporter --address :{port}", required=False,
+                                   startup=1)
+        p = self.collect(cfg, "sh", "-c", f"touch {marker}; exit 3")
+        self.assertEqual(p.returncode, 3, "best effort keeps the benchmark's exit code: " + p.stderr)
+        self.assertTrue(os.path.exists(marker))
+        m = self.manifest()
+        self.assertIn("exporter_launch_failed", m["reason_codes"])
+        self.assertEqual(m["status"], "complete")
+        self.assertFalse(m["publication_valid"], "a launch failure is never recoverable")
+        self.assertEqual(self.validate_power().returncode, 1)
+
+    def test_a_launched_exporter_that_ends_is_exporter_exited(self):
+        pidfile = os.path.join(self.dir, "{hostname}.pid")
+        cfg, _ = self.local_config(["node0"], f'sh -c "echo \\$\\$ > {pidfile}; exec {self.exporter_command()}"',
+                                   required=False)
+        real_pid = pidfile.replace("{hostname}", "node0")
+        p = self.collect(cfg, "sh", "-c", f"{window_cmd(4, 3)} & sleep 1; kill -9 $(cat {real_pid}); wait")
+        m = self.manifest()
+        self.assertIn("exporter_exited", m["reason_codes"], p.stderr)
+        self.assertRegex(p.stderr, r"exporter node0 \(pid \d+\) ended with signal 9 while the collector ran")
+        self.assertEqual(m["status"], "incomplete")
+        self.assertFalse(m["publication_valid"])
+
+    def test_srun_launch_one_step_per_het_group_and_node_clock_probes(self):
+        port = free_port()
+        self.scenario("node0")
+        text = config_text([("node0", port, "/metrics")], [("node0", [0], "decode", 0, 1)], concurrencies=(4,),
+                           launch="srun", exporter_port=port, clock_sync=True,
+                           command=f"{GPULSE} exporter --simulate {self.dir}/node0.yaml -a 127.0.0.1:{{port}}")
+        cfg = self.write_config(text.replace("    launch: srun", "    launch: srun\n    srun_args: [--gpus-per-node=0]"))
+        srun_log = os.path.join(self.dir, "srun.log")
+        env = self.fake_tools(srun=FAKE_SRUN, timedatectl="echo yes")
+        env.update(SRUN_LOG=srun_log, GPULSE_SRUN=os.path.join(self.dir, "bin", "srun"))
+        p = self.collect(cfg, "sh", "-c", window_cmd(4, 2), env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(self.manifest()["publication_valid"], p.stderr)
+        with open(srun_log) as f:
+            calls = f.read().splitlines()
+        prefix = "--overlap --nodes=1 --ntasks=1 --ntasks-per-node=1 --nodelist=node0 --het-group=1 "
+        self.assertIn(prefix + "timedatectl show --property=NTPSynchronized --value", calls,
+                      "the node's clock is probed through srun")
+        self.assertIn(prefix + f"--gpus-per-node=0 {GPULSE} exporter --simulate {self.dir}/node0.yaml "
+                      f"-a 127.0.0.1:{port}", calls, "srun_args go to the exporter step, not to the clock probe")
+        self.assertTrue(os.path.exists(os.path.join(self.logs, "clock_sync_node0.out")))
+        with open(os.path.join(self.logs, "telemetry_dcgm_exporter.g1.out")) as f:
+            self.assertIn("serving 1 GPU", f.read())
+        self.assertTrue(port_is_closed(port))
+
+    def test_an_unverified_clock_taints_best_effort_and_aborts_required(self):
+        env = self.fake_tools(
+            timedatectl="echo no",
+            chronyc="echo '506 Cannot talk to daemon'; exit 1",
+            ntpq="echo '     remote  refid  st t when poll reach delay offset jitter'; "
+                 "echo '====='; echo ' 10.0.0.1  .INIT.  16 u - 64 0 0.0 0.0 0.0'")
+        with Exporter("--simulate", "1xH200") as e:
+            cfg = self.write_config(config_text([("node0", e.port, "/metrics")], [("node0", [0], "agg", 0, 0)],
+                                                concurrencies=(4,), required=False, clock_sync=True))
+            p = self.collect(cfg, "sh", "-c", window_cmd(4, 2), env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m = self.manifest()
+            self.assertIn("clock_sync_unverified", m["reason_codes"])
+            self.assertFalse(m["publication_valid"])
+            self.assertEqual(m["status"], "complete")
+            [failure] = m["clock_sync_failures"]
+            self.assertEqual(failure["detail"], "timedatectl: NTPSynchronized=no; chronyc: exit code 1: 506 Cannot "
+                                                "talk to daemon; ntpq: no system peer (no line starting with '*')")
+            self.assertIn(f"clock_sync_check: {failure['hostname']} UNVERIFIED", p.stderr)
+            validate(m, "power-manifest.schema.json")
+            v = self.validate_power()
+            self.assertEqual(v.returncode, 1, "never publishable")
+
+            self.tmp.cleanup()
+            os.makedirs(os.path.join(self.logs, "results"))
+            env = self.fake_tools(timedatectl="echo no")
+            marker = os.path.join(self.dir, "ran")
+            cfg = self.write_config(config_text([("node0", e.port, "/metrics")], [("node0", [0], "agg", 0, 0)],
+                                                concurrencies=(4,), required=True, clock_sync=True))
+            p = self.collect(cfg, "touch", marker, env=env)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("NTP synchronisation could not be verified", p.stderr)
+        self.assertIn("nothing was started", p.stderr)
+        self.assertFalse(os.path.exists(marker), "required telemetry aborts before the benchmark")
+        self.assertFalse(os.path.exists(self.power), "and before the package")
+
+
 class Config(CollectTestCase):
     def test_invalid_values_are_rejected_before_anything_starts(self):
         base = config_text([("a", 9400, "/metrics")], [("a", [0], "agg", 0, 0)])
@@ -402,6 +579,9 @@ class Config(CollectTestCase):
             "concurrencies: [4, 8]": ("concurrencies: [4, 4]", "unique positive benchmark.concurrencies"),
             "startup_timeout_seconds: 15": ("startup_timeout_seconds: -1", "must be finite and positive"),
             "enabled: true": ("enabled: true\n  bogus: 1", "unknown key telemetry.bogus"),
+            'command: "gpulse exporter -a :{port}"': ('command: "gpulse exporter -a :{port}"\n    launch: docker',
+                                                       "launch must be one of none, local, srun"),
+            "clock_sync_check: false": ("clock_sync_check: maybe", "telemetry.clock_sync_check must be true or false"),
         }
         for old, (new, message) in cases.items():
             with self.subTest(new=new):

@@ -166,6 +166,19 @@ TEST_F(Evidence, ClockSyncUnverifiedIsNeverPublishable) {
   EXPECT_TRUE(HasFail(Run(), "publication_valid is True, recomputed False"));
 }
 
+TEST_F(Evidence, ClockSyncFailuresMustAgreeWithTheReason) {
+  pkg_.manifest["clock_sync_failures"] = Json::array();
+  EXPECT_TRUE(Run().ok) << "an empty list: every clock verified";
+  pkg_.manifest["clock_sync_failures"] = {{{"hostname", "n0"}, {"detail", "timedatectl: no"}}};
+  EXPECT_TRUE(HasFail(Run(), "clock_sync_failures lists unverified clocks but reason_codes lacks"));
+  pkg_.manifest["clock_sync_failures"] = Json::array();
+  pkg_.manifest["reason_codes"] = {"clock_sync_unverified"};
+  pkg_.manifest["publication_valid"] = false;
+  EXPECT_TRUE(HasFail(Run(), "clock_sync_unverified but clock_sync_failures is empty"));
+  pkg_.manifest["clock_sync_failures"] = {{{"hostname", ""}, {"detail", "x"}}};
+  EXPECT_TRUE(HasFail(Run(), "clock_sync_failures must be a list of {hostname, detail}"));
+}
+
 TEST_F(Evidence, WindowValidationReasonOrderDoesNotMatter) {
   // Reason lists inside evidence compare as sets; everything else strictly.
   std::erase_if(pkg_.rows, [](const CsvRow& r) { return r.seq % 5 != 0; });

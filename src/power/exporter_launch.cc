@@ -1,0 +1,214 @@
+#include "power/exporter_launch.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+
+#include "power/child_process.h"
+
+namespace gpulse::power {
+namespace fs = std::filesystem;
+namespace {
+
+std::string Replace(std::string text, std::string_view what, std::string_view with) {
+  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += with.size())
+    text.replace(at, what.size(), with);
+  return text;
+}
+
+// The command's words with the placeholders filled in (placeholders may sit inside a word).
+std::vector<std::string> CommandWords(const CollectConfig& c, int port, std::string_view host) {
+  auto words = SplitCommand(c.exporter.command);
+  std::vector<std::string> out = words.ok() ? *words : std::vector<std::string>{};
+  for (auto& w : out) w = Replace(Replace(w, "{port}", std::to_string(port)), "{hostname}", host);
+  return out;
+}
+
+std::string Describe(const ChildOutcome& o) {
+  if (o.exit_code) return fmt::format("exit code {}", *o.exit_code);
+  if (o.term_signal) return fmt::format("signal {}", *o.term_signal);
+  return "an unknown status";
+}
+
+}  // namespace
+
+std::string FileSafe(std::string_view name) {
+  std::string out(name);
+  for (char& ch : out)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-')
+      ch = '_';
+  if (out.empty() || out == "." || out == "..") return "_";
+  return out;
+}
+
+Result<std::vector<std::string>> SplitCommand(std::string_view text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (ch == ' ' || ch == '\t' || ch == '\n') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (ch == '\\') {
+      if (++i == text.size()) return InvalidArgument("the command ends with a lone backslash");
+      word += text[i];
+    } else if (ch == '\'') {
+      size_t end = text.find('\'', i + 1);
+      if (end == std::string_view::npos) return InvalidArgument("unterminated ' quote");
+      word.append(text.substr(i + 1, end - i - 1));
+      i = end;
+    } else if (ch == '"') {
+      for (++i;; ++i) {
+        if (i == text.size()) return InvalidArgument("unterminated \" quote");
+        if (text[i] == '"') break;
+        if (text[i] == '\\' && i + 1 < text.size() &&
+            std::string_view("\"\\$`").find(text[i + 1]) != std::string_view::npos)
+          ++i;
+        word += text[i];
+      }
+    } else {
+      word += ch;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  if (words.empty()) return InvalidArgument("the command has no words");
+  return words;
+}
+
+std::optional<int64_t> HetGroupOf(const CollectConfig& c, const std::string& hostname) {
+  for (const auto& d : c.topology.devices)
+    if (d.key.hostname == hostname)
+      for (const auto& a : d.assignments)
+        if (a.het_group) return a.het_group;
+  return std::nullopt;
+}
+
+std::vector<std::string> SrunPrefix(const std::vector<std::string>& hostnames,
+                                    std::optional<int64_t> het_group) {
+  const char* srun = std::getenv("GPULSE_SRUN");
+  std::string nodes;
+  for (const auto& h : hostnames) nodes += (nodes.empty() ? "" : ",") + h;
+  std::vector<std::string> argv = {srun && *srun ? srun : "srun",
+                                   "--overlap",
+                                   fmt::format("--nodes={}", hostnames.size()),
+                                   fmt::format("--ntasks={}", hostnames.size()),
+                                   "--ntasks-per-node=1",
+                                   "--nodelist=" + nodes};
+  if (het_group) argv.push_back(fmt::format("--het-group={}", *het_group));
+  return argv;
+}
+
+std::vector<LaunchSpec> PlanExporterLaunch(const CollectConfig& c, const fs::path& log_dir) {
+  std::vector<LaunchSpec> out;
+  if (c.exporter.launch == LaunchMode::kLocal) {
+    for (const auto& ep : c.endpoints)
+      out.push_back({ep.hostname,
+                     {ep.hostname},
+                     CommandWords(c, ep.port, ep.hostname),
+                     log_dir / ("telemetry_dcgm_exporter." + FileSafe(ep.hostname) + ".out")});
+  } else if (c.exporter.launch == LaunchMode::kSrun) {
+    std::map<std::optional<int64_t>, std::vector<std::string>> groups;
+    for (const auto& ep : c.endpoints) groups[HetGroupOf(c, ep.hostname)].push_back(ep.hostname);
+    for (const auto& [group, hosts] : groups) {
+      LaunchSpec spec;
+      spec.label = group ? fmt::format("g{}", *group) : "all";
+      spec.hostnames = hosts;
+      spec.argv = SrunPrefix(hosts, group);
+      spec.argv.insert(spec.argv.end(), c.exporter.srun_args.begin(), c.exporter.srun_args.end());
+      auto words = CommandWords(c, c.exporter.port, "");
+      spec.argv.insert(spec.argv.end(), words.begin(), words.end());
+      spec.output = log_dir / (group ? fmt::format("telemetry_dcgm_exporter.g{}.out", *group)
+                                     : std::string("telemetry_dcgm_exporter.out"));
+      out.push_back(std::move(spec));
+    }
+  }
+  return out;
+}
+
+ExporterProcesses::~ExporterProcesses() {
+  StopWatching();
+  StopAll(std::chrono::milliseconds(5'000));
+}
+
+std::vector<std::string> ExporterProcesses::Launch(const std::vector<LaunchSpec>& specs) {
+  std::vector<std::string> failures;
+  for (const auto& spec : specs) {
+    ChildOptions o;
+    o.argv = spec.argv;
+    o.output = spec.output;
+    auto pid = SpawnChild(o);
+    if (!pid.ok()) {
+      failures.push_back(fmt::format("exporter {}: {}", spec.label, pid.error().message));
+      continue;
+    }
+    std::lock_guard lock(mu_);
+    procs_.push_back({spec, *pid, false, ""});
+  }
+  return failures;
+}
+
+void ExporterProcesses::PollLocked() {
+  for (auto& p : procs_) {
+    if (p.ended) continue;
+    if (auto outcome = PollChild(p.pid)) {
+      p.ended = true;
+      p.how = Describe(*outcome);
+    }
+  }
+}
+
+void ExporterProcesses::Watch(std::chrono::milliseconds period) {
+  if (procs_.empty() || supervisor_.joinable()) return;
+  stop_ = false;
+  supervisor_ = std::thread([this, period] {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      PollLocked();
+      cv_.wait_for(lock, period, [this] { return stop_; });
+    }
+  });
+}
+
+std::vector<std::string> ExporterProcesses::StopWatching() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (supervisor_.joinable()) supervisor_.join();
+  std::lock_guard lock(mu_);
+  PollLocked();
+  std::vector<std::string> out;
+  for (auto& p : procs_)
+    if (p.ended && !p.how.empty()) {
+      out.push_back(
+          fmt::format("exporter {} (pid {}) ended with {} while the collector ran; see {}",
+                      p.spec.label, p.pid, p.how, p.spec.output.string()));
+      p.how.clear();  // reported once
+    }
+  return out;
+}
+
+void ExporterProcesses::StopAll(std::chrono::milliseconds grace) {
+  std::lock_guard lock(mu_);
+  ChildOptions o;
+  o.stop_grace = grace;
+  for (auto& p : procs_)  // all at once, so the grace periods overlap
+    if (!p.ended) ::kill(-p.pid, SIGTERM);
+  for (auto& p : procs_) {
+    if (p.ended) continue;
+    StopChild(p.pid, o);
+    p.ended = true;
+  }
+}
+
+}  // namespace gpulse::power
