@@ -1,7 +1,10 @@
 #include "net/http_client.h"
 
 #include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <future>
 #include <map>
 #include <sstream>
@@ -158,6 +161,18 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
     reused = false;
     sock.emplace(io);
     buf.reserve(kReadChunk);  // one recv per typical exposition, not a 512-byte start
+    // Close-on-exec from the start (Asio opens sockets without it): a child spawned meanwhile (the
+    // benchmark of `gpulse collect`) must not inherit the connections.
+    int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+      return Fail("ConnectionError",
+                  boost::system::error_code(errno, boost::system::system_category()));
+    boost::system::error_code assigned;
+    sock->assign(ep.protocol(), fd, assigned);
+    if (assigned) {
+      ::close(fd);
+      return Fail("ConnectionError", assigned);
+    }
     sock->async_connect(ep, [self = shared_from_this(), g](const boost::system::error_code& ec) {
       if (!self->Current(g)) return;
       if (ec == asio::error::connection_refused) return self->Fail("ConnectionRefused", ec);

@@ -46,6 +46,15 @@ bool ReapUntil(int pid, ChildOutcome& out, Clock::time_point deadline) {
   return true;
 }
 
+// A SIGINT/SIGTERM pending for this thread or the process (blocked, not taken), or 0.
+int PendingStopSignal() {
+  sigset_t pending;
+  if (::sigpending(&pending) != 0) return 0;
+  if (sigismember(&pending, SIGTERM) == 1) return SIGTERM;
+  if (sigismember(&pending, SIGINT) == 1) return SIGINT;
+  return 0;
+}
+
 // Group SIGTERM, SIGKILL after the grace period, then reap (unless a test fault forbids it).
 void Stop(int pid, const ChildOptions& o, ChildOutcome& out) {
   ::kill(-pid, SIGTERM);
@@ -95,14 +104,19 @@ Result<int> SpawnChild(const ChildOptions& o) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  int out_fd = -1;
+  if (!o.output.empty()) {
+    out_fd = ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out_fd < 0)
+      return Error{ErrorCode::kIo,
+                   "cannot open " + o.output.string() + ": " + std::strerror(errno)};
+  }
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
-  std::string output = o.output.string();
-  if (!output.empty()) {
+  if (out_fd >= 0) {
     posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&files, 1, output.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&files, 1, 2);
+    posix_spawn_file_actions_adddup2(&files, out_fd, 1);
+    posix_spawn_file_actions_adddup2(&files, out_fd, 2);
   }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -118,6 +132,7 @@ Result<int> SpawnChild(const ChildOptions& o) {
   int rc = ::posix_spawnp(&pid, argv[0], &files, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&files);
+  if (out_fd >= 0) ::close(out_fd);
   if (rc != 0)
     return Error{ErrorCode::kNotFound, "cannot run \"" + o.argv[0] + "\": " + std::strerror(rc)};
   return static_cast<int>(pid);
@@ -152,10 +167,19 @@ Result<ChildOutcome> RunChild(const ChildOptions& o, std::chrono::milliseconds t
   auto pid = SpawnChild(o);
   if (!pid.ok()) return pid.error();
   ChildOutcome out;
-  if (ReapUntil(*pid, out, Clock::now() + timeout)) return out;
-  ::kill(-*pid, SIGKILL);
-  out.force_killed = true;
-  ReapUntil(*pid, out, Clock::now() + o.reap_timeout);
+  auto deadline = Clock::now() + timeout;
+  while (!Reap(*pid, out, WNOHANG)) {
+    if (int sig = PendingStopSignal()) {
+      out.stop_signal = sig;
+      break;
+    }
+    if (Clock::now() >= deadline) {
+      out.timed_out = true;
+      break;
+    }
+    ::usleep(10'000);
+  }
+  if (!out.reaped) Stop(*pid, o, out);
   return out;
 }
 

@@ -3,8 +3,9 @@
 // SIGINT/SIGTERM handling and an extra environment; the benchmark is waited for while the caller's
 // blocked SIGINT/SIGTERM are taken with sigtimedwait, and stopped (group SIGTERM, then SIGKILL
 // after a grace period) when one arrives. "Reaped" is proven by waitpid, never assumed.
-// Thread-safety: call from the thread that blocked the signals (BlockStopSignals) before starting
-// any other thread.
+// Thread-safety: BlockStopSignals, TakeStopSignal and WaitChild belong to the thread that blocked
+// the signals before starting any other thread. SpawnChild, PollChild, StopChild and RunChild may
+// be called from any thread for children no other thread waits for (waitpid on that pid only).
 #pragma once
 
 #include <chrono>
@@ -31,6 +32,7 @@ struct ChildOutcome {
   std::optional<int> exit_code;    // when it exited
   std::optional<int> term_signal;  // when a signal ended it
   int stop_signal = 0;             // the SIGINT/SIGTERM that interrupted the wait, or 0
+  bool timed_out = false;          // RunChild: it outlived its timeout and was stopped
   // The shell convention: exit code, or 128 + signal.
   int ShellStatus() const;
 };
@@ -38,7 +40,8 @@ struct ChildOutcome {
 struct ChildOptions {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) environ
-  // When set, stdin is /dev/null and stdout and stderr are appended to this file (created 0644).
+  // When set, stdin is /dev/null and stdout and stderr are appended to this file (created 0644,
+  // opened by the parent: a file that cannot be opened is an error naming it, not the command).
   std::filesystem::path output;
   std::chrono::milliseconds stop_grace{10'000};   // SIGTERM -> SIGKILL
   std::chrono::milliseconds reap_timeout{5'000};  // after SIGKILL
@@ -61,8 +64,9 @@ std::optional<ChildOutcome> PollChild(int pid);
 // (at most options.reap_timeout more).
 ChildOutcome StopChild(int pid, const ChildOptions& options);
 
-// Runs a short command to completion: spawned as above, SIGKILLed (its group) when it outlives
-// `timeout`. The outcome says force_killed then. Errors: the command could not be started.
+// Runs a short command to completion: spawned as above, stopped like StopChild when it outlives
+// `timeout` or when SIGINT/SIGTERM is pending in the caller (left pending, and named in
+// outcome.stop_signal). Errors: the command could not be started.
 Result<ChildOutcome> RunChild(const ChildOptions& options, std::chrono::milliseconds timeout);
 
 }  // namespace gpulse::power

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 #include "power/child_process.h"
 #include "power/exporter_launch.h"
@@ -70,6 +73,7 @@ ToolVerdict RunTool(const Tool& tool, const std::vector<std::string>& prefix,
   o.argv = prefix;
   o.argv.insert(o.argv.end(), tool.argv.begin(), tool.argv.end());
   o.output = out_file;
+  o.stop_grace = std::chrono::milliseconds(1'000);
   o.reap_timeout = std::chrono::milliseconds(2'000);
   std::streamoff start = 0;
   {
@@ -85,8 +89,12 @@ ToolVerdict RunTool(const Tool& tool, const std::vector<std::string>& prefix,
     return {SyncVerdict::kNoAnswer, "not installed"};
   }
   std::string output = ReadFrom(out_file, start);
-  if (outcome->force_killed) {
-    log << "(no answer within " << timeout.count() << " ms; killed)\n";
+  if (outcome->stop_signal) {
+    log << "(interrupted by signal " << outcome->stop_signal << "; stopped)\n";
+    return {SyncVerdict::kNoAnswer, "interrupted"};
+  }
+  if (outcome->timed_out) {
+    log << "(no answer within " << timeout.count() << " ms; stopped)\n";
     return {SyncVerdict::kNoAnswer, fmt::format("no answer within {} ms", timeout.count())};
   }
   int code = outcome->ShellStatus();
@@ -97,9 +105,13 @@ ToolVerdict RunTool(const Tool& tool, const std::vector<std::string>& prefix,
 }  // namespace
 
 ToolVerdict ParseTimedatectl(int exit_code, std::string_view output) {
-  std::string_view v = Trim(output);
-  if (exit_code == 0 && v == "yes") return {SyncVerdict::kSynced, "NTPSynchronized=yes"};
-  if (exit_code == 0 && v == "no") return {SyncVerdict::kNotSynced, "NTPSynchronized=no"};
+  // Line by line: a launcher (srun) may add its own lines to the combined output.
+  std::istringstream in{std::string(output)};
+  for (std::string line; exit_code == 0 && std::getline(in, line);) {
+    std::string_view v = Trim(line);
+    if (v == "yes") return {SyncVerdict::kSynced, "NTPSynchronized=yes"};
+    if (v == "no") return {SyncVerdict::kNotSynced, "NTPSynchronized=no"};
+  }
   return NoAnswer(exit_code, output);
 }
 
@@ -118,20 +130,35 @@ ToolVerdict ParseChronycTracking(int exit_code, std::string_view output) {
   return NoAnswer(exit_code, output);
 }
 
+namespace {
+
+// An `ntpq -pn` peer line: a tally code (' ', x . - + # * o) then remote, refid, st, t, when, poll,
+// reach, delay, offset, jitter. "***Request timed out" and other messages are not peer lines.
+std::optional<std::pair<char, std::string>> NtpqPeer(const std::string& line) {
+  if (line.size() < 2 || std::string_view(" x.-+#*o").find(line[0]) == std::string_view::npos ||
+      line[1] == '*' || line[1] == ' ')
+    return std::nullopt;
+  std::istringstream fields(line.substr(1));
+  std::vector<std::string> f;
+  for (std::string w; fields >> w;) f.push_back(w);
+  if (f.size() < 10) return std::nullopt;
+  return std::make_pair(line[0], f[0]);
+}
+
+}  // namespace
+
 ToolVerdict ParseNtpqPeers(int exit_code, std::string_view output) {
   if (exit_code != 0) return NoAnswer(exit_code, output);
   std::istringstream in{std::string(output)};
   bool peers = false;
   for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line.find("remote") != std::string::npos || line.rfind("==", 0) == 0)
-      continue;
+    auto peer = NtpqPeer(line);
+    if (!peer) continue;
     peers = true;
-    if (line[0] == '*') {
-      std::string_view peer = Trim(std::string_view(line).substr(1));
-      return {SyncVerdict::kSynced, "system peer " + std::string(peer.substr(0, peer.find(' ')))};
-    }
+    if (peer->first == '*' || peer->first == 'o')  // 'o': the system peer, PPS-disciplined
+      return {SyncVerdict::kSynced, "system peer " + peer->second};
   }
-  if (peers) return {SyncVerdict::kNotSynced, "no system peer (no line starting with '*')"};
+  if (peers) return {SyncVerdict::kNotSynced, "no system peer (no line starting with '*' or 'o')"};
   return NoAnswer(exit_code, output);
 }
 
@@ -153,19 +180,32 @@ ClockSyncResult ProbeClockSync(const std::string& hostname, const std::vector<st
       return r;
     }
     r.detail += (r.detail.empty() ? "" : "; ") + std::string(tool.name) + ": " + v.detail;
+    if (v.detail == "interrupted") break;
   }
   return r;
 }
 
 std::vector<ClockSyncResult> CheckClockSync(const CollectConfig& c, const fs::path& log_dir) {
   constexpr std::chrono::milliseconds kToolTimeout{10'000};
-  std::vector<ClockSyncResult> out;
-  out.push_back(ProbeClockSync(LocalHostname(), {}, log_dir, kToolTimeout));
+  struct Target {
+    std::string hostname;
+    std::vector<std::string> prefix;
+  };
+  std::vector<Target> targets = {{LocalHostname(), {}}};
   if (c.exporter.launch == LaunchMode::kSrun)
     for (const auto& ep : c.endpoints)
-      out.push_back(ProbeClockSync(ep.hostname,
-                                   SrunPrefix({ep.hostname}, HetGroupOf(c, ep.hostname)), log_dir,
-                                   kToolTimeout));
+      if (ep.hostname != targets[0].hostname)  // the head, already probed without srun
+        targets.push_back({ep.hostname, SrunPrefix({ep.hostname}, HetGroupOf(c, ep.hostname))});
+  // Nodes in parallel (at most 16 at a time), each node's tools in order.
+  std::vector<ClockSyncResult> out(targets.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < targets.size();)
+      out[i] = ProbeClockSync(targets[i].hostname, targets[i].prefix, log_dir, kToolTimeout);
+  };
+  std::vector<std::thread> pool;
+  for (size_t n = 0; n < std::min<size_t>(16, targets.size()); ++n) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 
 #include "net/http_client.h"
 #include "power/artifact_writer.h"
@@ -135,9 +136,12 @@ struct Session {
     m["missed_sample_ranges"] = ranges;
     m["missed_sample_ranges_truncated"] = collector.missed_ranges_truncated;
     if (clocks) {
-      Json failures = Json::array();
-      for (const auto& r : *clocks)
+      Json checked = Json::array(), failures = Json::array();
+      for (const auto& r : *clocks) {
+        checked.push_back(r.hostname);
         if (!r.verified) failures.push_back({{"hostname", r.hostname}, {"detail", r.detail}});
+      }
+      m["clock_sync_checked"] = checked;
       m["clock_sync_failures"] = failures;
     }
     return m;
@@ -170,6 +174,11 @@ Result<std::vector<ClockSyncResult>> CheckClocks(const CollectConfig& c, const f
   fs::create_directories(log_dir, ec);
   if (ec) return Error{ErrorCode::kIo, "cannot create " + log_dir.string() + ": " + ec.message()};
   auto results = CheckClockSync(c, log_dir);
+  if (int sig = TakeStopSignal(std::chrono::milliseconds(0)))
+    return Error{ErrorCode::kUnavailable,
+                 fmt::format("interrupted by signal {} during the clock-sync check; nothing was "
+                             "started",
+                             sig)};
   std::string unverified;
   for (const auto& r : results) {
     log += fmt::format("clock_sync_check: {} {} ({}); output in {}\n", r.hostname,
@@ -239,11 +248,14 @@ struct RunState {
   std::optional<ChildOutcome> child;
 };
 
-// Waits for readiness in short slices so a SIGINT/SIGTERM during startup is noticed.
-bool AwaitReadiness(Collector& collector, Clock::time_point deadline, RunState& run) {
+// Waits for readiness in short slices so a SIGINT/SIGTERM during startup, or a launched exporter
+// that already ended (readiness is then out of reach), is noticed.
+bool AwaitReadiness(Collector& collector, Clock::time_point deadline, RunState& run,
+                    ExporterProcesses& exporters) {
   while (Clock::now() < deadline) {
     auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(100));
     if (collector.WaitReady(slice)) return true;
+    if (exporters.AnyEnded()) return collector.WaitReady(Clock::now());
     if (TakeStopSignal(std::chrono::milliseconds(0))) {
       run.interrupted = true;
       return false;
@@ -315,8 +327,12 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
     AddReason(s.reasons, reason::kExporterLaunchFailed);
     log += "gpulse collect: " + failure + "\n";
   }
-  exporters.Watch(std::chrono::milliseconds(
-      std::min<int64_t>(1000, static_cast<int64_t>(c.interval_s * 1000))));
+  if (!exporters.empty()) {
+    std::istringstream lines(exporters.Describe());
+    for (std::string line; std::getline(lines, line);) log += "gpulse collect: " + line + "\n";
+    exporters.Watch(std::chrono::milliseconds(
+        std::min<int64_t>(1000, static_cast<int64_t>(c.interval_s * 1000))));
+  }
 
   auto startup_deadline = After(c.startup_timeout_s);
   auto endpoints = Resolve(c, startup_deadline, s.reasons, log);
@@ -329,7 +345,7 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   RunState run;
   // Required telemetry that already failed to launch or resolve cannot become ready: fail fast.
   bool doomed = c.required && HasAny(s.reasons, StartupFailureReasons());
-  bool ready = !doomed && AwaitReadiness(collector, startup_deadline, run);
+  bool ready = !doomed && AwaitReadiness(collector, startup_deadline, run, exporters);
   if (!ready && !run.interrupted && !doomed) {
     AddReason(s.reasons, reason::kExporterStartupTimeout);
     log +=
@@ -352,7 +368,6 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
     AddReason(s.reasons, reason::kExporterExited);
     log += "gpulse collect: " + exited + "\n";
   }
-  exporters.StopAll(std::chrono::milliseconds(5'000));
   if (run.interrupted) AddReason(s.reasons, reason::kCollectorInterrupted);
   if (run.child) {
     if (!run.child->reaped) {
@@ -367,6 +382,7 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
     AddReason(s.reasons, reason::kCollectorException);
     log += "gpulse collect: " + closed.error().message + "\n";
   }
+  exporters.StopAll(std::chrono::milliseconds(5'000));  // after the join budget's own work
   s.collector = collector.summary();
   for (const auto& r : s.collector.reasons) AddReason(s.reasons, r);
   if (s.collector.sample_write_error)

@@ -25,7 +25,7 @@ struct DiagnosticsWriter::Shared {
 namespace {
 
 void WriterLoop(std::shared_ptr<DiagnosticsWriter::Shared> s) {
-  std::FILE* f = std::fopen(s->path.c_str(), "w");
+  std::FILE* f = std::fopen(s->path.c_str(), "we");  // "e": O_CLOEXEC
   for (;;) {
     std::unique_lock<std::mutex> lock(s->mu);
     s->cv.wait(lock, [&] { return !s->queue.empty() || s->closing; });

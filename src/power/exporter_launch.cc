@@ -28,10 +28,18 @@ std::vector<std::string> CommandWords(const CollectConfig& c, int port, std::str
   return out;
 }
 
-std::string Describe(const ChildOutcome& o) {
-  if (o.exit_code) return fmt::format("exit code {}", *o.exit_code);
-  if (o.term_signal) return fmt::format("signal {}", *o.term_signal);
-  return "an unknown status";
+std::string HowItEnded(const ChildOutcome& o) {
+  double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (o.exit_code) return fmt::format("exit code {} at unix {:.3f}", *o.exit_code, now);
+  if (o.term_signal) return fmt::format("signal {} at unix {:.3f}", *o.term_signal, now);
+  return fmt::format("an unknown status at unix {:.3f}", now);
+}
+
+std::string Joined(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
 }
 
 }  // namespace
@@ -57,6 +65,10 @@ Result<std::vector<std::string>> SplitCommand(std::string_view text) {
       in_word = false;
       continue;
     }
+    if (ch == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+      ++i;  // line continuation
+      continue;
+    }
     in_word = true;
     if (ch == '\\') {
       if (++i == text.size()) return InvalidArgument("the command ends with a lone backslash");
@@ -70,6 +82,10 @@ Result<std::vector<std::string>> SplitCommand(std::string_view text) {
       for (++i;; ++i) {
         if (i == text.size()) return InvalidArgument("unterminated \" quote");
         if (text[i] == '"') break;
+        if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+          ++i;  // line continuation
+          continue;
+        }
         if (text[i] == '\\' && i + 1 < text.size() &&
             std::string_view("\"\\$`").find(text[i + 1]) != std::string_view::npos)
           ++i;
@@ -123,6 +139,7 @@ std::vector<LaunchSpec> PlanExporterLaunch(const CollectConfig& c, const fs::pat
       spec.label = group ? fmt::format("g{}", *group) : "all";
       spec.hostnames = hosts;
       spec.argv = SrunPrefix(hosts, group);
+      spec.argv.push_back("--kill-on-bad-exit=1");
       spec.argv.insert(spec.argv.end(), c.exporter.srun_args.begin(), c.exporter.srun_args.end());
       auto words = CommandWords(c, c.exporter.port, "");
       spec.argv.insert(spec.argv.end(), words.begin(), words.end());
@@ -156,18 +173,32 @@ std::vector<std::string> ExporterProcesses::Launch(const std::vector<LaunchSpec>
   return failures;
 }
 
+std::string ExporterProcesses::Describe() const {
+  std::string out;
+  for (const auto& p : procs_)
+    out += fmt::format("launched exporter {} (pid {}): {}; output in {}\n", p.spec.label, p.pid,
+                       Joined(p.spec.argv), p.spec.output.string());
+  return out;
+}
+
+bool ExporterProcesses::AnyEnded() {
+  std::lock_guard lock(mu_);
+  return std::any_of(procs_.begin(), procs_.end(), [](const Proc& p) { return p.ended; });
+}
+
 void ExporterProcesses::PollLocked() {
   for (auto& p : procs_) {
     if (p.ended) continue;
     if (auto outcome = PollChild(p.pid)) {
       p.ended = true;
-      p.how = Describe(*outcome);
+      p.how = HowItEnded(*outcome);
     }
   }
 }
 
 void ExporterProcesses::Watch(std::chrono::milliseconds period) {
   if (procs_.empty() || supervisor_.joinable()) return;
+  period = std::max(period, std::chrono::milliseconds(10));
   stop_ = false;
   supervisor_ = std::thread([this, period] {
     std::unique_lock lock(mu_);
@@ -200,14 +231,25 @@ std::vector<std::string> ExporterProcesses::StopWatching() {
 
 void ExporterProcesses::StopAll(std::chrono::milliseconds grace) {
   std::lock_guard lock(mu_);
-  ChildOptions o;
-  o.stop_grace = grace;
-  for (auto& p : procs_)  // all at once, so the grace periods overlap
-    if (!p.ended) ::kill(-p.pid, SIGTERM);
+  auto running = [this] {
+    PollLocked();
+    return std::any_of(procs_.begin(), procs_.end(), [](const Proc& p) { return !p.ended; });
+  };
+  auto wait_until = [&](std::chrono::steady_clock::time_point deadline) {
+    while (running() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  };
+  auto signal_all = [this](int sig) {
+    for (auto& p : procs_)
+      if (!p.ended) ::kill(-p.pid, sig);
+  };
+  signal_all(SIGTERM);  // one shared grace period, not one per process
+  wait_until(std::chrono::steady_clock::now() + grace);
+  signal_all(SIGKILL);
+  wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(2));
   for (auto& p : procs_) {
-    if (p.ended) continue;
-    StopChild(p.pid, o);
-    p.ended = true;
+    p.ended = true;  // stopped by us: never reported as an exit
+    p.how.clear();
   }
 }
 

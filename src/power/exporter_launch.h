@@ -22,8 +22,9 @@
 namespace gpulse::power {
 
 // Splits a command line into words without a shell: blanks separate words, '...' is literal,
-// "..." allows \" \\ \$ \` escapes, a backslash outside quotes escapes the next character. No
-// expansion of any kind. Errors: an unterminated quote, a trailing backslash, no word at all.
+// "..." allows \" \\ \$ \` escapes, a backslash outside quotes escapes the next character, and a
+// backslash-newline (outside single quotes) joins lines. No expansion of any kind. Errors: an
+// unterminated quote, a trailing backslash, no word at all.
 Result<std::vector<std::string>> SplitCommand(std::string_view text);
 
 // `name` with every character outside [A-Za-z0-9._-] replaced by '_' (and "_" for "", "." or
@@ -40,8 +41,9 @@ struct LaunchSpec {
 
 // The processes a launch mode starts (none for kNone). Local: one per endpoint, "{port}" the
 // endpoint's port and "{hostname}" its hostname. Srun: one `srun` per het group (nodes without a
-// group together), one task per node, `--overlap` so it shares the job's resources.
-// REQUIRES: config validated by ParseCollectConfig.
+// group together), one task per node, `--overlap` so it shares the job's resources,
+// `--kill-on-bad-exit=1` so one node's exporter failing ends the step (and is seen), then
+// srun_args. REQUIRES: config validated by ParseCollectConfig.
 std::vector<LaunchSpec> PlanExporterLaunch(const CollectConfig& config,
                                            const std::filesystem::path& log_dir);
 
@@ -63,13 +65,18 @@ class ExporterProcesses {
   // Starts every spec; returns one message per spec that could not be started.
   std::vector<std::string> Launch(const std::vector<LaunchSpec>& specs);
   bool empty() const { return procs_.empty(); }
+  // One line per started process: "launched exporter <label> (pid N): <argv>; output in <file>".
+  std::string Describe() const;
+  // Whether a started process has ended (as last reaped by the supervisor).
+  bool AnyEnded();
 
   // Reaps exited exporters every `period` on a thread of its own until StopWatching().
   void Watch(std::chrono::milliseconds period);
   // Stops the supervisor, checks once more, and returns one message per exporter that ended
   // while watched (each reported once).
   std::vector<std::string> StopWatching();
-  // Stops every exporter still running (group SIGTERM, SIGKILL after `grace`).
+  // Stops every exporter still running: group SIGTERM to all at once, SIGKILL to those still
+  // running after `grace`; reaps them (at most 2 s more).
   void StopAll(std::chrono::milliseconds grace);
 
  private:
@@ -77,7 +84,7 @@ class ExporterProcesses {
     LaunchSpec spec;
     int pid = 0;
     bool ended = false;
-    std::string how;  // "exit code 1", "signal 9"
+    std::string how;  // "exit code 1 at 1764410000.123" (unix time it was reaped)
   };
   void PollLocked();
 

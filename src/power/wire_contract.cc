@@ -94,10 +94,25 @@ void CheckReasons(const Json& m, std::vector<std::string>& out) {
   }
 }
 
-// Optional (gpulse's V2 addition): the clocks the collector could not verify, consistent with
-// clock_sync_unverified in reason_codes.
+// Optional (gpulse's V2 addition, written together): the hosts whose clocks were probed and those
+// no tool vouched for, consistent with each other and with clock_sync_unverified in reason_codes.
 void CheckClockSyncFailures(const Json& m, std::vector<std::string>& out) {
-  if (!m.is_object() || !m.contains("clock_sync_failures")) return;
+  if (!m.is_object()) return;
+  bool has_checked = m.contains("clock_sync_checked"),
+       has_failures = m.contains("clock_sync_failures");
+  if (has_checked != has_failures) {
+    out.push_back("clock_sync_checked and clock_sync_failures must be present together");
+    return;
+  }
+  if (!has_failures) return;
+  const Json& checked = m.at("clock_sync_checked");
+  if (!checked.is_array() || checked.empty() ||
+      !std::all_of(checked.begin(), checked.end(),
+                   [](const Json& h) { return IsNonEmptyString(h); })) {
+    out.push_back("clock_sync_checked must be a non-empty list of hostnames, got " +
+                  Describe(checked));
+    return;
+  }
   const Json& f = m.at("clock_sync_failures");
   bool ok = f.is_array() && std::all_of(f.begin(), f.end(), [](const Json& e) {
               return e.is_object() && IsNonEmptyString(Get(e, "hostname")) &&
@@ -116,6 +131,10 @@ void CheckClockSyncFailures(const Json& m, std::vector<std::string>& out) {
   if (f.empty() && flagged)
     out.push_back("reason_codes has " + std::string(reason::kClockSyncUnverified) +
                   " but clock_sync_failures is empty");
+  for (const auto& e : f)
+    if (std::find(checked.begin(), checked.end(), Get(e, "hostname")) == checked.end())
+      out.push_back("clock_sync_failures names " + Describe(Get(e, "hostname")) +
+                    ", which clock_sync_checked does not list");
 }
 
 }  // namespace

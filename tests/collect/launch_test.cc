@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
+#include "power/child_process.h"
 #include "power/clock_sync.h"
 #include "power/collect_config.h"
 #include "power/exporter_launch.h"
@@ -35,6 +38,9 @@ TEST(SplitCommand, WordsQuotesAndEscapesWithoutAShell) {
   EXPECT_EQ(*SplitCommand("x'y'\"z\""), (Words{"xyz"}));
   EXPECT_EQ(*SplitCommand("''"), (Words{""}));
   EXPECT_EQ(*SplitCommand("echo $HOME *"), (Words{"echo", "$HOME", "*"}));
+  EXPECT_EQ(*SplitCommand("exp \\\n  --port 1 \"a\\\nb\" 'c\\\nd'"),
+            (Words{"exp", "--port", "1", "ab", "c\\\nd"}))
+      << "backslash-newline joins lines, except inside single quotes";
   EXPECT_NE(SplitCommand("a 'b").error().message.find("unterminated ' quote"), std::string::npos);
   EXPECT_NE(SplitCommand("a \"b").error().message.find("unterminated \" quote"), std::string::npos);
   EXPECT_NE(SplitCommand("a \\").error().message.find("lone backslash"), std::string::npos);
@@ -125,9 +131,9 @@ TEST(LaunchPlan, SrunStartsOnePerHetGroupOneTaskPerNode) {
   ASSERT_TRUE(c.ok()) << c.error().message;
   auto plan = PlanExporterLaunch(*c, "/logs");
   ASSERT_EQ(plan.size(), 2u);
-  EXPECT_EQ(plan[0].argv,
-            (Words{"srun", "--overlap", "--nodes=1", "--ntasks=1", "--ntasks-per-node=1",
-                   "--nodelist=a", "--het-group=0", "dcgm-exporter", "--address", ":9401"}));
+  EXPECT_EQ(plan[0].argv, (Words{"srun", "--overlap", "--nodes=1", "--ntasks=1",
+                                 "--ntasks-per-node=1", "--nodelist=a", "--het-group=0",
+                                 "--kill-on-bad-exit=1", "dcgm-exporter", "--address", ":9401"}));
   EXPECT_EQ(plan[0].output, "/logs/telemetry_dcgm_exporter.g0.out");
   EXPECT_EQ(plan[1].hostnames, (Words{"b", "c"}));
   EXPECT_EQ(plan[1].argv[2], "--nodes=2");
@@ -135,7 +141,7 @@ TEST(LaunchPlan, SrunStartsOnePerHetGroupOneTaskPerNode) {
   EXPECT_EQ(plan[1].argv[6], "--het-group=1");
   c->exporter.srun_args = {"--container-image=/images/dcgm.sqsh", "--gpus-per-node=0"};
   auto with_args = PlanExporterLaunch(*c, "/logs")[0].argv;
-  EXPECT_EQ(Words(with_args.begin() + 7, with_args.end()),
+  EXPECT_EQ(Words(with_args.begin() + 8, with_args.end()),
             (Words{"--container-image=/images/dcgm.sqsh", "--gpus-per-node=0", "dcgm-exporter",
                    "--address", ":9401"}));
   ::setenv("GPULSE_SRUN", "/opt/slurm/bin/srun", 1);
@@ -143,23 +149,34 @@ TEST(LaunchPlan, SrunStartsOnePerHetGroupOneTaskPerNode) {
   ::unsetenv("GPULSE_SRUN");
 }
 
+bool WaitFor(const std::function<bool()>& done) {
+  for (int i = 0; i < 3000; ++i) {  // a bound so a broken build cannot hang the suite
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 TEST(ExporterProcesses, LaunchFailureExitWhileWatchedAndStop) {
   auto dir = TempDir();
   ExporterProcesses procs;
   auto failures = procs.Launch({{"missing", {"m"}, {"/nonexistent/exporter"}, dir / "m.out"},
                                 {"quits", {"q"}, {"sh", "-c", "echo bye; exit 3"}, dir / "q.out"},
-                                {"stays", {"s"}, {"sleep", "60"}, dir / "s.out"}});
-  ASSERT_EQ(failures.size(), 1u);
+                                {"stays", {"s"}, {"sleep", "60"}, dir / "s.out"},
+                                {"nolog", {"n"}, {"true"}, dir / "no" / "such" / "dir.out"}});
+  ASSERT_EQ(failures.size(), 2u);
   EXPECT_NE(failures[0].find("exporter missing: cannot run \"/nonexistent/exporter\""),
             std::string::npos);
+  EXPECT_NE(failures[1].find("exporter nolog: cannot open " + (dir / "no/such/dir.out").string()),
+            std::string::npos)
+      << "an unopenable log names the file, not the command: " << failures[1];
+  EXPECT_NE(procs.Describe().find("launched exporter stays (pid "), std::string::npos);
   procs.Watch(std::chrono::milliseconds(10));
-  for (int i = 0; i < 500 && std::ifstream(dir / "q.out").peek() == EOF; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WaitFor([&] { return procs.AnyEnded(); }));
   auto exited = procs.StopWatching();
   ASSERT_EQ(exited.size(), 1u);
   EXPECT_NE(exited[0].find("exporter quits"), std::string::npos);
-  EXPECT_NE(exited[0].find("exit code 3"), std::string::npos);
+  EXPECT_NE(exited[0].find("exit code 3 at unix "), std::string::npos);
   std::ifstream q(dir / "q.out");
   std::string line;
   std::getline(q, line);
@@ -170,6 +187,45 @@ TEST(ExporterProcesses, LaunchFailureExitWhileWatchedAndStop) {
   fs::remove_all(dir);
 }
 
+// Running, not a zombie: a killed grandchild waits for whoever reaps orphans here, which may be
+// slow or never (a container's PID 1).
+bool Alive(const fs::path& pid_file) {
+  std::ifstream in(pid_file);
+  int pid = 0;
+  if (!(in >> pid) || pid <= 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), {});
+  size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z' &&
+         text[paren + 2] != 'X';
+}
+
+TEST(ExporterProcesses, StopAllReachesTheGroupAndEscalatesToSigkill) {
+  auto dir = TempDir();
+  auto pid = [&](const char* name) { return (dir / name).string(); };
+  ExporterProcesses procs;
+  // A child that forks a grandchild (the group must be signalled, not just the child), and one
+  // that ignores SIGTERM (SIGKILL after the shared grace period).
+  ASSERT_TRUE(procs
+                  .Launch({{"tree",
+                            {"t"},
+                            {"sh", "-c", "sleep 60 & echo $! > " + pid("grandchild") + "; wait"},
+                            dir / "t.out"},
+                           {"stubborn",
+                            {"s"},
+                            {"sh", "-c",
+                             "trap '' TERM; echo $$ > " + pid("stubborn") +
+                                 "; while :; do sleep 0.05; done"},
+                            dir / "s.out"}})
+                  .empty());
+  ASSERT_TRUE(WaitFor([&] { return Alive(pid("grandchild")) && Alive(pid("stubborn")); }));
+  procs.StopAll(std::chrono::milliseconds(300));
+  EXPECT_FALSE(Alive(pid("stubborn"))) << "SIGKILL after the grace period";
+  EXPECT_TRUE(WaitFor([&] { return !Alive(pid("grandchild")); })) << "the whole group is stopped";
+  EXPECT_TRUE(procs.StopWatching().empty());
+  fs::remove_all(dir);
+}
+
 TEST(ClockSyncParsers, Timedatectl) {
   EXPECT_EQ(ParseTimedatectl(0, "yes\n").verdict, SyncVerdict::kSynced);
   EXPECT_EQ(ParseTimedatectl(0, "no\n").verdict, SyncVerdict::kNotSynced);
@@ -177,6 +233,9 @@ TEST(ClockSyncParsers, Timedatectl) {
   EXPECT_EQ(down.verdict, SyncVerdict::kNoAnswer);
   EXPECT_NE(down.detail.find("exit code 1: System has not been booted"), std::string::npos);
   EXPECT_EQ(ParseTimedatectl(0, "maybe").verdict, SyncVerdict::kNoAnswer);
+  EXPECT_EQ(ParseTimedatectl(0, "srun: warning: can't honor --ntasks-per-node\nyes\n").verdict,
+            SyncVerdict::kSynced)
+      << "a launcher's own lines do not hide the answer";
 }
 
 TEST(ClockSyncParsers, ChronycTracking) {
@@ -210,6 +269,13 @@ TEST(ClockSyncParsers, NtpqPeers) {
                 .verdict,
             SyncVerdict::kNotSynced);
   EXPECT_EQ(ParseNtpqPeers(0, header).verdict, SyncVerdict::kNoAnswer);
+  EXPECT_EQ(
+      ParseNtpqPeers(0, "localhost: timed out, nothing received\n***Request timed out\n").verdict,
+      SyncVerdict::kNoAnswer)
+      << "an error line starting with '*' is not a system peer";
+  auto pps = ParseNtpqPeers(
+      0, "o127.127.22.0    .PPS.            0 l    3   16  377    0.000   0.001   0.002\n");
+  EXPECT_EQ(pps.verdict, SyncVerdict::kSynced) << "'o': the PPS-disciplined system peer";
   EXPECT_EQ(ParseNtpqPeers(1, "ntpq: read: Connection refused\n").verdict, SyncVerdict::kNoAnswer);
 }
 
@@ -225,7 +291,7 @@ TEST(ClockSyncProbe, FallsThroughToTheFirstToolThatProvesSync) {
   fs::create_directories(dir / "bin");
   Script(dir / "bin" / "timedatectl", "echo no");
   Script(dir / "bin" / "chronyc", "echo '506 Cannot talk to daemon'; exit 1");
-  Script(dir / "bin" / "ntpq", "echo '*10.1.1.1  .GPS.  1 u  1 64 377 0.1 0.0 0.0'");
+  Script(dir / "bin" / "ntpq", "echo '*10.1.1.1  .GPS.  1 u  1 64 377 0.1 0.0 0.0'; echo oops >&2");
   std::string old_path = std::getenv("PATH");
   ::setenv("PATH", ((dir / "bin").string() + ":" + old_path).c_str(), 1);
   auto ok = ProbeClockSync("node/1", {}, dir, std::chrono::milliseconds(5000));
@@ -254,6 +320,68 @@ TEST(ClockSyncProbe, FallsThroughToTheFirstToolThatProvesSync) {
   EXPECT_EQ(prefixed.detail, "timedatectl: NTPSynchronized=yes");
   ::setenv("PATH", old_path.c_str(), 1);
   fs::remove_all(dir);
+}
+
+TEST(ClockSyncProbe, SrunProbesEveryNodeOnceAndTheHeadWithoutSrun) {
+  auto dir = TempDir();
+  fs::create_directories(dir / "bin");
+  Script(dir / "bin" / "timedatectl", "echo yes");
+  // A stand-in srun: logs its arguments, drops its options, runs the command here.
+  Script(dir / "bin" / "srun",
+         "echo \"$*\" >> " + (dir / "srun.log").string() +
+             "\nwhile [ $# -gt 0 ]; do case \"$1\" in --*) shift ;; *) break ;; "
+             "esac; done\nexec \"$@\"");
+  std::string old_path = std::getenv("PATH");
+  ::setenv("PATH", ((dir / "bin").string() + ":" + old_path).c_str(), 1);
+  ::setenv("GPULSE_SRUN", (dir / "bin" / "srun").c_str(), 1);
+  std::string head = LocalHostname();
+  std::string text = kTwoGroups;
+  text.replace(text.find("LAUNCH"), 6, "srun");
+  text.replace(text.find("COMMAND"), 7, "exp");
+  text.replace(text.find("hostname: a,"), 12, "hostname: " + head + ",");
+  text.replace(text.find("hostname: a,"), 12, "hostname: " + head + ",");
+  auto c = ParseCollectConfig(text);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  auto results = CheckClockSync(*c, dir);
+  ASSERT_EQ(results.size(), 3u) << "the head once (it is also an endpoint), then b and c";
+  EXPECT_EQ(results[0].hostname, head);
+  EXPECT_EQ(results[1].hostname, "b");
+  EXPECT_EQ(results[2].hostname, "c");
+  for (const auto& r : results) EXPECT_TRUE(r.verified) << r.hostname << ": " << r.detail;
+  std::ifstream log(dir / "srun.log");
+  std::string all((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_NE(all.find("--nodelist=b --het-group=1 timedatectl"), std::string::npos) << all;
+  EXPECT_NE(all.find("--nodelist=c --het-group=1 timedatectl"), std::string::npos) << all;
+  EXPECT_EQ(all.find("--nodelist=" + head), std::string::npos) << "the head is probed directly";
+  ::unsetenv("GPULSE_SRUN");
+  ::setenv("PATH", old_path.c_str(), 1);
+  fs::remove_all(dir);
+}
+
+TEST(RunChild, TimeoutAndAPendingStopSignalStopTheChild) {
+  ChildOptions o;
+  o.argv = {"sleep", "30"};
+  o.stop_grace = std::chrono::milliseconds(500);
+  auto slow = RunChild(o, std::chrono::milliseconds(200));
+  ASSERT_TRUE(slow.ok());
+  EXPECT_TRUE(slow->timed_out);
+  EXPECT_TRUE(slow->reaped);
+  EXPECT_EQ(slow->term_signal, SIGTERM);
+
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &term, &old), 0);
+  ::kill(::getpid(), SIGTERM);  // pending, blocked
+  auto interrupted = RunChild(o, std::chrono::milliseconds(30'000));
+  ASSERT_TRUE(interrupted.ok());
+  EXPECT_EQ(interrupted->stop_signal, SIGTERM);
+  EXPECT_FALSE(interrupted->timed_out);
+  EXPECT_TRUE(interrupted->reaped);
+  int sig = 0;
+  EXPECT_EQ(sigwait(&term, &sig), 0) << "the signal is left pending for the caller";
+  EXPECT_EQ(sig, SIGTERM);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 }  // namespace

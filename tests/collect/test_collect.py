@@ -445,8 +445,13 @@ class LaunchAndClocks(CollectTestCase):
 
     def test_launched_exporters_and_a_verified_clock_make_a_publishable_package(self):
         cfg, ports = self.local_config(["node0", "node1"], self.exporter_command(), clock_sync=True)
-        p = self.collect(cfg, "sh", "-c", window_cmd(4, 3), env=self.synced_clock())
+        fds = os.path.join(self.dir, "fds")
+        p = self.collect(cfg, "sh", "-c", f"ls -l /proc/$$/fd > {fds}; {window_cmd(4, 3)}", env=self.synced_clock())
         self.assertEqual(p.returncode, 0, p.stderr)
+        with open(fds) as f:
+            inherited = f.read()
+        for leak in ("socket:", "samples.csv", "scrape-timings.jsonl"):
+            self.assertNotIn(leak, inherited, "the benchmark inherits none of collect's descriptors")
         m = self.manifest()
         self.assertTrue(m["publication_valid"], p.stderr)
         self.assertEqual(m["clock_sync_failures"], [])
@@ -455,10 +460,16 @@ class LaunchAndClocks(CollectTestCase):
         self.assertEqual(m["dcgm_exporter"]["command"], self.exporter_command().replace("{port}", "9400"))
         validate(m, "power-manifest.schema.json")
         self.assertEqual(self.validate_power().returncode, 0)
+        self.assertEqual(m["clock_sync_checked"], [socket.gethostname()])
         for host, port in zip(["node0", "node1"], ports):
             with open(os.path.join(self.logs, f"telemetry_dcgm_exporter.{host}.out")) as f:
-                self.assertIn(f"http://127.0.0.1:{port}/metrics", f.read(), "each exporter's output is kept")
+                log = f.read()
+            self.assertIn(f"http://127.0.0.1:{port}/metrics", log, "each exporter's output is kept")
+            self.assertIn("SIGTERM: draining connections", log,
+                          "stopped by SIGTERM (children do not inherit collect's blocked signals)")
             self.assertTrue(port_is_closed(port), "collect stops the exporters it launched")
+            self.assertRegex(p.stderr, rf"launched exporter {host} \(pid \d+\): \S+gpulse exporter --simulate "
+                                       rf"\S+/{host}.yaml --hostname lies -a 127.0.0.1:{port}; output in ")
         probes = [n for n in os.listdir(self.logs) if n.startswith("clock_sync_")]
         self.assertEqual(len(probes), 1, "this host's clock, the only one reachable without srun")
         with open(os.path.join(self.logs, probes[0])) as f:
@@ -499,9 +510,30 @@ class LaunchAndClocks(CollectTestCase):
         p = self.collect(cfg, "sh", "-c", f"{window_cmd(4, 3)} & sleep 1; kill -9 $(cat {real_pid}); wait")
         m = self.manifest()
         self.assertIn("exporter_exited", m["reason_codes"], p.stderr)
-        self.assertRegex(p.stderr, r"exporter node0 \(pid \d+\) ended with signal 9 while the collector ran")
+        self.assertRegex(p.stderr, r"exporter node0 \(pid \d+\) ended with signal 9 at unix [\d.]+ while the collector ran")
         self.assertEqual(m["status"], "incomplete")
         self.assertFalse(m["publication_valid"])
+
+    def test_ctrl_c_reaches_the_benchmark_not_the_launched_exporters(self):
+        """A terminal's SIGINT goes to collect's process group; launched exporters have their own, so
+        the final bracketing scrape still reaches them: collector_interrupted, not exporter_exited."""
+        cfg, ports = self.local_config(["node0"], self.exporter_command(), required=False)
+        proc = subprocess.Popen([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--", "sh", "-c",
+                                 window_cmd(4, 30)], stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.procs.append(proc)
+        wpath = os.path.join(self.power, "windows", "sa-bench-c4.json")
+        deadline = time.monotonic() + 30
+        while not os.path.exists(wpath) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        err = proc.communicate(timeout=60)[1]
+        m = self.manifest()
+        self.assertIn("collector_interrupted", m["reason_codes"], err)
+        self.assertNotIn("exporter_exited", m["reason_codes"], err)
+        with open(wpath) as f:
+            self.assertEqual(json.load(f)["status"], "interrupted")
+        self.assertTrue(port_is_closed(ports[0]), "the exporter is stopped after the final scrape")
 
     def test_srun_launch_one_step_per_het_group_and_node_clock_probes(self):
         port = free_port()
@@ -521,7 +553,8 @@ class LaunchAndClocks(CollectTestCase):
         prefix = "--overlap --nodes=1 --ntasks=1 --ntasks-per-node=1 --nodelist=node0 --het-group=1 "
         self.assertIn(prefix + "timedatectl show --property=NTPSynchronized --value", calls,
                       "the node's clock is probed through srun")
-        self.assertIn(prefix + f"--gpus-per-node=0 {GPULSE} exporter --simulate {self.dir}/node0.yaml "
+        self.assertEqual(self.manifest()["clock_sync_checked"], [socket.gethostname(), "node0"])
+        self.assertIn(prefix + f"--kill-on-bad-exit=1 --gpus-per-node=0 {GPULSE} exporter --simulate {self.dir}/node0.yaml "
                       f"-a 127.0.0.1:{port}", calls, "srun_args go to the exporter step, not to the clock probe")
         self.assertTrue(os.path.exists(os.path.join(self.logs, "clock_sync_node0.out")))
         with open(os.path.join(self.logs, "telemetry_dcgm_exporter.g1.out")) as f:
@@ -533,7 +566,7 @@ class LaunchAndClocks(CollectTestCase):
             timedatectl="echo no",
             chronyc="echo '506 Cannot talk to daemon'; exit 1",
             ntpq="echo '     remote  refid  st t when poll reach delay offset jitter'; "
-                 "echo '====='; echo ' 10.0.0.1  .INIT.  16 u - 64 0 0.0 0.0 0.0'")
+                 "echo '====='; echo ' 10.0.0.1  .INIT.  16 u - 64 0 0.0 0.0 0.0'; echo '***Request timed out'")
         with Exporter("--simulate", "1xH200") as e:
             cfg = self.write_config(config_text([("node0", e.port, "/metrics")], [("node0", [0], "agg", 0, 0)],
                                                 concurrencies=(4,), required=False, clock_sync=True))
@@ -545,7 +578,9 @@ class LaunchAndClocks(CollectTestCase):
             self.assertEqual(m["status"], "complete")
             [failure] = m["clock_sync_failures"]
             self.assertEqual(failure["detail"], "timedatectl: NTPSynchronized=no; chronyc: exit code 1: 506 Cannot "
-                                                "talk to daemon; ntpq: no system peer (no line starting with '*')")
+                                                "talk to daemon; ntpq: no system peer (no line starting with '*' or "
+                                                "'o')")
+            self.assertEqual(m["clock_sync_checked"], [failure["hostname"]])
             self.assertIn(f"clock_sync_check: {failure['hostname']} UNVERIFIED", p.stderr)
             validate(m, "power-manifest.schema.json")
             v = self.validate_power()

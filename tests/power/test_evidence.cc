@@ -167,6 +167,7 @@ TEST_F(Evidence, ClockSyncUnverifiedIsNeverPublishable) {
 }
 
 TEST_F(Evidence, ClockSyncFailuresMustAgreeWithTheReason) {
+  pkg_.manifest["clock_sync_checked"] = {"head", "n0"};
   pkg_.manifest["clock_sync_failures"] = Json::array();
   EXPECT_TRUE(Run().ok) << "an empty list: every clock verified";
   pkg_.manifest["clock_sync_failures"] = {{{"hostname", "n0"}, {"detail", "timedatectl: no"}}};
@@ -175,8 +176,15 @@ TEST_F(Evidence, ClockSyncFailuresMustAgreeWithTheReason) {
   pkg_.manifest["reason_codes"] = {"clock_sync_unverified"};
   pkg_.manifest["publication_valid"] = false;
   EXPECT_TRUE(HasFail(Run(), "clock_sync_unverified but clock_sync_failures is empty"));
+  pkg_.manifest["clock_sync_failures"] = {{{"hostname", "n9"}, {"detail", "x"}}};
+  EXPECT_TRUE(
+      HasFail(Run(), "clock_sync_failures names \"n9\", which clock_sync_checked does not list"));
   pkg_.manifest["clock_sync_failures"] = {{{"hostname", ""}, {"detail", "x"}}};
   EXPECT_TRUE(HasFail(Run(), "clock_sync_failures must be a list of {hostname, detail}"));
+  pkg_.manifest["clock_sync_checked"] = Json::array();
+  EXPECT_TRUE(HasFail(Run(), "clock_sync_checked must be a non-empty list of hostnames"));
+  pkg_.manifest.erase("clock_sync_checked");
+  EXPECT_TRUE(HasFail(Run(), "must be present together"));
 }
 
 TEST_F(Evidence, WindowValidationReasonOrderDoesNotMatter) {
