@@ -1,16 +1,11 @@
 #include "power/child_process.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <ctime>
 
-extern char** environ;
+#include "sys/child_process.h"
 
 namespace gpulse::power {
 namespace {
@@ -25,21 +20,17 @@ sigset_t StopSet() {
   return set;
 }
 
-bool Reap(int pid, ChildOutcome& out, int flags) {
-  int status = 0;
-  pid_t r;
-  do {
-    r = ::waitpid(pid, &status, flags);
-  } while (r < 0 && errno == EINTR);
-  if (r != pid) return false;
+bool Reap(int pid, ChildOutcome& out) {
+  auto status = sys::TryReap(pid);
+  if (!status) return false;
   out.reaped = true;
-  if (WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) out.term_signal = WTERMSIG(status);
+  out.exit_code = status->code;
+  out.term_signal = status->signal;
   return true;
 }
 
 bool ReapUntil(int pid, ChildOutcome& out, Clock::time_point deadline) {
-  while (!Reap(pid, out, WNOHANG)) {
+  while (!Reap(pid, out)) {
     if (Clock::now() >= deadline) return false;
     ::usleep(20'000);
   }
@@ -89,59 +80,17 @@ int TakeStopSignal(std::chrono::milliseconds wait) {
 
 Result<int> SpawnChild(const ChildOptions& o) {
   if (o.argv.empty()) return InvalidArgument("no command to run");
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    bool replaced = false;
-    for (const auto& [k, v] : o.env) replaced |= kv.rfind(k + "=", 0) == 0;
-    if (!replaced) env_store.push_back(std::move(kv));
-  }
-  for (const auto& [k, v] : o.env) env_store.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_store) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = o.argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  int out_fd = -1;
-  if (!o.output.empty()) {
-    out_fd = ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (out_fd < 0)
-      return Error{ErrorCode::kIo,
-                   "cannot open " + o.output.string() + ": " + std::strerror(errno)};
-  }
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  if (out_fd >= 0) {
-    posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&files, out_fd, 1);
-    posix_spawn_file_actions_adddup2(&files, out_fd, 2);
-  }
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t empty, defaults = StopSet();
-  sigemptyset(&empty);
-  sigaddset(&defaults, SIGXFSZ);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  pid_t pid = 0;
-  int rc = ::posix_spawnp(&pid, argv[0], &files, &attr, argv.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&files);
-  if (out_fd >= 0) ::close(out_fd);
-  if (rc != 0)
-    return Error{ErrorCode::kNotFound, "cannot run \"" + o.argv[0] + "\": " + std::strerror(rc)};
-  return static_cast<int>(pid);
+  auto pid = sys::Spawn(
+      {.argv = o.argv, .env = o.env, .output = o.output, .own_group_default_signals = true});
+  if (pid.ok()) return static_cast<int>(*pid);
+  if (pid.error().message.rfind("cannot open ", 0) == 0) return pid.error();  // the output file
+  return Error{pid.error().code, "cannot run \"" + o.argv[0] + "\": " + pid.error().message};
 }
 
 ChildOutcome WaitChild(int pid, const ChildOptions& o) {
   ChildOutcome out;
   for (;;) {
-    if (Reap(pid, out, WNOHANG)) return out;
+    if (Reap(pid, out)) return out;
     int sig = TakeStopSignal(std::chrono::milliseconds(50));
     if (sig == 0) continue;
     out.stop_signal = sig;
@@ -153,13 +102,13 @@ ChildOutcome WaitChild(int pid, const ChildOptions& o) {
 
 std::optional<ChildOutcome> PollChild(int pid) {
   ChildOutcome out;
-  if (Reap(pid, out, WNOHANG)) return out;
+  if (Reap(pid, out)) return out;
   return std::nullopt;
 }
 
 ChildOutcome StopChild(int pid, const ChildOptions& o) {
   ChildOutcome out;
-  if (!Reap(pid, out, WNOHANG)) Stop(pid, o, out);
+  if (!Reap(pid, out)) Stop(pid, o, out);
   return out;
 }
 
@@ -168,7 +117,7 @@ Result<ChildOutcome> RunChild(const ChildOptions& o, std::chrono::milliseconds t
   if (!pid.ok()) return pid.error();
   ChildOutcome out;
   auto deadline = Clock::now() + timeout;
-  while (!Reap(*pid, out, WNOHANG)) {
+  while (!Reap(*pid, out)) {
     if (int sig = PendingStopSignal()) {
       out.stop_signal = sig;
       break;

@@ -1,6 +1,7 @@
 // Children of `gpulse collect` and `gpulse window run`: the benchmark, the exporters collect
-// launches and the clock-sync probes. Each is spawned in its own process group with default
-// SIGINT/SIGTERM handling and an extra environment; the benchmark is waited for while the caller's
+// launches and the clock-sync probes, and the stop-signal policy around them. Each is spawned
+// through sys::Spawn (sys/child_process.h) in its own process group with default SIGINT/SIGTERM
+// handling and an extra environment; the benchmark is waited for while the caller's
 // blocked SIGINT/SIGTERM are taken with sigtimedwait, and stopped (group SIGTERM, then SIGKILL
 // after a grace period) when one arrives. "Reaped" is proven by waitpid, never assumed.
 // Thread-safety: BlockStopSignals, TakeStopSignal and WaitChild belong to the thread that blocked

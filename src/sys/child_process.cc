@@ -1,7 +1,10 @@
 #include "sys/child_process.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -18,28 +21,99 @@ ExitStatus Decode(int status) {
   return s;
 }
 
+// environ with `extra` added, a variable of the same name replaced.
+std::vector<std::string> Environment(
+    const std::vector<std::pair<std::string, std::string>>& extra) {
+  std::vector<std::string> out;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    bool replaced = false;
+    for (const auto& [k, v] : extra) replaced |= kv.rfind(k + "=", 0) == 0;
+    if (!replaced) out.push_back(std::move(kv));
+  }
+  for (const auto& [k, v] : extra) out.push_back(k + "=" + v);
+  return out;
+}
+
+std::vector<char*> Pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
 }  // namespace
 
-Result<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+Result<pid_t> Spawn(const SpawnOptions& o) {
+  std::vector<std::string> args = o.argv, env = Environment(o.env);
+  std::vector<char*> argv = Pointers(args), envp = Pointers(env);
+  int out_fd = -1;
+  if (!o.output.empty()) {
+    out_fd = ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out_fd < 0)
+      return Error{ErrorCode::kIo,
+                   "cannot open " + o.output.string() + ": " + std::strerror(errno)};
+  }
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  if (out_fd >= 0) {
+    posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&files, out_fd, 1);
+    posix_spawn_file_actions_adddup2(&files, out_fd, 2);
+  }
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  if (o.own_group_default_signals) {
+    sigset_t empty, defaults;
+    sigemptyset(&empty);
+    sigemptyset(&defaults);
+    for (int sig : {SIGINT, SIGTERM, SIGXFSZ}) sigaddset(&defaults, sig);
+    posix_spawnattr_setsigmask(&attr, &empty);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(
+        &attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  }
   pid_t pid = -1;
   // glibc's posix_spawnp reports exec failures (ENOENT, EACCES) as its return value.
-  int rc = posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ);
-  if (rc == ENOENT) return NotFound(argv[0] + ": command not found");
-  if (rc == EACCES || rc == ENOEXEC) {
-    return Error{ErrorCode::kNoPermission, argv[0] + ": cannot execute: " + std::strerror(rc)};
+  int rc = ::posix_spawnp(&pid, argv[0], &files, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&files);
+  if (out_fd >= 0) ::close(out_fd);
+  if (rc == ENOENT) return Error{ErrorCode::kNotFound, std::strerror(rc)};
+  if (rc == EACCES || rc == ENOEXEC) return Error{ErrorCode::kNoPermission, std::strerror(rc)};
+  if (rc != 0) return Error{ErrorCode::kIo, std::strerror(rc)};
+  return pid;
+}
+
+std::optional<ExitStatus> TryReap(pid_t pid) {
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r != pid) return std::nullopt;
+  return Decode(status);
+}
+
+Result<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv) {
+  SpawnOptions o;
+  o.argv = argv;
+  auto pid = sys::Spawn(o);
+  if (pid.ok()) return ChildProcess(*pid);
+  switch (pid.error().code) {
+    case ErrorCode::kNotFound:
+      return NotFound(argv[0] + ": command not found");
+    case ErrorCode::kNoPermission:
+      return Error{ErrorCode::kNoPermission, argv[0] + ": cannot execute: " + pid.error().message};
+    default:
+      return Error{ErrorCode::kIo, argv[0] + ": cannot start: " + pid.error().message};
   }
-  if (rc != 0) return Error{ErrorCode::kIo, argv[0] + ": cannot start: " + std::strerror(rc)};
-  return ChildProcess(pid);
 }
 
 std::optional<ExitStatus> ChildProcess::Poll() {
   if (status_ || pid_ <= 0) return status_;
-  int status = 0;
-  pid_t r = waitpid(pid_, &status, WNOHANG);
-  if (r == pid_) status_ = Decode(status);
+  status_ = TryReap(pid_);
   return status_;
 }
 

@@ -1,11 +1,15 @@
-// A child process gpulse starts and waits for (the workload of `gpulse record`). Move-only; the
-// destructor does not kill or reap: the owner decides.
+// Child processes: the one posix_spawn wrapper every gpulse child goes through (the workload of
+// `gpulse record`; the benchmark, exporters and clock probes of `gpulse collect`, whose stop-signal
+// policy lives in power/child_process.h), and a move-only handle for `gpulse record`'s workload.
+// Thread-safety: Spawn and TryReap may be called from any thread; reap a pid from one thread only.
 #pragma once
 
 #include <sys/types.h>
 
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
@@ -19,10 +23,30 @@ struct ExitStatus {
   int ShellCode() const { return code ? *code : 128 + signal.value_or(0); }
 };
 
+struct SpawnOptions {
+  std::vector<std::string> argv;                         // argv[0] is searched on PATH
+  std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) environ
+  // When set, stdin is /dev/null and stdout and stderr are appended to this file (created 0644,
+  // opened by the parent, so a file that cannot be opened is its own error).
+  std::filesystem::path output;
+  // A process group of its own, an empty signal mask, and default SIGINT, SIGTERM and SIGXFSZ
+  // (the caller may block or ignore them); otherwise the child inherits the caller's.
+  bool own_group_default_signals = false;
+};
+
+// Starts the child and returns its pid. Errors: kNotFound (no such program), kNoPermission (not
+// executable), kIo (the output file, or anything else); each message is the bare reason
+// (strerror, or "cannot open FILE: reason"); callers say what they were starting.
+// REQUIRES: !options.argv.empty()
+Result<pid_t> Spawn(const SpawnOptions& options);
+
+// Reaps `pid` if it has ended (WNOHANG, EINTR retried); nullopt while it runs.
+std::optional<ExitStatus> TryReap(pid_t pid);
+
 class ChildProcess {
  public:
-  // Starts argv[0] (searched on PATH) with the current environment, stdio inherited.
-  // Errors: NotFound when there is no such program, kNoPermission when it is not executable.
+  // Starts argv[0] (searched on PATH) with the current environment, stdio and signal state.
+  // Errors as Spawn, with messages "PROGRAM: command not found" / "PROGRAM: cannot execute: ...".
   // REQUIRES: !argv.empty()
   static Result<ChildProcess> Spawn(const std::vector<std::string>& argv);
 
