@@ -81,6 +81,18 @@ class CollectTestCase(unittest.TestCase):
             f.write(text)
         return path
 
+    def start_collect_in_a_window(self, cfg, bench=None, **popen):
+        """Starts `gpulse collect` with a benchmark that opens window sa-bench/4 and stays in it; returns
+        once the window file exists: (process, window path)."""
+        proc = subprocess.Popen([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--", "sh", "-c",
+                                 bench or window_cmd(4, 30)], stderr=subprocess.PIPE, text=True, **popen)
+        self.procs.append(proc)
+        wpath = os.path.join(self.power, "windows", "sa-bench-c4.json")
+        deadline = time.monotonic() + 30
+        while not os.path.exists(wpath) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return proc, wpath
+
     def fake_tools(self, **tools):
         """An environment whose PATH starts with fake tools (name -> sh script body): stand-ins for
         timedatectl, chronyc, ntpq and srun, whose real answers this machine cannot give."""
@@ -257,13 +269,7 @@ class Lifecycle(CollectTestCase):
     def test_sigterm_during_a_window(self):
         with Exporter("--simulate", "1xH200") as e:
             cfg = self.one_exporter_config(e)
-            proc = subprocess.Popen([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--", "sh", "-c",
-                                     window_cmd(4, 30)], stderr=subprocess.PIPE, text=True)
-            self.procs.append(proc)
-            wpath = os.path.join(self.power, "windows", "sa-bench-c4.json")
-            deadline = time.monotonic() + 30
-            while not os.path.exists(wpath) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            proc, wpath = self.start_collect_in_a_window(cfg)
             time.sleep(1)
             rows_before = open(os.path.join(self.power, "samples.csv")).read().count("\n")
             proc.send_signal(signal.SIGTERM)
@@ -349,13 +355,7 @@ class Lifecycle(CollectTestCase):
             cfg = self.one_exporter_config(e, required=False)
             env = dict(os.environ, GPULSE_COLLECT_TEST_FAULT="unreapable_child")
             bench = f"trap '' TERM; {self.window_begin_cmd(4)}; sleep 60"
-            proc = subprocess.Popen([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--", "sh", "-c",
-                                     bench], stderr=subprocess.PIPE, text=True, env=env)
-            self.procs.append(proc)
-            wpath = os.path.join(self.power, "windows", "sa-bench-c4.json")
-            deadline = time.monotonic() + 30
-            while not os.path.exists(wpath) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            proc, wpath = self.start_collect_in_a_window(cfg, bench, env=env)
             proc.send_signal(signal.SIGTERM)
             err = proc.communicate(timeout=60)[1]
         self.assertNotEqual(proc.returncode, 0)
@@ -518,13 +518,7 @@ class LaunchAndClocks(CollectTestCase):
         """A terminal's SIGINT goes to collect's process group; launched exporters have their own, so
         the final bracketing scrape still reaches them: collector_interrupted, not exporter_exited."""
         cfg, ports = self.local_config(["node0"], self.exporter_command(), required=False)
-        proc = subprocess.Popen([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--", "sh", "-c",
-                                 window_cmd(4, 30)], stderr=subprocess.PIPE, text=True, start_new_session=True)
-        self.procs.append(proc)
-        wpath = os.path.join(self.power, "windows", "sa-bench-c4.json")
-        deadline = time.monotonic() + 30
-        while not os.path.exists(wpath) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        proc, wpath = self.start_collect_in_a_window(cfg, start_new_session=True)
         time.sleep(0.5)
         os.killpg(proc.pid, signal.SIGINT)
         err = proc.communicate(timeout=60)[1]
