@@ -348,9 +348,11 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   bool ready = !doomed && AwaitReadiness(collector, startup_deadline, run, exporters);
   if (!ready && !run.interrupted && !doomed) {
     AddReason(s.reasons, reason::kExporterStartupTimeout);
-    log +=
-        "gpulse collect: not every expected GPU answered in one cycle before "
-        "startup_timeout_seconds\n";
+    log += exporters.AnyEnded()
+               ? "gpulse collect: a launched exporter ended before every expected GPU answered "
+                 "in one cycle: readiness is out of reach\n"
+               : "gpulse collect: not every expected GPU answered in one cycle before "
+                 "startup_timeout_seconds\n";
   }
   bool blocked = c.required && (!ready || HasAny(s.reasons, StartupFailureReasons()));
   if (blocked && !run.interrupted)
