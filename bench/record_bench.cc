@@ -135,7 +135,9 @@ report::Run SyntheticRun(std::size_t samples, int devices) {
     g.memory_clock_mhz = 2619;
     energy += 30'000;
     g.energy_millijoules = energy;
-    g.present = report::GpuSample::kMemoryUtilization | report::GpuSample::kSmClock |
+    g.present = report::GpuSample::kMemoryUsed | report::GpuSample::kMemoryTotal |
+                report::GpuSample::kUtilization | report::GpuSample::kTemperature |
+                report::GpuSample::kPower | report::GpuSample::kMemoryUtilization | report::GpuSample::kSmClock |
                 report::GpuSample::kMemoryClock | report::GpuSample::kEnergy |
                 report::GpuSample::kClocksEventReasons | report::GpuSample::kPcieReplay |
                 report::GpuSample::kEccSbeVolatile | report::GpuSample::kEccDbeVolatile;

@@ -63,7 +63,16 @@ nlohmann::json ToJson(const SystemInfo* info, const std::string& error) {
   j["skipped"] = nlohmann::json::array();
   if (info != nullptr) {
     for (const auto& d : info->devices) j["devices"].push_back(ToJson(d));
-    for (const auto& s : info->skipped) j["skipped"].push_back({{"index", s.index}, {"reason", s.reason}});
+    for (const auto& s : info->skipped) {
+      auto str = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+      j["skipped"].push_back({{"index", s.index},
+                              {"reason", s.reason},
+                              {"state", s.lost ? "lost" : "skipped"},
+                              {"name", str(s.name)},
+                              {"uuid", str(s.uuid)},
+                              {"pci_bus_id", str(s.pci_bus_id)},
+                              {"identity_source", str(s.identity_source)}});
+    }
   }
   j["error"] = error.empty() ? nlohmann::json(nullptr) : nlohmann::json(error);
   return j;
@@ -88,7 +97,11 @@ void PrintText(const SystemInfo& info) {
                  m.gpu_instance_id, m.compute_instance_id, m.uuid, MemoryText(m.memory_total_bytes));
     }
   }
-  for (const auto& s : info.skipped) fmt::print("GPU {}: skipped: {}\n", s.index, s.reason);
+  for (const auto& s : info.skipped) {
+    std::string id = !s.uuid.empty() ? s.uuid : s.pci_bus_id;
+    fmt::print("GPU {}: {}{}: {}\n", s.index, s.lost ? "lost" : "skipped",
+               id.empty() ? "" : " (" + id + ", from " + s.identity_source + ")", s.reason);
+  }
   if (info.devices.empty() && info.skipped.empty()) fmt::print("No GPUs found.\n");
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <memory>
@@ -42,26 +43,9 @@ void InstallSignalHandlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-// Positions in info.devices of the devices named by -i (NVML indices), in the order given.
-Result<std::vector<std::size_t>> SelectDevices(const SystemInfo& info, const std::string& list) {
-  std::vector<std::size_t> out;
-  if (list.empty()) {
-    for (std::size_t i = 0; i < info.devices.size(); ++i) out.push_back(i);
-    return out;
-  }
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    std::size_t pos = info.devices.size();
-    for (std::size_t i = 0; i < info.devices.size(); ++i) {
-      if (std::to_string(info.devices[i].index) == item) pos = i;
-    }
-    if (pos == info.devices.size()) {
-      return InvalidArgument("-i: no readable GPU with index \"" + item + "\"");
-    }
-    out.push_back(pos);
-  }
-  return out;
+const char* StateName(const Entity& e, const Sample& s) {
+  if (e.state == EntityState::kSkipped) return "skipped";
+  return s.state == DeviceState::kLost || e.state == EntityState::kLost ? "lost" : "ok";
 }
 
 class Printer {
@@ -72,13 +56,13 @@ class Printer {
   void Header() const {
     if (o_.no_header || o_.format == "json") return;
     if (o_.format == "csv") {
-      std::string line = "timestamp_unix,gpu,uuid,state";
+      std::string line = "timestamp_unix,gpu,gpu_instance_id,gpu_instance_profile,uuid,state";
       for (FieldIndex f : fields_) line += "," + std::string(FieldAt(f).name);
       fmt::print("{}\n", line);
       return;
     }
-    std::string names = fmt::format("{:<10}", "#Entity");
-    std::string units = fmt::format("{:<10}", "ID");
+    std::string names = fmt::format("{:<14}", "#Entity");
+    std::string units = fmt::format("{:<14}", "ID");
     for (FieldIndex f : fields_) {
       names += fmt::format(" {:>10}", FieldAt(f).short_name);
       units += fmt::format(" {:>10}", UnitSymbol(FieldAt(f).unit));
@@ -86,28 +70,38 @@ class Printer {
     fmt::print("{}\n{}\n", names, units);
   }
 
-  void Row(const DeviceInfo& d, const Sample& s) const {
-    const char* state = s.state == DeviceState::kLost ? "lost" : "ok";
+  void Row(const Entity& e, const Sample& s) const {
+    const char* state = StateName(e, s);
+    bool ok = std::string_view(state) == "ok";
+    auto value = [&](FieldIndex f) -> std::optional<double> {
+      return ok && f < s.values.size() ? s.values[f] : std::nullopt;
+    };
     if (o_.format == "json") {
       nlohmann::json values = nlohmann::json::object();
       for (FieldIndex f : fields_) {
-        const auto& v = s.values[f];
+        auto v = value(f);
         values[std::string(FieldAt(f).name)] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
       }
-      nlohmann::json row{{"timestamp_unix", s.t_unix_ns / 1e9}, {"gpu", d.index}, {"uuid", d.uuid},
+      nlohmann::json row{{"timestamp_unix", s.t_unix_ns / 1e9}, {"gpu", e.gpu}, {"uuid", e.uuid},
                          {"state", state}, {"simulated", info_.simulated}, {"fields", values}};
+      if (e.kind != EntityKind::kGpu) {
+        row["gpu_instance_id"] = *e.gpu_instance_id;
+        row["gpu_instance_profile"] = e.profile;
+      }
+      if (!ok) row["reason"] = e.reason.empty() ? "the driver answered GPU_IS_LOST" : e.reason;
       fmt::print("{}\n", row.dump());
       return;
     }
     if (o_.format == "csv") {
-      std::string line = fmt::format("{:.3f},{},{},{}", s.t_unix_ns / 1e9, d.index, d.uuid, state);
-      for (FieldIndex f : fields_) line += "," + FormatValue(FieldAt(f), s.values[f]);
+      std::string gi = e.gpu_instance_id ? std::to_string(*e.gpu_instance_id) : "";
+      std::string line = fmt::format("{:.3f},{},{},{},{},{}", s.t_unix_ns / 1e9, e.gpu, gi, e.profile, e.uuid, state);
+      for (FieldIndex f : fields_) line += "," + FormatValue(FieldAt(f), value(f));
       fmt::print("{}\n", line);
       return;
     }
-    std::string line = fmt::format("{:<10}", fmt::format("GPU {}", d.index));
-    for (FieldIndex f : fields_) line += fmt::format(" {:>10}", FormatValue(FieldAt(f), s.values[f]));
-    if (s.state == DeviceState::kLost) line += "  (GPU lost)";
+    std::string line = fmt::format("{:<14}", EntityLabel(e));
+    for (FieldIndex f : fields_) line += fmt::format(" {:>10}", FormatValue(FieldAt(f), value(f)));
+    if (!ok) line += std::string("  (GPU ") + state + ")";
     fmt::print("{}\n", line);
   }
 
@@ -116,6 +110,18 @@ class Printer {
   const SystemInfo& info_;
   std::vector<FieldIndex> fields_;
 };
+
+// The rows dmon prints: GPUs and GPU instances (compute instances have no readings of their own
+// yet), and GPUs that are skipped or lost, which keep a row with their state.
+std::vector<std::size_t> Rows(const std::vector<Entity>& entities, const std::vector<std::size_t>& selected) {
+  std::vector<std::size_t> out;
+  for (std::size_t pos : selected) {
+    // A compute instance is shown through its GPU instance, where its readings live.
+    std::size_t row = entities[pos].kind == EntityKind::kComputeInstance ? entities[pos].parent.value_or(pos) : pos;
+    if (std::find(out.begin(), out.end(), row) == out.end()) out.push_back(row);
+  }
+  return out;
+}
 
 int Run(const DmonOptions& o) {
   auto fields = ParseFieldList(o.fields);
@@ -130,12 +136,16 @@ int Run(const DmonOptions& o) {
   }
   gpu::Backend& b = **backend;
   const SystemInfo& info = b.info();
-  for (const auto& s : info.skipped) fmt::print(stderr, "gpulse dmon: GPU {} skipped: {}\n", s.index, s.reason);
-  auto selected = SelectDevices(info, o.devices);
+  std::vector<Entity> entities = BuildEntities(info);
+  for (const auto& s : info.skipped) {
+    fmt::print(stderr, "gpulse dmon: GPU {} {}: {}\n", s.index, s.lost ? "lost before start" : "skipped", s.reason);
+  }
+  auto selected = SelectEntities(entities, o.devices);
   if (!selected) {
-    fmt::print(stderr, "gpulse dmon: {}\n", selected.error().message);
+    fmt::print(stderr, "gpulse dmon: -i: {}\n", selected.error().message);
     return kExitUsage;
   }
+  std::vector<std::size_t> rows = Rows(entities, *selected);
   if (info.simulated && o.format == "table") {
     fmt::print("# simulated GPUs: scenario {}\n", info.scenario);
   }
@@ -148,9 +158,14 @@ int Run(const DmonOptions& o) {
   Sample sample;
   for (long long done = 0; o.count == 0 || done < o.count; ++done) {
     if (ticker.Next() < 0) break;
-    for (std::size_t pos : *selected) {
-      b.Read(pos, *fields, sample);
-      printer.Row(info.devices[pos], sample);
+    for (std::size_t pos : rows) {
+      Entity& e = entities[pos];
+      gpu::ReadEntity(b, e, *fields, sample);
+      if (sample.state == DeviceState::kLost && e.kind == EntityKind::kGpu &&
+          MarkLost(entities, pos, sample.t_unix_ns, "the driver answered GPU_IS_LOST")) {
+        fmt::print(stderr, "gpulse dmon: GPU {} lost at {:.3f}: {}\n", e.gpu, sample.t_unix_ns / 1e9, e.reason);
+      }
+      printer.Row(e, sample);
     }
     std::fflush(stdout);
   }
@@ -175,7 +190,9 @@ Subcommand SetupDmon(CLI::App& parent) {
   app->add_option("-c,--count", o->count, "Number of ticks (0: until interrupted)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app->add_option("-i,--devices", o->devices, "GPU indices, comma-separated (default: all)");
+  app->add_option("-i,--devices", o->devices,
+                  "GPUs or MIG instances, comma-separated: index, GPU-/MIG- UUID, gpu:gi or "
+                  "gpu:gi:ci (default: all)");
   app->add_option("--format", o->format, "Output format")
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "csv", "json"}));

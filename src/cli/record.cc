@@ -110,12 +110,27 @@ Result<std::vector<FieldIndex>> OptionalFields(const std::string& list) {
   return out;
 }
 
-// The devices CMD's CUDA runtime will see (it inherits our environment): the physical GPUs behind
-// its ordinals when CUDA_VISIBLE_DEVICES resolves exactly; every GPU, with the reason, when it does
-// not (a refusal is never turned into a guess). Fills run.info and returns backend positions.
-std::vector<std::size_t> SelectDevices(const SystemInfo& info, report::RunInfo& run) {
-  std::vector<std::size_t> all;
-  for (std::size_t i = 0; i < info.devices.size(); ++i) all.push_back(i);
+// Positions in `entities` of a GPU and, when `mig` is set, of that instance only (GI and CI);
+// otherwise of every instance of the GPU.
+void AddGpu(const std::vector<Entity>& entities, unsigned gpu, const std::optional<MigInstance>& mig,
+            std::vector<std::size_t>& out) {
+  for (std::size_t i = 0; i < entities.size(); ++i) {
+    const Entity& e = entities[i];
+    if (e.gpu != gpu || e.state == EntityState::kSkipped) continue;
+    bool wanted = e.kind == EntityKind::kGpu || !mig || e.gpu_instance_id == mig->gpu_instance_id;
+    if (wanted && e.kind == EntityKind::kComputeInstance && mig) {
+      wanted = e.compute_instance_id == mig->compute_instance_id;
+    }
+    if (wanted) out.push_back(i);
+  }
+}
+
+// The entities CMD's CUDA runtime will see (it inherits our environment): the physical GPUs, or MIG
+// instances with their parent GPU, behind its ordinals when CUDA_VISIBLE_DEVICES resolves exactly;
+// every entity, skipped and lost GPUs included, with the reason, when it does not (a refusal is
+// never turned into a guess). Fills run.info.
+std::vector<Entity> WorkloadEntities(const SystemInfo& info, report::RunInfo& run) {
+  std::vector<Entity> all = BuildEntities(info);
   auto env = identity::Environment::FromEntries(sys::CurrentEnvironment());
   auto mask = env.Get("CUDA_VISIBLE_DEVICES");
   if (mask) run.cuda_visible_devices = std::string(*mask);
@@ -125,19 +140,27 @@ std::vector<std::size_t> SelectDevices(const SystemInfo& info, report::RunInfo& 
     run.device_selection = "all: CUDA_VISIBLE_DEVICES cannot be resolved exactly (" + m.refusal->reason + ")";
     return all;
   }
-  std::vector<std::size_t> out;
+  std::vector<std::size_t> keep;
   std::string listed;
   for (const identity::PhysicalDevice& d : m.ordinals) {
-    for (std::size_t pos = 0; pos < info.devices.size(); ++pos) {
-      if (info.devices[pos].index == d.index && std::find(out.begin(), out.end(), pos) == out.end()) {
-        out.push_back(pos);
-        listed += (listed.empty() ? "" : ", ") + std::to_string(d.index);
-      }
-    }
+    AddGpu(all, d.index, d.mig, keep);
+    std::string item = std::to_string(d.index);
+    if (d.mig) item += fmt::format(" (MIG {} GI {} CI {})", d.mig->profile, d.mig->gpu_instance_id, d.mig->compute_instance_id);
+    listed += (listed.empty() ? "" : ", ") + item;
   }
-  run.device_selection = out.empty() ? "visible: none (CUDA_VISIBLE_DEVICES hides every GPU)"
-                                     : "visible: physical GPU " + listed;
-  return out;
+  run.device_selection = keep.empty() ? "visible: none (CUDA_VISIBLE_DEVICES hides every GPU)"
+                                      : "visible: physical GPU " + listed;
+  return SubsetEntities(all, keep);
+}
+
+// Why no GPU can be read although the driver counts some: every one was skipped.
+std::string NoReadableGpu(const SystemInfo& info) {
+  if (info.skipped.empty()) return "no readable GPU";
+  std::string why;
+  for (const SkippedDevice& s : info.skipped) {
+    why += fmt::format("{}GPU {}: {}", why.empty() ? "" : "; ", s.index, s.reason);
+  }
+  return "no readable GPU (" + why + ")";
 }
 
 std::string Hostname() {
@@ -174,15 +197,17 @@ int Run(RecordOptions& o) {
     return kExitRecordFailed;
   }
   gpu::Backend* b = backend ? backend->get() : nullptr;
-  std::vector<std::size_t> positions;
   if (b != nullptr) {
-    positions = SelectDevices(b->info(), run.info);
-    for (std::size_t pos : positions) run.devices.push_back(b->info().devices[pos]);
+    run.entities = WorkloadEntities(b->info(), run.info);
+    for (const Entity& e : run.entities) {
+      if (e.kind == EntityKind::kGpu && e.device_pos) run.devices.push_back(b->info().devices[*e.device_pos]);
+    }
     run.info.simulated = b->info().simulated;
     run.info.scenario = b->info().scenario;
     run.info.driver_version = b->info().driver_version;
     if (run.devices.empty()) {
-      run.info.gpu_unavailable_reason = b->info().devices.empty() ? "no readable GPU" : "the workload sees no GPU";
+      run.info.gpu_unavailable_reason = b->info().devices.empty() ? NoReadableGpu(b->info())
+                                                                  : "the workload sees no GPU";
     }
   } else {
     run.info.gpu_unavailable_reason = backend.error().message;
@@ -199,7 +224,6 @@ int Run(RecordOptions& o) {
   ro.period_ns = static_cast<std::int64_t>(o.interval_ms) * 1'000'000;
   ro.include_descendants = o.include_descendants;
   ro.optional_fields = *fields;
-  ro.positions = positions;
   sampling::Recorder recorder(ro, b, &g_child_exited);
   sys::ExitStatus status = recorder.Record(*child, run);
   g_child_pid.store(0);

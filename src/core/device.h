@@ -30,10 +30,17 @@ struct DeviceInfo {
   std::vector<MigInstance> mig_instances;
 };
 
-// A device the backend saw but cannot read (e.g. NVML_ERROR_NO_PERMISSION on its index).
+// A device the backend counted but cannot read (e.g. NVML_ERROR_NO_PERMISSION on its index, or a
+// GPU already lost when the backend opened). Its identity is whatever still answered: the driver,
+// else the driver's PCI listing (identity_source says which); empty when nothing did.
 struct SkippedDevice {
   unsigned index = 0;
   std::string reason;
+  bool lost = false;  // the driver said the GPU is lost (GPU_IS_LOST), not merely unreadable
+  std::string name;
+  std::string uuid;
+  std::string pci_bus_id;
+  std::string identity_source;  // "nvml", "procfs" or "" (unknown)
 };
 
 struct SystemInfo {
@@ -86,6 +93,10 @@ struct Sample {
   std::int64_t t_unix_ns = 0;
   DeviceState state = DeviceState::kOk;
   std::vector<std::optional<double>> values;
+  // Parallel to `values`: set for a requested field the entity does not support (the driver said
+  // NOT_SUPPORTED or NO_PERMISSION, or the reading does not exist at this entity's level). A
+  // requested field that is neither present nor unsupported failed this read.
+  std::vector<bool> unsupported;
   // XID errors the driver reported for this device since its previous read (when the XID field is
   // requested); the XID field itself holds only the last one.
   std::vector<std::uint64_t> xid_events;

@@ -275,4 +275,14 @@ std::string_view PromTypeName(PromType type) {
   return type == PromType::kCounter ? "counter" : "gauge";
 }
 
+bool PerInstance(const FieldSpec& field) {
+  switch (field.nvml) {
+    case NvmlSource::kMemoryTotal:
+    case NvmlSource::kMemoryFree:
+    case NvmlSource::kMemoryUsed:
+    case NvmlSource::kMemoryReserved: return true;
+    default: return false;
+  }
+}
+
 }  // namespace gpulse

@@ -84,6 +84,10 @@ struct FieldSpec {
   NvmlSource nvml;
 };
 
+// Whether NVML gives the reading per MIG GPU instance (through the instance's handle): memory. Every
+// other reading exists for the whole GPU only and is never copied to its instances.
+bool PerInstance(const FieldSpec& field);
+
 // All rows, in catalogue order (ordered by id).
 std::span<const FieldSpec> AllFields();
 

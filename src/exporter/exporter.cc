@@ -30,7 +30,7 @@ Result<std::shared_ptr<const CounterSet>> LoadCounterSet(const ExporterOptions& 
 std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> counters,
                        const ExporterOptions& options) {
   std::vector<FieldIndex> fields = counters->ReadFields();
-  auto snap = ReadSnapshot(backend, fields);
+  auto snap = ReadSnapshot(backend, BuildEntities(backend.info()), fields);
   MetricsPage page(backend.info(), std::move(counters),
                    {options.hostname, options.version, options.commit});
   std::string out;
@@ -39,7 +39,9 @@ std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> 
 }
 
 Exporter::Exporter(ExporterOptions options, std::unique_ptr<gpu::Backend> backend)
-    : options_(std::move(options)), backend_(std::move(backend)) {}
+    : options_(std::move(options)),
+      backend_(std::move(backend)),
+      entities_(BuildEntities(backend_->info())) {}
 
 Exporter::~Exporter() { probe_.reset(); }
 
@@ -83,8 +85,9 @@ void Exporter::Run() {
   std::string what =
       fmt::format("{} GPU{}", info.devices.size(), info.devices.size() == 1 ? "" : "s");
   if (info.simulated) what += " (simulated: scenario " + info.scenario + ")";
-  for (const SkippedDevice& s : info.skipped)
-    Log(fmt::format("GPU {} skipped: {}", s.index, s.reason));
+  for (const SkippedDevice& s : info.skipped) {
+    Log(fmt::format("GPU {} {}: {}", s.index, s.lost ? "lost" : "skipped", s.reason));
+  }
   Log(fmt::format("serving {}, {} counters from {}, on {}/metrics", what,
                   page()->counters().counters.size(), page()->counters().origin, url()));
   server_->Run();
@@ -112,7 +115,7 @@ std::shared_ptr<const Snapshot> Exporter::ReadNow() {
     std::lock_guard lock(mu_);
     fields = fields_;
   }
-  return ReadSnapshot(*backend_, fields);
+  return ReadSnapshot(*backend_, entities_, fields);
 }
 
 void Exporter::Reload() {
@@ -136,7 +139,7 @@ void Exporter::Handle(const net::HttpRequest& req, net::Respond respond) {
   if (req.path == "/api/v1/devices") {
     net::HttpResponse r;
     r.content_type = kJson;
-    r.body = DevicesJson(backend_->info(), probe_->Latest().get());
+    r.body = DevicesJson(backend_->info(), entities_, probe_->Latest().get());
     return respond(std::move(r));
   }
   if (req.path == "/") {
@@ -163,7 +166,7 @@ void Exporter::ServeHealth(net::Respond respond) {
   const std::int64_t limit = options_.staleness_ms * 1'000'000;
   auto answer = [this, limit, respond](const Snapshot* snap,
                                        std::optional<std::int64_t> in_flight) {
-    HealthVerdict v = EvaluateHealth(backend_->info(), snap, MonotonicNowNs(), limit, in_flight);
+    HealthVerdict v = EvaluateHealth(backend_->info(), entities_, snap, MonotonicNowNs(), limit, in_flight);
     respond(net::TextResponse(v.healthy ? 200 : 503, v.reason));
   };
   if (auto since = probe_->InFlightSinceNs(); since && MonotonicNowNs() - *since > limit) {
@@ -180,7 +183,7 @@ void Exporter::ServeSnapshot(net::Respond respond) {
     r.content_type = kJson;
     r.compressible = true;
     r.body =
-        SnapshotJson(backend_->info(), page()->counters(), *snap, MonotonicNowNs(), UnixNowNs());
+        SnapshotJson(backend_->info(), entities_, page()->counters(), *snap, MonotonicNowNs(), UnixNowNs());
     respond(std::move(r));
   });
 }

@@ -75,6 +75,7 @@ class Exporter {
 
   ExporterOptions options_;
   std::unique_ptr<gpu::Backend> backend_;
+  const std::vector<Entity> entities_;  // BuildEntities(backend_->info()), fixed at open
   mutable std::mutex mu_;  // guards page_ and fields_
   std::shared_ptr<const MetricsPage> page_;
   std::vector<FieldIndex> fields_;

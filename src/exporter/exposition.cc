@@ -57,13 +57,47 @@ LabelList DeviceLabels(const SystemInfo& info, const DeviceInfo& d, const MigIns
   return l;
 }
 
+namespace {
+
+// The label set of a skipped GPU: only what is known of it.
+LabelList SkippedLabels(const Entity& e) {
+  LabelList l = {{"gpu", std::to_string(e.gpu)}, {"UUID", e.uuid}};
+  if (!e.pci_bus_id.empty()) l.emplace_back("pci_bus_id", e.pci_bus_id);
+  return l;
+}
+
+// A GPU instance's MIG entry (profile and GI id) as DeviceLabels takes it.
+MigInstance InstanceOf(const Entity& e) {
+  MigInstance m;
+  m.gpu_instance_id = e.gpu_instance_id.value_or(0);
+  m.profile = e.profile;
+  return m;
+}
+
+}  // namespace
+
 MetricsPage::MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSet> counters,
                          PageOptions options)
-    : info_(info), counters_(std::move(counters)), options_(std::move(options)) {
-  for (const DeviceInfo& d : info_.devices) {
-    full_labels_.push_back(
-        RenderLabelList(DeviceLabels(info_, d, nullptr, *counters_, options_.hostname)));
-    short_labels_.push_back(RenderLabelList({{"gpu", std::to_string(d.index)}, {"UUID", d.uuid}}));
+    : info_(info), counters_(std::move(counters)), options_(std::move(options)),
+      entities_(BuildEntities(info)) {
+  for (const Entity& e : entities_) {
+    if (!e.device_pos) {
+      full_labels_.push_back(RenderLabelList(SkippedLabels(e)));
+      short_labels_.push_back(full_labels_.back());
+      continue;
+    }
+    const DeviceInfo& d = info_.devices[*e.device_pos];
+    std::optional<MigInstance> mig;
+    if (e.kind != EntityKind::kGpu) mig = InstanceOf(e);
+    full_labels_.push_back(RenderLabelList(
+        DeviceLabels(info_, d, mig ? &*mig : nullptr, *counters_, options_.hostname)));
+    LabelList short_list = {{"gpu", std::to_string(d.index)}, {"UUID", d.uuid}};
+    if (mig) short_list.emplace_back("GPU_I_ID", std::to_string(mig->gpu_instance_id));
+    short_labels_.push_back(RenderLabelList(short_list));
+  }
+  has_instances_.assign(entities_.size(), false);
+  for (const Entity& e : entities_) {
+    if (e.kind == EntityKind::kGpuInstance && e.parent) has_instances_[*e.parent] = true;
   }
   build_labels_ = RenderLabelList({{"version", options_.version}, {"commit", options_.commit}});
   backend_labels_ = RenderLabelList({{"backend", info_.backend}});
@@ -75,13 +109,20 @@ void MetricsPage::Render(const Snapshot& snap, std::int64_t now_mono_ns, std::st
 }
 
 void MetricsPage::RenderCounters(const Snapshot& snap, std::string& out) const {
-  std::size_t n = std::min(snap.devices.size(), full_labels_.size());
+  std::size_t n = std::min(snap.entities.size(), entities_.size());
   for (const Counter& c : counters_->counters) {
     const FieldSpec& spec = FieldAt(c.field);
+    const bool per_instance = PerInstance(spec);
     bool header = false;
     for (std::size_t i = 0; i < n; ++i) {
-      const Sample& s = snap.devices[i].sample;
-      if (s.state != DeviceState::kOk || c.field >= s.values.size() || !s.values[c.field]) continue;
+      const Sample& s = snap.entities[i].sample;
+      if (!entities_[i].readable() || s.state != DeviceState::kOk || c.field >= s.values.size() ||
+          !s.values[c.field]) {
+        continue;
+      }
+      // A MIG GPU's per-instance readings are its instances' series, not also the parent's:
+      // summing a family over its series never counts the same memory twice.
+      if (per_instance && has_instances_[i]) continue;
       if (!header) {
         prom::AppendFamilyHeader(out, c.name, c.help, c.type);
         header = true;
@@ -96,8 +137,13 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns,
   using prom::AppendSample;
   constexpr auto kInt = prom::ValueFormat::kInteger;
   constexpr auto kFloat = prom::ValueFormat::kShortest;
-  std::size_t n = std::min(snap.devices.size(), full_labels_.size());
-  auto ok = [&](std::size_t i) { return snap.devices[i].sample.state == DeviceState::kOk; };
+  std::size_t n = std::min(snap.entities.size(), entities_.size());
+  auto lost = [&](std::size_t i) {
+    return entities_[i].state == EntityState::kLost || snap.entities[i].sample.state == DeviceState::kLost;
+  };
+  // Present entities with readings of their own.
+  auto live = [&](std::size_t i) { return entities_[i].readable() && !lost(i); };
+  auto gpu = [&](std::size_t i) { return entities_[i].kind == EntityKind::kGpu; };
 
   Header(out, SelfMetric::kBuildInfo);
   AppendSample(out, SelfMetricAt(SelfMetric::kBuildInfo).name, build_labels_, "", 1, kInt);
@@ -110,33 +156,41 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns,
   Header(out, SelfMetric::kScrapeDuration);
   AppendSample(out, SelfMetricAt(SelfMetric::kScrapeDuration).name, "", "", snap.duration_ns / 1e9,
                kFloat);
-  if (n == 0) return;
+  bool any_gpu = false, any_live = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    any_gpu = any_gpu || (gpu(i) && (entities_[i].device_pos || lost(i)));
+    any_live = any_live || live(i);
+  }
+  if (!any_gpu) return;
 
+  // Every GPU that is or was there: present (0), lost after or before start (1). A GPU skipped
+  // for another reason (no permission) is not lost and has no series.
   Header(out, SelfMetric::kDeviceLost);
   for (std::size_t i = 0; i < n; ++i) {
+    if (!gpu(i) || (!entities_[i].device_pos && !lost(i))) continue;
     AppendSample(out, SelfMetricAt(SelfMetric::kDeviceLost).name, short_labels_[i], "",
-                 ok(i) ? 0 : 1, kInt);
+                 lost(i) ? 1 : 0, kInt);
   }
-  bool any_ok = false;
-  for (std::size_t i = 0; i < n; ++i) any_ok = any_ok || ok(i);
-  if (!any_ok) return;
-  Header(out, SelfMetric::kDeviceInfo);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (ok(i))
-      AppendSample(out, SelfMetricAt(SelfMetric::kDeviceInfo).name, full_labels_[i], "", 1, kInt);
+  if (any_live) {
+    Header(out, SelfMetric::kDeviceInfo);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (live(i))
+        AppendSample(out, SelfMetricAt(SelfMetric::kDeviceInfo).name, full_labels_[i], "", 1, kInt);
+    }
+    Header(out, SelfMetric::kDeviceSampleAge);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!live(i)) continue;
+      double age = std::max<std::int64_t>(0, now_mono_ns - snap.entities[i].sample.t_mono_ns) / 1e9;
+      AppendSample(out, SelfMetricAt(SelfMetric::kDeviceSampleAge).name, short_labels_[i], "", age,
+                   kFloat);
+    }
   }
-  Header(out, SelfMetric::kDeviceSampleAge);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!ok(i)) continue;
-    double age = std::max<std::int64_t>(0, now_mono_ns - snap.devices[i].sample.t_mono_ns) / 1e9;
-    AppendSample(out, SelfMetricAt(SelfMetric::kDeviceSampleAge).name, short_labels_[i], "", age,
-                 kFloat);
-  }
+  // XIDs of every GPU, lost ones included: counters keep their last value, never reset.
   bool xid_header = false;
   std::string extra;
   for (std::size_t i = 0; i < n; ++i) {
-    if (!ok(i)) continue;
-    for (const XidCount& x : snap.devices[i].sample.xid_counts) {
+    if (!gpu(i)) continue;
+    for (const XidCount& x : snap.entities[i].sample.xid_counts) {
       if (!xid_header) {
         Header(out, SelfMetric::kXidErrorsTotal);
         xid_header = true;

@@ -1,8 +1,11 @@
 // /metrics: the dcgm-exporter-compatible exposition of one snapshot, plus gpulse's own metrics.
 //
-// Families follow the counters file order, each with HELP/TYPE once and one sample per device that
-// has the reading (an absent reading is no series; a lost GPU has no series but
-// gpulse_device_lost 1). Labels are dcgm-exporter's, in its order: gpu, UUID, pci_bus_id, device,
+// Families follow the counters file order, each with HELP/TYPE once and one sample per entity that
+// has the reading (an absent reading is no series; a lost GPU has no field series but
+// gpulse_device_lost 1 and keeps its XID counters). A MIG GPU instance is its own series with
+// GPU_I_PROFILE and GPU_I_ID, carrying only the readings NVML gives per instance (memory); the
+// parent GPU keeps its device-level readings once, and leaves the per-instance ones to its
+// instances so that no sum counts them twice (docs/exporter.md, "MIG"). Labels are dcgm-exporter's, in its order: gpu, UUID, pci_bus_id, device,
 // modelName, [GPU_I_PROFILE, GPU_I_ID], [Hostname], then the counters file's label rows sorted by
 // name (DCGM_FI_DRIVER_VERSION, ...). Values print as dcgm-exporter prints them: integers for
 // int64 fields, six decimals for doubles.
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/entity.h"
 #include "exporter/counters.h"
 #include "exporter/snapshot.h"
 
@@ -46,15 +50,19 @@ class MetricsPage {
 
   const CounterSet& counters() const { return *counters_; }
 
- private:
   void RenderCounters(const Snapshot& snap, std::string& out) const;
   void RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out) const;
 
+  const std::vector<Entity>& entities() const { return entities_; }
+
+ private:
   const SystemInfo& info_;
   std::shared_ptr<const CounterSet> counters_;
   PageOptions options_;
-  std::vector<std::string> full_labels_;   // per device, rendered
-  std::vector<std::string> short_labels_;  // per device: gpu, UUID
+  std::vector<Entity> entities_;           // BuildEntities(info_): parallel to Snapshot::entities
+  std::vector<std::string> full_labels_;   // per entity, rendered
+  std::vector<std::string> short_labels_;  // per entity: gpu, UUID[, GPU_I_ID] (or pci_bus_id)
+  std::vector<bool> has_instances_;        // per entity: a GPU with MIG GPU instances
   std::string build_labels_;
   std::string backend_labels_;
 };

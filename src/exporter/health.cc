@@ -4,12 +4,28 @@
 
 namespace gpulse::exporter {
 
-HealthVerdict EvaluateHealth(const SystemInfo& info, const Snapshot* snap, std::int64_t now,
+namespace {
+
+std::string Name(const Entity& e) {
+  std::string id = !e.uuid.empty() ? e.uuid : (!e.pci_bus_id.empty() ? e.pci_bus_id : "identity unknown");
+  return fmt::format("GPU {} ({})", e.gpu, id);
+}
+
+}  // namespace
+
+HealthVerdict EvaluateHealth(const SystemInfo& info, const std::vector<Entity>& entities,
+                             const Snapshot* snap, std::int64_t now,
                              std::int64_t staleness_ns,
                              std::optional<std::int64_t> in_flight_since) {
   if (in_flight_since && now - *in_flight_since > staleness_ns) {
     return {false, fmt::format("a device read has been running for {:.3f} s (limit {:.3f} s)",
                                (now - *in_flight_since) / 1e9, staleness_ns / 1e9)};
+  }
+  // A GPU lost before start is known without any read.
+  for (const Entity& e : entities) {
+    if (e.kind == EntityKind::kGpu && e.state == EntityState::kLost) {
+      return {false, Name(e) + " is lost: " + e.reason};
+    }
   }
   if (info.devices.empty()) return {false, "no GPU to read"};
   if (snap == nullptr) return {false, "no device read has completed yet"};
@@ -17,17 +33,17 @@ HealthVerdict EvaluateHealth(const SystemInfo& info, const Snapshot* snap, std::
     return {false, fmt::format("the last device read is {:.3f} s old (limit {:.3f} s)",
                                (now - snap->start_mono_ns) / 1e9, staleness_ns / 1e9)};
   }
-  std::size_t readable = 0;
-  for (std::size_t i = 0; i < snap->devices.size() && i < info.devices.size(); ++i) {
-    const DeviceReading& d = snap->devices[i];
-    if (d.sample.state == DeviceState::kLost) continue;
-    ++readable;
+  for (std::size_t i = 0; i < snap->entities.size() && i < entities.size(); ++i) {
+    const DeviceReading& d = snap->entities[i];
+    const Entity& e = entities[i];
+    if (d.sample.state == DeviceState::kLost && e.kind == EntityKind::kGpu) {
+      return {false, Name(e) + " is lost (the driver answered GPU_IS_LOST)"};
+    }
     if (d.failed_calls > 0) {
-      return {false, fmt::format("GPU {} ({}): {} call(s) failed in the last read",
-                                 info.devices[i].index, info.devices[i].uuid, d.failed_calls)};
+      return {false, fmt::format("{} ({}): {} call(s) failed in the last read", EntityLabel(e),
+                                 e.uuid, d.failed_calls)};
     }
   }
-  if (readable == 0) return {false, "every GPU is lost"};
   return {true, "ok"};
 }
 

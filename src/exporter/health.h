@@ -1,5 +1,5 @@
-// /health: healthy only when the last read of every GPU that is not lost succeeded, and that read
-// is recent. Unlike dcgm-exporter's always-200 /health, a frozen or failing reader makes it fail,
+// /health: healthy only when no GPU is lost (before or after start), the last read of every
+// entity succeeded, and that read is recent. Unlike dcgm-exporter's always-200 /health, a frozen or failing reader makes it fail,
 // so a liveness probe can restart the exporter (dcgm-exporter#164, gmt#188).
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/device.h"
+#include "core/entity.h"
 #include "exporter/snapshot.h"
 
 namespace gpulse::exporter {
@@ -20,7 +21,9 @@ struct HealthVerdict {
 // `snap` is the read made for this check (nullptr when none has completed); `in_flight_since_ns`
 // is when the read in progress started, if one is. A read in progress for longer than
 // `staleness_ns`, or a snapshot older than it, is unhealthy.
-HealthVerdict EvaluateHealth(const SystemInfo& info, const Snapshot* snap, std::int64_t now_mono_ns,
+// `entities` is BuildEntities(info), parallel to snap->entities.
+HealthVerdict EvaluateHealth(const SystemInfo& info, const std::vector<Entity>& entities,
+                             const Snapshot* snap, std::int64_t now_mono_ns,
                              std::int64_t staleness_ns,
                              std::optional<std::int64_t> in_flight_since_ns);
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/device.h"
+#include "core/entity.h"
 #include "exporter/counters.h"
 #include "exporter/snapshot.h"
 
@@ -13,10 +14,11 @@ namespace gpulse::exporter {
 
 // The GPUs being exported (identity, MIG instances, skipped devices), with their lost state from
 // `snap` when given.
-std::string DevicesJson(const SystemInfo& info, const Snapshot* snap);
+std::string DevicesJson(const SystemInfo& info, const std::vector<Entity>& entities, const Snapshot* snap);
 
 // The readings of `snap` for the counters' fields: one object per device, absent readings null.
-std::string SnapshotJson(const SystemInfo& info, const CounterSet& counters, const Snapshot& snap,
+std::string SnapshotJson(const SystemInfo& info, const std::vector<Entity>& entities,
+                         const CounterSet& counters, const Snapshot& snap,
                          std::int64_t now_mono_ns, std::int64_t now_unix_ns);
 
 }  // namespace gpulse::exporter

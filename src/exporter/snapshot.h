@@ -14,24 +14,26 @@
 namespace gpulse::exporter {
 
 struct DeviceReading {
-  Sample sample;                   // t_mono_ns is when this device was read
+  Sample sample;                   // t_mono_ns is when this entity was read
   std::uint64_t failed_calls = 0;  // transient failures in this read (0: the read succeeded)
+  bool readable = true;            // the entity has readings of its own (a GPU or GPU instance)
 };
 
 struct Snapshot {
   std::int64_t start_mono_ns = 0;        // when the read began
-  std::int64_t duration_ns = 0;          // how long reading every device took
+  std::int64_t duration_ns = 0;          // how long reading every entity took
   std::vector<FieldIndex> fields;        // what was asked for
-  std::vector<DeviceReading> devices;    // parallel to SystemInfo::devices
+  std::vector<DeviceReading> entities;   // parallel to BuildEntities(SystemInfo)
   std::uint64_t failed_calls_total = 0;  // backend's running count, for the self metric
 
   // At least one device answered (the basis of gpulse_backend_up).
   bool AnyDeviceRead() const;
 };
 
-// Reads `fields` of every device of `backend`.
+// Reads `fields` of every entity of `backend` (`entities` is BuildEntities(backend.info())).
+// Skipped GPUs and compute instances get an empty reading (lost when the entity is lost).
 // REQUIRES: called from the backend's owner thread only.
-std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend,
+std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend, const std::vector<Entity>& entities,
                                              std::span<const FieldIndex> fields);
 
 }  // namespace gpulse::exporter

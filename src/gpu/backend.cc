@@ -11,4 +11,37 @@ ProcessList Backend::Processes(std::size_t /*pos*/) {
   return list;
 }
 
+void Backend::ReadInstance(std::size_t /*pos*/, std::size_t /*mig_pos*/,
+                           std::span<const FieldIndex> fields, Sample& out) {
+  ResetSample(fields, out);
+  out.t_mono_ns = MonotonicNowNs();
+  out.t_unix_ns = UnixNowNs();
+  for (FieldIndex f : fields) out.unsupported[f] = true;
+}
+
+void ResetSample(std::span<const FieldIndex> /*fields*/, Sample& out) {
+  out.values.assign(AllFields().size(), std::nullopt);
+  out.unsupported.assign(AllFields().size(), false);
+  out.xid_events.clear();
+  out.xid_counts.clear();
+  out.state = DeviceState::kOk;
+}
+
+void ReadEntity(Backend& backend, const Entity& e, std::span<const FieldIndex> fields,
+                Sample& out) {
+  if (e.readable() && e.kind == EntityKind::kGpu) {
+    backend.Read(*e.device_pos, fields, out);
+    return;
+  }
+  if (e.readable() && e.kind == EntityKind::kGpuInstance && e.mig_pos) {
+    backend.ReadInstance(*e.device_pos, *e.mig_pos, fields, out);
+    return;
+  }
+  ResetSample(fields, out);
+  out.t_mono_ns = MonotonicNowNs();
+  out.t_unix_ns = UnixNowNs();
+  for (FieldIndex f : fields) out.unsupported[f] = true;
+  if (e.state == EntityState::kLost) out.state = DeviceState::kLost;
+}
+
 }  // namespace gpulse::gpu

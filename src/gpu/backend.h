@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/device.h"
+#include "core/entity.h"
 #include "core/fields.h"
 #include "core/result.h"
 
@@ -33,6 +34,14 @@ class Backend {
   // REQUIRES: pos < info().devices.size()
   virtual void Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) = 0;
 
+  // Reads `fields` of MIG instance `mig_pos` of device `pos` (info().devices[pos].mig_instances)
+  // through the instance's own handle, like Read. Only readings the driver gives per instance
+  // (memory) are read; readings it gives only for the parent are unsupported here, never copied
+  // from the parent. A lost parent makes the instance lost. The default: every field unsupported.
+  // REQUIRES: pos < info().devices.size(), mig_pos < its mig_instances.size()
+  virtual void ReadInstance(std::size_t pos, std::size_t mig_pos,
+                            std::span<const FieldIndex> fields, Sample& out);
+
   virtual const ReadStats& stats() const = 0;
 
   // The processes using the device at position `pos`, with per-process memory and utilization
@@ -43,6 +52,15 @@ class Backend {
   virtual ProcessList Processes(std::size_t pos);
 };
 
+// Reads one entity: a GPU through Read, a GPU instance through ReadInstance, and for an entity
+// without readings of its own (a compute instance, a skipped GPU) an empty sample, lost when the
+// entity is lost.
+void ReadEntity(Backend& backend, const Entity& entity, std::span<const FieldIndex> fields,
+                Sample& out);
+
+// Clears `out` for `fields`: every value absent, nothing unsupported yet.
+void ResetSample(std::span<const FieldIndex> fields, Sample& out);
+
 // Process lists are read from the driver at most once per second per device.
 inline constexpr std::int64_t kProcessListMinIntervalNs = 1'000'000'000;
 
@@ -51,6 +69,9 @@ struct BackendOptions {
   std::string nvml_library;       // --nvml-lib / GPULSE_NVML_LIBRARY
   std::string simulate;           // --simulate NAME|PATH: load the NVML simulator with this scenario
   std::string simulator_library;  // where the simulator is; found next to the binary by default
+  // Where the driver's own GPU listing is read (the identity of GPUs NVML cannot open):
+  // $GPULSE_PROCFS_ROOT, else /proc for real GPUs; with --simulate only $GPULSE_PROCFS_ROOT.
+  std::string procfs_root;
 };
 
 }  // namespace gpulse::gpu

@@ -9,52 +9,64 @@ namespace {
 
 using u128 = unsigned __int128;
 
-// Accumulates the ADR-007 set over a stream of samples.
+// Min, max and sum of one integer reading over the samples that have it.
+template <typename T>
+class Range {
+ public:
+  void Add(T v) {
+    min_ = n_ == 0 ? v : std::min(min_, v);
+    max_ = n_ == 0 ? v : std::max(max_, v);
+    sum_ += v;
+    ++n_;
+  }
+  std::uint64_t count() const { return n_; }
+  std::optional<T> min() const { return n_ ? std::optional<T>(min_) : std::nullopt; }
+  std::optional<T> max() const { return n_ ? std::optional<T>(max_) : std::nullopt; }
+  std::optional<T> mean() const { return n_ ? std::optional<T>(static_cast<T>(sum_ / n_)) : std::nullopt; }
+
+ private:
+  std::uint64_t n_ = 0;
+  T min_{}, max_{};
+  u128 sum_ = 0;
+};
+
+// Accumulates the ADR-007 set over a stream of samples, each reading over the samples with it.
 class AggregateBuilder {
  public:
   void Add(const GpuSample& s) {
-    if (n_ == 0) {
-      mem_min_ = mem_max_ = s.memory_used_bytes;
-      util_min_ = util_max_ = s.utilization_percent;
-      power_max_ = s.power_draw_milliwatts;
-      temp_max_ = s.temperature_celsius;
-      total_ = s.memory_total_bytes;
-    }
     ++n_;
-    mem_min_ = std::min(mem_min_, s.memory_used_bytes);
-    mem_max_ = std::max(mem_max_, s.memory_used_bytes);
-    mem_sum_ += s.memory_used_bytes;
-    util_min_ = std::min(util_min_, s.utilization_percent);
-    util_max_ = std::max(util_max_, s.utilization_percent);
-    util_sum_ += s.utilization_percent;
-    power_max_ = std::max(power_max_, s.power_draw_milliwatts);
-    power_sum_ += s.power_draw_milliwatts;
-    temp_max_ = std::max(temp_max_, s.temperature_celsius);
+    if (s.has(GpuSample::kMemoryUsed)) mem_.Add(s.memory_used_bytes);
+    if (s.has(GpuSample::kMemoryTotal) && !total_) total_ = s.memory_total_bytes;
+    if (s.has(GpuSample::kUtilization)) util_.Add(s.utilization_percent);
+    if (s.has(GpuSample::kPower)) power_.Add(s.power_draw_milliwatts);
+    if (s.has(GpuSample::kTemperature)) temp_.Add(s.temperature_celsius);
   }
 
   GpuAggregates Build() const {
     GpuAggregates a;
     a.sample_count = n_;
-    if (n_ == 0) return a;
-    a.memory_used_min_bytes = mem_min_;
-    a.memory_used_max_bytes = mem_max_;
-    a.memory_used_mean_bytes = static_cast<std::uint64_t>(mem_sum_ / n_);
+    a.memory_sample_count = mem_.count();
+    a.utilization_sample_count = util_.count();
+    a.power_sample_count = power_.count();
+    a.temperature_sample_count = temp_.count();
+    a.memory_used_min_bytes = mem_.min();
+    a.memory_used_max_bytes = mem_.max();
+    a.memory_used_mean_bytes = mem_.mean();
     a.memory_total_bytes = total_;
-    a.utilization_min_percent = util_min_;
-    a.utilization_max_percent = util_max_;
-    a.utilization_mean_percent = static_cast<std::uint32_t>(util_sum_ / n_);
-    a.power_max_milliwatts = power_max_;
-    a.power_mean_milliwatts = static_cast<std::uint32_t>(power_sum_ / n_);
-    a.temperature_max_celsius = temp_max_;
+    a.utilization_min_percent = util_.min();
+    a.utilization_max_percent = util_.max();
+    a.utilization_mean_percent = util_.mean();
+    a.power_max_milliwatts = power_.max();
+    a.power_mean_milliwatts = power_.mean();
+    a.temperature_max_celsius = temp_.max();
     return a;
   }
 
  private:
   std::uint64_t n_ = 0;
-  std::uint64_t mem_min_ = 0, mem_max_ = 0, total_ = 0;
-  u128 mem_sum_ = 0;
-  std::uint32_t util_min_ = 0, util_max_ = 0, power_max_ = 0, temp_max_ = 0;
-  std::uint64_t util_sum_ = 0, power_sum_ = 0;
+  Range<std::uint64_t> mem_;
+  std::optional<std::uint64_t> total_;
+  Range<std::uint32_t> util_, power_, temp_;
 };
 
 class StatBuilder {
@@ -82,16 +94,26 @@ class DeviceBuilder {
  public:
   void Add(const GpuSample& s) {
     agg_.Add(s);
-    power_.Add(s.power_draw_milliwatts / 1000.0);
-    sm_util_.Add(s.utilization_percent);
+    if (s.has(GpuSample::kPower)) power_.Add(s.power_draw_milliwatts / 1000.0);
+    if (s.has(GpuSample::kUtilization)) sm_util_.Add(s.utilization_percent);
     if (s.has(GpuSample::kMemoryUtilization)) mem_util_.Add(s.memory_utilization_percent);
     if (s.has(GpuSample::kSmClock)) sm_clock_.Add(s.sm_clock_mhz);
     if (s.has(GpuSample::kMemoryClock)) mem_clock_.Add(s.memory_clock_mhz);
-    max_mem_ = std::max(max_mem_.value_or(0), s.memory_used_bytes);
+    if (s.has(GpuSample::kMemoryUsed)) max_mem_ = std::max(max_mem_.value_or(0), s.memory_used_bytes);
+    if (s.has(GpuSample::kEnergy)) {
+      if (!first_energy_) first_energy_ = {s.elapsed_ns, s.energy_millijoules};
+      last_energy_ = {s.elapsed_ns, s.energy_millijoules};
+    }
+    if (s.has(GpuSample::kPower)) {
+      if (prev_power_) {
+        double dt_s = static_cast<double>(s.elapsed_ns - prev_power_->elapsed_ns) * 1e-9;
+        // mW * s = mJ, over consecutive samples that both have power
+        integral_mj_ += 0.5 * (prev_power_->power_draw_milliwatts + s.power_draw_milliwatts) * dt_s;
+        integrated_ = true;
+      }
+      prev_power_ = s;
+    }
     if (prev_) {
-      double dt_s = static_cast<double>(s.elapsed_ns - prev_->elapsed_ns) * 1e-9;
-      // mW * s = mJ
-      integral_mj_ += 0.5 * (prev_->power_draw_milliwatts + s.power_draw_milliwatts) * dt_s;
       if (prev_->has(GpuSample::kClocksEventReasons)) {
         for (int bit = 0; bit < 64; ++bit) {
           if ((prev_->clocks_event_reasons >> bit) & 1U) {
@@ -135,18 +157,19 @@ class DeviceBuilder {
   DeviceEnergy Energy() const {
     DeviceEnergy e;
     if (!first_ || !prev_ || first_->elapsed_ns == prev_->elapsed_ns) return e;  // fewer than 2 samples
-    if (first_->has(GpuSample::kEnergy) && prev_->has(GpuSample::kEnergy) &&
-        prev_->energy_millijoules >= first_->energy_millijoules) {
-      e.counter_millijoules = static_cast<double>(prev_->energy_millijoules - first_->energy_millijoules);
+    // The counter over the first and last samples that have it.
+    if (first_energy_ && last_energy_ && last_energy_->first > first_energy_->first &&
+        last_energy_->second >= first_energy_->second) {
+      e.counter_millijoules = static_cast<double>(last_energy_->second - first_energy_->second);
     }
-    e.integrated_millijoules = integral_mj_;
+    if (integrated_) e.integrated_millijoules = integral_mj_;
     if (e.counter_millijoules) {
       e.source = EnergySource::kCounter;
       e.millijoules = e.counter_millijoules;
-      if (*e.counter_millijoules > 0) {
+      if (*e.counter_millijoules > 0 && integrated_) {
         e.relative_difference = (integral_mj_ - *e.counter_millijoules) / *e.counter_millijoules;
       }
-    } else {
+    } else if (integrated_) {
       e.source = EnergySource::kIntegrated;
       e.millijoules = integral_mj_;
     }
@@ -156,10 +179,43 @@ class DeviceBuilder {
   AggregateBuilder agg_;
   StatBuilder power_, sm_util_, mem_util_, sm_clock_, mem_clock_;
   std::optional<std::uint64_t> max_mem_;
-  std::optional<GpuSample> first_, prev_;
+  std::optional<GpuSample> first_, prev_, prev_power_;
   double integral_mj_ = 0;
+  bool integrated_ = false;  // two samples with power seen
+  std::optional<std::pair<std::int64_t, std::uint64_t>> first_energy_, last_energy_;  // (time, counter)
   std::optional<std::map<std::string, std::int64_t>> throttle_;
 };
+
+std::vector<InstanceReport> DeriveInstances(const Run& run) {
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<Range<std::uint64_t>, std::optional<std::uint64_t>>> by;
+  for (const InstanceSample& s : run.instance_samples) {
+    auto& [used, total] = by[{s.device_index, s.gpu_instance_id}];
+    if (s.memory_used_bytes) used.Add(*s.memory_used_bytes);
+    if (s.memory_total_bytes && !total) total = s.memory_total_bytes;
+  }
+  for (const Entity& e : run.entities) {  // instances that never answered are listed too
+    if (e.kind == EntityKind::kGpuInstance) by[{e.gpu, e.gpu_instance_id.value_or(0)}];
+  }
+  std::vector<InstanceReport> out;
+  for (const auto& [key, value] : by) {
+    InstanceReport r;
+    r.device_index = key.first;
+    r.gpu_instance_id = key.second;
+    for (const Entity& e : run.entities) {
+      if (e.kind == EntityKind::kGpuInstance && e.gpu == key.first && e.gpu_instance_id == key.second) {
+        r.profile = e.profile;
+      }
+    }
+    const auto& [used, total] = value;
+    r.sample_count = used.count();
+    r.memory_used_min_bytes = used.min();
+    r.memory_used_max_bytes = used.max();
+    r.memory_used_mean_bytes = used.mean();
+    r.memory_total_bytes = total;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
 
 ResourceReport DeriveResource(const Run& run) {
   ResourceReport r;
@@ -239,6 +295,7 @@ Report Derive(const Run& run) {
   if (any_counter || any_integrated) {
     g.energy_source = any_counter && any_integrated ? "mixed" : (any_counter ? "counter" : "integrated");
   }
+  g.per_instance = DeriveInstances(run);
   report.resource = DeriveResource(run);
   return report;
 }

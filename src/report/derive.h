@@ -16,9 +16,12 @@
 
 namespace gpulse::report {
 
-// The ADR-007 aggregate set. Absent (nullopt) when there are no samples.
+// The ADR-007 aggregate set. Each reading is aggregated over the samples that have it, and says how
+// many that was; absent (nullopt) when none has it.
 struct GpuAggregates {
   std::uint64_t sample_count = 0;
+  std::uint64_t memory_sample_count = 0, utilization_sample_count = 0, power_sample_count = 0,
+                temperature_sample_count = 0;
   std::optional<std::uint64_t> memory_used_min_bytes, memory_used_max_bytes, memory_used_mean_bytes;
   std::optional<std::uint64_t> memory_total_bytes;
   std::optional<std::uint32_t> utilization_min_percent, utilization_max_percent,
@@ -67,12 +70,23 @@ struct DeviceReport {
   JobStats stats;
 };
 
+// One MIG GPU instance over the run: its own memory (read through the instance handle).
+struct InstanceReport {
+  std::uint32_t device_index = 0;
+  std::uint32_t gpu_instance_id = 0;
+  std::string profile;
+  std::uint64_t sample_count = 0;  // samples with the used-memory reading
+  std::optional<std::uint64_t> memory_used_min_bytes, memory_used_max_bytes, memory_used_mean_bytes;
+  std::optional<std::uint64_t> memory_total_bytes;
+};
+
 struct GpuReport {
   std::uint64_t device_count = 0;
   GpuAggregates aggregates;  // cluster-wide, over every sample of every device
   std::optional<double> energy_millijoules;  // sum of per-device reported energy
   std::optional<std::string> energy_source;  // "counter", "integrated" or "mixed"
   std::vector<DeviceReport> per_device;      // device index order
+  std::vector<InstanceReport> per_instance;  // (device index, GI id) order
 };
 
 struct ResourceReport {

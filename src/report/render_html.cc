@@ -152,12 +152,13 @@ std::string DeviceGroup(const Run& run, const DeviceReport& d, double x_max) {
   for (const GpuSample& s : run.gpu_samples) {
     if (s.device_index != d.device_index) continue;
     double t = s.elapsed_ns / 1e9;
-    util.points.push_back({t, static_cast<double>(s.utilization_percent)});
+    // Absent readings are gaps in the plot, never zeros.
+    if (s.has(GpuSample::kUtilization)) util.points.push_back({t, static_cast<double>(s.utilization_percent)});
     if (s.has(GpuSample::kMemoryUtilization)) memutil.points.push_back({t, static_cast<double>(s.memory_utilization_percent)});
-    mem.points.push_back({t, s.memory_used_bytes / 1073741824.0});
-    mem_total = std::max(mem_total, s.memory_total_bytes / 1073741824.0);
-    power.points.push_back({t, s.power_draw_milliwatts / 1000.0});
-    temp.points.push_back({t, static_cast<double>(s.temperature_celsius)});
+    if (s.has(GpuSample::kMemoryUsed)) mem.points.push_back({t, s.memory_used_bytes / 1073741824.0});
+    if (s.has(GpuSample::kMemoryTotal)) mem_total = std::max(mem_total, s.memory_total_bytes / 1073741824.0);
+    if (s.has(GpuSample::kPower)) power.points.push_back({t, s.power_draw_milliwatts / 1000.0});
+    if (s.has(GpuSample::kTemperature)) temp.points.push_back({t, static_cast<double>(s.temperature_celsius)});
   }
   std::string o = fmt::format("<section class=\"plot-group device\" data-device=\"{}\">\n<h2>GPU {}{}</h2>\n", d.device_index,
                               d.device_index, d.uuid.empty() ? "" : " — " + Escape(d.uuid));

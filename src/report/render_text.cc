@@ -66,6 +66,11 @@ void Process(std::string& o, const RunInfo& info, const ResourceReport& r) {
   }
 }
 
+// "(120 of 130 samples)" when a reading is missing from some samples, else "".
+std::string Partial(std::uint64_t have, std::uint64_t of) {
+  return have == of ? "" : fmt::format("  ({} of {} samples)", have, of);
+}
+
 void Gpu(std::string& o, const RunInfo& info, const GpuReport& g) {
   const GpuAggregates& a = g.aggregates;
   if (a.sample_count == 0) {
@@ -75,15 +80,18 @@ void Gpu(std::string& o, const RunInfo& info, const GpuReport& g) {
   }
   o += fmt::format("GPU resource usage ({} samples{})\n", a.sample_count,
                    g.device_count != 1 ? fmt::format(", {} devices", g.device_count) : "");
-  o += fmt::format("  VRAM               peak {}  mean {}\n", Bytes(a.memory_used_max_bytes),
-                   Bytes(a.memory_used_mean_bytes));
+  std::uint64_t n = a.sample_count;
+  o += fmt::format("  VRAM               peak {}  mean {}{}\n", Bytes(a.memory_used_max_bytes),
+                   Bytes(a.memory_used_mean_bytes), Partial(a.memory_sample_count, n));
   o += fmt::format("                     min  {}  total {}\n", Bytes(a.memory_used_min_bytes),
                    Bytes(a.memory_total_bytes));
-  o += fmt::format("  SM utilization     peak {}  mean {}  min {}\n", Or(a.utilization_max_percent, "%"),
-                   Or(a.utilization_mean_percent, "%"), Or(a.utilization_min_percent, "%"));
-  o += fmt::format("  Temperature        peak {}\n", Or(a.temperature_max_celsius, " C"));
-  o += fmt::format("  Power draw         peak {}  mean {}\n", Watts(a.power_max_milliwatts),
-                   Watts(a.power_mean_milliwatts));
+  o += fmt::format("  SM utilization     peak {}  mean {}  min {}{}\n", Or(a.utilization_max_percent, "%"),
+                   Or(a.utilization_mean_percent, "%"), Or(a.utilization_min_percent, "%"),
+                   Partial(a.utilization_sample_count, n));
+  o += fmt::format("  Temperature        peak {}{}\n", Or(a.temperature_max_celsius, " C"),
+                   Partial(a.temperature_sample_count, n));
+  o += fmt::format("  Power draw         peak {}  mean {}{}\n", Watts(a.power_max_milliwatts),
+                   Watts(a.power_mean_milliwatts), Partial(a.power_sample_count, n));
   if (g.device_count <= 1) return;
   o += "Per-device GPU usage:\n";
   for (const DeviceReport& d : g.per_device) {
@@ -91,6 +99,31 @@ void Gpu(std::string& o, const RunInfo& info, const GpuReport& g) {
     o += fmt::format("  GPU {}:  VRAM {} | SM mean {} | power mean {} | temp peak {}\n", d.device_index,
                      Bytes(x.memory_used_max_bytes), Or(x.utilization_mean_percent, "%"),
                      Watts(x.power_mean_milliwatts), Or(x.temperature_max_celsius, " C"));
+  }
+}
+
+// GPUs that were skipped or lost, with why and when: a device never silently disappears.
+void Entities(std::string& o, const Run& run) {
+  bool header = false;
+  for (const Entity& e : run.entities) {
+    if (e.state == EntityState::kPresent || e.kind != EntityKind::kGpu) continue;
+    if (!header) o += "GPUs skipped or lost:\n";
+    header = true;
+    std::string id = e.uuid.empty() ? (e.pci_bus_id.empty() ? "" : " (" + e.pci_bus_id + ")") : " (" + e.uuid + ")";
+    std::string when;
+    if (e.lost_unix_ns) when = " at " + Seconds(std::max<std::int64_t>(0, *e.lost_unix_ns - run.info.start_unix_ns));
+    o += fmt::format("  GPU {}{}  {}{}: {}\n", e.gpu, id, EntityStateName(e.state), when, e.reason);
+  }
+}
+
+void Instances(std::string& o, const GpuReport& g) {
+  if (g.per_instance.empty()) return;
+  o += "MIG GPU instances (own memory; power, temperature and clocks are the parent GPU's):\n";
+  for (const InstanceReport& i : g.per_instance) {
+    o += fmt::format("  {:<12} {:<8} VRAM peak {}  mean {}  of {}{}\n", fmt::format("GPU {} GI {}", i.device_index, i.gpu_instance_id),
+                     i.profile.empty() ? "-" : i.profile, Bytes(i.memory_used_max_bytes),
+                     Bytes(i.memory_used_mean_bytes), Bytes(i.memory_total_bytes),
+                     i.sample_count == 0 ? "  (no readings)" : "");
   }
 }
 
@@ -103,7 +136,7 @@ void Energy(std::string& o, const GpuReport& g) {
   for (const DeviceReport& d : g.per_device) {
     const DeviceEnergy& e = d.energy;
     if (!e.millijoules) {
-      o += fmt::format("  GPU {}              n/a (fewer than 2 samples)\n", d.device_index);
+      o += fmt::format("  GPU {}              n/a (fewer than 2 samples with power or energy)\n", d.device_index);
       continue;
     }
     std::string cross;
@@ -146,7 +179,10 @@ void Stats(std::string& o, const GpuReport& g) {
       o += fmt::format("    Clock events       {}\n", t.empty() ? "none" : t);
     }
     for (const GpuProcess& p : s.processes) {
-      o += fmt::format("    Process {:<10} peak memory {}\n", p.pid, Bytes(p.max_memory_bytes));
+      std::string where = p.gpu_instance_id ? fmt::format("  (MIG GI {} CI {})", *p.gpu_instance_id,
+                                                          p.compute_instance_id.value_or(0))
+                                            : "";
+      o += fmt::format("    Process {:<10} peak memory {}{}\n", p.pid, Bytes(p.max_memory_bytes), where);
     }
   }
 }
@@ -166,6 +202,8 @@ std::string RenderText(const Run& run, const Report& report) {
   Header(o, run.info);
   Process(o, run.info, report.resource);
   Gpu(o, run.info, report.gpu);
+  Entities(o, run);
+  Instances(o, report.gpu);
   Energy(o, report.gpu);
   Stats(o, report.gpu);
   return o;

@@ -7,19 +7,28 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/device.h"
+#include "core/entity.h"
 
 namespace gpulse::report {
 
-// One device at one tick. The five ADR-007 readings are required: a device whose reading of any of
-// them failed is dropped from that tick, never zero-filled. The extras are optional, marked present
-// in a bitmask (kept compact: a run holds one of these per device per tick, about 96 bytes).
+// One GPU at one tick. Every reading is optional, marked present in a bitmask (kept compact: a run
+// holds one of these per device per tick, about 96 bytes): a reading that is unsupported or failed
+// this tick is absent (null in run.json), never zero-filled, and the device keeps its sample.
 struct GpuSample {
   enum Extra : std::uint16_t {
+    // The five ADR-007 readings.
+    kMemoryUsed = 1 << 8,
+    kMemoryTotal = 1 << 9,
+    kUtilization = 1 << 10,
+    kTemperature = 1 << 11,
+    kPower = 1 << 12,
+    // The optional extras.
     kMemoryUtilization = 1 << 0,
     kSmClock = 1 << 1,
     kMemoryClock = 1 << 2,
@@ -54,6 +63,24 @@ struct GpuSample {
   }
 };
 
+// One MIG GPU instance at one tick: the readings NVML gives per instance (its own memory, read
+// through the instance's handle). Device-level readings stay with the parent GPU's sample.
+struct InstanceSample {
+  std::int64_t elapsed_ns = 0;
+  std::uint32_t device_index = 0;  // the parent GPU
+  std::uint32_t gpu_instance_id = 0;
+  std::optional<std::uint64_t> memory_used_bytes;
+  std::optional<std::uint64_t> memory_total_bytes;
+};
+
+// Why a timeline reading of one GPU is absent: the readings the device never supported, and how
+// many samples lacked each of the others (failed that tick).
+struct TimelineAbsence {
+  std::uint32_t device_index = 0;
+  std::vector<std::string> unsupported;              // timeline field names
+  std::map<std::string, std::uint64_t> failed_samples;  // field name -> samples without it
+};
+
 // An XID error reported by the driver during the run.
 struct XidEvent {
   std::int64_t elapsed_ns = 0;
@@ -76,6 +103,8 @@ struct GpuProcess {
   std::uint32_t device_index = 0;
   std::uint32_t pid = 0;
   std::optional<std::uint64_t> max_memory_bytes;
+  std::optional<std::uint32_t> gpu_instance_id;  // MIG: the instance it ran in
+  std::optional<std::uint32_t> compute_instance_id;
 };
 
 struct RunInfo {
@@ -103,7 +132,12 @@ struct RunInfo {
 struct Run {
   RunInfo info;
   std::vector<DeviceInfo> devices;
+  // Every entity the run covers: the sampled GPUs with their MIG instances, and the GPUs that were
+  // skipped or lost, with state, reason and loss time (docs/adr/0010-entities.md).
+  std::vector<Entity> entities;
   std::deque<GpuSample> gpu_samples;  // tick order, then device order (deque: no 2x growth spikes)
+  std::deque<InstanceSample> instance_samples;  // tick order, then instance order
+  std::vector<TimelineAbsence> absences;        // per sampled GPU, device index order
   std::vector<XidEvent> xid_events;
   std::deque<ResourceSample> resource_samples;  // tick order
   std::vector<GpuProcess> gpu_processes;

@@ -57,8 +57,59 @@ json DevicesSection(const std::vector<DeviceInfo>& devices) {
   return out;
 }
 
+json EntitiesSection(const std::vector<Entity>& entities, std::int64_t start_unix_ns) {
+  json out = json::array();
+  for (const Entity& e : entities) {
+    json j{{"kind", EntityKindName(e.kind)},
+           {"vendor", e.vendor},
+           {"gpu", e.gpu},
+           {"gpu_instance_id", Opt(e.gpu_instance_id)},
+           {"compute_instance_id", Opt(e.compute_instance_id)},
+           {"profile", e.profile.empty() ? json(nullptr) : json(e.profile)},
+           {"name", e.name.empty() ? json(nullptr) : json(e.name)},
+           {"uuid", e.uuid.empty() ? json(nullptr) : json(e.uuid)},
+           {"pci_bus_id", e.pci_bus_id.empty() ? json(nullptr) : json(e.pci_bus_id)},
+           {"state", EntityStateName(e.state)},
+           {"reason", e.reason.empty() ? json(nullptr) : json(e.reason)},
+           {"lost_unix_ns", Opt(e.lost_unix_ns)},
+           {"lost_elapsed_ns", e.lost_unix_ns ? json(std::max<std::int64_t>(0, *e.lost_unix_ns - start_unix_ns))
+                                              : json(nullptr)}};
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+json AbsencesJson(const std::vector<TimelineAbsence>& absences) {
+  json out = json::array();
+  for (const TimelineAbsence& a : absences) {
+    if (a.unsupported.empty() && a.failed_samples.empty()) continue;
+    out.push_back({{"device_index", a.device_index}, {"unsupported", a.unsupported},
+                   {"failed_samples", a.failed_samples}});
+  }
+  return out;
+}
+
+json InstancesJson(const std::vector<InstanceReport>& instances) {
+  json out = json::array();
+  for (const InstanceReport& i : instances) {
+    out.push_back({{"device_index", i.device_index},
+                   {"gpu_instance_id", i.gpu_instance_id},
+                   {"profile", i.profile.empty() ? json(nullptr) : json(i.profile)},
+                   {"sample_count", i.sample_count},
+                   {"memory_used_min_bytes", Opt(i.memory_used_min_bytes)},
+                   {"memory_used_max_bytes", Opt(i.memory_used_max_bytes)},
+                   {"memory_used_mean_bytes", Opt(i.memory_used_mean_bytes)},
+                   {"memory_total_bytes", Opt(i.memory_total_bytes)}});
+  }
+  return out;
+}
+
 json AggregatesJson(const GpuAggregates& a) {
   return {{"sample_count", a.sample_count},
+          {"memory_sample_count", a.memory_sample_count},
+          {"utilization_sample_count", a.utilization_sample_count},
+          {"power_sample_count", a.power_sample_count},
+          {"temperature_sample_count", a.temperature_sample_count},
           {"memory_used_min_bytes", Opt(a.memory_used_min_bytes)},
           {"memory_used_max_bytes", Opt(a.memory_used_max_bytes)},
           {"memory_used_mean_bytes", Opt(a.memory_used_mean_bytes)},
@@ -96,7 +147,11 @@ json XidsJson(const std::vector<XidEvent>& xids) {
 json ProcessesJson(const std::vector<GpuProcess>& ps) {
   json out = json::array();
   for (const GpuProcess& p : ps) {
-    out.push_back({{"device_index", p.device_index}, {"pid", p.pid}, {"max_memory_bytes", Opt(p.max_memory_bytes)}});
+    out.push_back({{"device_index", p.device_index},
+                   {"pid", p.pid},
+                   {"max_memory_bytes", Opt(p.max_memory_bytes)},
+                   {"gpu_instance_id", Opt(p.gpu_instance_id)},
+                   {"compute_instance_id", Opt(p.compute_instance_id)}});
   }
   return out;
 }
@@ -135,6 +190,7 @@ json GpuSection(const GpuReport& g) {
     per.push_back(std::move(e));
   }
   j["per_device"] = std::move(per);
+  j["per_instance"] = InstancesJson(g.per_instance);
   return j;
 }
 
@@ -180,21 +236,28 @@ void Num(fmt::memory_buffer& b, std::int64_t v) {
   b.append(f.data(), f.data() + f.size());
 }
 
+// An ADR-007 reading: its number, or null when absent.
+template <std::size_t N>
+void Core(fmt::memory_buffer& b, const GpuSample& s, GpuSample::Extra e, const char (&key)[N],
+          std::uint64_t v) {
+  Lit(b, key);
+  if (s.has(e)) {
+    Num(b, v);
+  } else {
+    Lit(b, "null");
+  }
+}
+
 void AppendSample(fmt::memory_buffer& b, const GpuSample& s) {
   Lit(b, "{\"elapsed_ns\":");
   Num(b, s.elapsed_ns);
   Lit(b, ",\"device_index\":");
   Num(b, std::uint64_t{s.device_index});
-  Lit(b, ",\"memory_used_bytes\":");
-  Num(b, s.memory_used_bytes);
-  Lit(b, ",\"memory_total_bytes\":");
-  Num(b, s.memory_total_bytes);
-  Lit(b, ",\"utilization_percent\":");
-  Num(b, std::uint64_t{s.utilization_percent});
-  Lit(b, ",\"temperature_celsius\":");
-  Num(b, std::uint64_t{s.temperature_celsius});
-  Lit(b, ",\"power_draw_milliwatts\":");
-  Num(b, std::uint64_t{s.power_draw_milliwatts});
+  Core(b, s, GpuSample::kMemoryUsed, ",\"memory_used_bytes\":", s.memory_used_bytes);
+  Core(b, s, GpuSample::kMemoryTotal, ",\"memory_total_bytes\":", s.memory_total_bytes);
+  Core(b, s, GpuSample::kUtilization, ",\"utilization_percent\":", s.utilization_percent);
+  Core(b, s, GpuSample::kTemperature, ",\"temperature_celsius\":", s.temperature_celsius);
+  Core(b, s, GpuSample::kPower, ",\"power_draw_milliwatts\":", s.power_draw_milliwatts);
   auto extra = [&](GpuSample::Extra e, const auto& key, std::uint64_t v) {
     if (!s.has(e)) return;
     Lit(b, key);
@@ -208,6 +271,25 @@ void AppendSample(fmt::memory_buffer& b, const GpuSample& s) {
   extra(GpuSample::kPcieReplay, ",\"pcie_replay_count\":", s.pcie_replay_count);
   extra(GpuSample::kEccSbeVolatile, ",\"ecc_sbe_volatile\":", s.ecc_sbe_volatile);
   extra(GpuSample::kEccDbeVolatile, ",\"ecc_dbe_volatile\":", s.ecc_dbe_volatile);
+  b.push_back('}');
+}
+
+void AppendInstanceSample(fmt::memory_buffer& b, const InstanceSample& s) {
+  Lit(b, "{\"elapsed_ns\":");
+  Num(b, s.elapsed_ns);
+  Lit(b, ",\"device_index\":");
+  Num(b, std::uint64_t{s.device_index});
+  Lit(b, ",\"gpu_instance_id\":");
+  Num(b, std::uint64_t{s.gpu_instance_id});
+  for (auto [key, v] : {std::pair{std::string_view(",\"memory_used_bytes\":"), s.memory_used_bytes},
+                        std::pair{std::string_view(",\"memory_total_bytes\":"), s.memory_total_bytes}}) {
+    b.append(key);
+    if (v) {
+      Num(b, *v);
+    } else {
+      Lit(b, "null");
+    }
+  }
   b.push_back('}');
 }
 
@@ -273,6 +355,7 @@ Status WriteRunJson(const Run& run, const Report& report, std::FILE* out) {
   AppendJson(b, "schema_version", kRunSchemaVersion);
   AppendJson(b, "run", RunSection(run.info));
   AppendJson(b, "devices", DevicesSection(run.devices));
+  AppendJson(b, "entities", EntitiesSection(run.entities, run.info.start_unix_ns));
   json job = json::array();
   for (const DeviceReport& d : report.gpu.per_device) job.push_back(JobStatsJson(d));
   AppendJson(b, "gpu", GpuSection(report.gpu));
@@ -284,8 +367,11 @@ Status WriteRunJson(const Run& run, const Report& report, std::FILE* out) {
   fmt::format_to(std::back_inserter(b), "  \"resource_timeline\": {{\"sample_period_ns\": {}, \"samples\": ",
                  run.info.sample_period_ns);
   if (!WriteArray(sink, run.resource_samples, AppendResource)) return Error{ErrorCode::kIo, "write failed"};
-  fmt::format_to(std::back_inserter(b), "}},\n  \"gpu_timeline\": {{\"sample_period_ns\": {}, \"samples\": ",
+  fmt::format_to(std::back_inserter(b), "}},\n  \"instance_timeline\": {{\"sample_period_ns\": {}, \"samples\": ",
                  run.info.sample_period_ns);
+  if (!WriteArray(sink, run.instance_samples, AppendInstanceSample)) return Error{ErrorCode::kIo, "write failed"};
+  fmt::format_to(std::back_inserter(b), "}},\n  \"gpu_timeline\": {{\"sample_period_ns\": {}, \"absent\": {}, \"samples\": ",
+                 run.info.sample_period_ns, AbsencesJson(run.absences).dump());
   if (!WriteArray(sink, run.gpu_samples, AppendSample)) return Error{ErrorCode::kIo, "write failed"};
   b.append(std::string_view("}\n}\n"));
   if (!sink.Flush() || std::fflush(out) != 0) {

@@ -12,7 +12,8 @@
 
 namespace gpulse::report {
 
-inline constexpr int kRunSchemaVersion = 1;
+// 2: the five ADR-007 sample readings may be null; entities, instance timeline and absences added.
+inline constexpr int kRunSchemaVersion = 2;
 
 // Writes run.json for `run` and its derived `report` to `out`. Fails on a write error.
 Status WriteRunJson(const Run& run, const Report& report, std::FILE* out);

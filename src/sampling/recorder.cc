@@ -21,25 +21,42 @@ constexpr FieldId kMemUtil = 204, kSmClock = 100, kMemClock = 101, kEnergy = 156
 struct ExtraMap {
   FieldId id;
   report::GpuSample::Extra bit;
+  const char* key;  // the timeline's name for the reading (run.json)
+};
+// The five ADR-007 readings first, then the extras.
+constexpr ExtraMap kRequired[] = {
+    {kFbUsed, report::GpuSample::kMemoryUsed, "memory_used_bytes"},
+    {kFbTotal, report::GpuSample::kMemoryTotal, "memory_total_bytes"},
+    {kGpuUtil, report::GpuSample::kUtilization, "utilization_percent"},
+    {kGpuTemp, report::GpuSample::kTemperature, "temperature_celsius"},
+    {kPower, report::GpuSample::kPower, "power_draw_milliwatts"},
 };
 constexpr ExtraMap kExtras[] = {
-    {kMemUtil, report::GpuSample::kMemoryUtilization}, {kSmClock, report::GpuSample::kSmClock},
-    {kMemClock, report::GpuSample::kMemoryClock},      {kEnergy, report::GpuSample::kEnergy},
-    {kReasons, report::GpuSample::kClocksEventReasons}, {kPcieReplay, report::GpuSample::kPcieReplay},
-    {kEccSbe, report::GpuSample::kEccSbeVolatile},     {kEccDbe, report::GpuSample::kEccDbeVolatile},
+    {kMemUtil, report::GpuSample::kMemoryUtilization, "memory_utilization_percent"},
+    {kSmClock, report::GpuSample::kSmClock, "sm_clock_mhz"},
+    {kMemClock, report::GpuSample::kMemoryClock, "memory_clock_mhz"},
+    {kEnergy, report::GpuSample::kEnergy, "energy_millijoules"},
+    {kReasons, report::GpuSample::kClocksEventReasons, "clocks_event_reasons"},
+    {kPcieReplay, report::GpuSample::kPcieReplay, "pcie_replay_count"},
+    {kEccSbe, report::GpuSample::kEccSbeVolatile, "ecc_sbe_volatile"},
+    {kEccDbe, report::GpuSample::kEccDbeVolatile, "ecc_dbe_volatile"},
 };
+constexpr std::size_t kColumns = std::size(kRequired) + std::size(kExtras);
+
+const ExtraMap& Column(std::size_t i) {
+  return i < std::size(kRequired) ? kRequired[i] : kExtras[i - std::size(kRequired)];
+}
 
 // Catalogue positions of the timeline's columns, looked up once (ToGpuSample runs per device per
 // tick).
 struct TimelineIndex {
-  FieldIndex fb_used, fb_total, util, temp, power;
-  std::array<FieldIndex, std::size(kExtras)> extras;
+  std::array<FieldIndex, kColumns> columns;
 };
 
 const TimelineIndex& Indices() {
   static const TimelineIndex t = [] {
-    TimelineIndex x{Idx(kFbUsed), Idx(kFbTotal), Idx(kGpuUtil), Idx(kGpuTemp), Idx(kPower), {}};
-    for (std::size_t i = 0; i < std::size(kExtras); ++i) x.extras[i] = Idx(kExtras[i].id);
+    TimelineIndex x{};
+    for (std::size_t i = 0; i < kColumns; ++i) x.columns[i] = Idx(Column(i).id);
     return x;
   }();
   return t;
@@ -47,12 +64,33 @@ const TimelineIndex& Indices() {
 
 std::uint64_t U64(double v) { return v <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(v)); }
 std::uint32_t U32(double v) { return static_cast<std::uint32_t>(U64(v)); }
+constexpr double kMiB = 1024.0 * 1024.0;  // the catalogue reports framebuffer in MiB
+
+void Store(report::GpuSample& g, report::GpuSample::Extra bit, double x) {
+  using G = report::GpuSample;
+  g.present |= bit;
+  switch (bit) {
+    case G::kMemoryUsed: g.memory_used_bytes = U64(x * kMiB); break;
+    case G::kMemoryTotal: g.memory_total_bytes = U64(x * kMiB); break;
+    case G::kUtilization: g.utilization_percent = std::min<std::uint32_t>(U32(x), 100); break;
+    case G::kTemperature: g.temperature_celsius = U32(x); break;
+    case G::kPower: g.power_draw_milliwatts = U32(x * 1000.0); break;
+    case G::kMemoryUtilization: g.memory_utilization_percent = U32(x); break;
+    case G::kSmClock: g.sm_clock_mhz = U32(x); break;
+    case G::kMemoryClock: g.memory_clock_mhz = U32(x); break;
+    case G::kEnergy: g.energy_millijoules = U64(x); break;
+    case G::kClocksEventReasons: g.clocks_event_reasons = U64(x); break;
+    case G::kPcieReplay: g.pcie_replay_count = U32(x); break;
+    case G::kEccSbeVolatile: g.ecc_sbe_volatile = U64(x); break;
+    case G::kEccDbeVolatile: g.ecc_dbe_volatile = U64(x); break;
+  }
+}
 
 }  // namespace
 
 std::vector<FieldIndex> RequiredTimelineFields() {
   const TimelineIndex& t = Indices();
-  return {t.fb_used, t.fb_total, t.util, t.temp, t.power};
+  return {t.columns.begin(), t.columns.begin() + std::size(kRequired)};
 }
 
 std::vector<FieldIndex> OptionalTimelineFields() {
@@ -65,62 +103,96 @@ std::vector<FieldIndex> OptionalTimelineFields() {
 std::optional<report::GpuSample> ToGpuSample(const Sample& s, std::uint32_t device_index,
                                              std::int64_t elapsed_ns) {
   if (s.state != DeviceState::kOk) return std::nullopt;
-  const auto& v = s.values;
   const TimelineIndex& t = Indices();
-  for (FieldIndex f : {t.fb_used, t.fb_total, t.util, t.temp, t.power}) {
-    if (!v[f]) return std::nullopt;
-  }
-  constexpr double kMiB = 1024.0 * 1024.0;  // the catalogue reports framebuffer in MiB
   report::GpuSample g;
   g.elapsed_ns = elapsed_ns;
   g.device_index = device_index;
-  g.memory_used_bytes = U64(*v[t.fb_used] * kMiB);
-  g.memory_total_bytes = U64(*v[t.fb_total] * kMiB);
-  g.utilization_percent = std::min<std::uint32_t>(U32(*v[t.util]), 100);
-  g.temperature_celsius = U32(*v[t.temp]);
-  g.power_draw_milliwatts = U32(*v[t.power] * 1000.0);
-  for (std::size_t i = 0; i < std::size(kExtras); ++i) {
-    const ExtraMap& e = kExtras[i];
-    const auto& x = v[t.extras[i]];
-    if (!x) continue;
-    g.present |= e.bit;
-    switch (e.bit) {
-      case report::GpuSample::kMemoryUtilization: g.memory_utilization_percent = U32(*x); break;
-      case report::GpuSample::kSmClock: g.sm_clock_mhz = U32(*x); break;
-      case report::GpuSample::kMemoryClock: g.memory_clock_mhz = U32(*x); break;
-      case report::GpuSample::kEnergy: g.energy_millijoules = U64(*x); break;
-      case report::GpuSample::kClocksEventReasons: g.clocks_event_reasons = U64(*x); break;
-      case report::GpuSample::kPcieReplay: g.pcie_replay_count = U32(*x); break;
-      case report::GpuSample::kEccSbeVolatile: g.ecc_sbe_volatile = U64(*x); break;
-      case report::GpuSample::kEccDbeVolatile: g.ecc_dbe_volatile = U64(*x); break;
-    }
+  for (std::size_t i = 0; i < kColumns; ++i) {
+    FieldIndex f = t.columns[i];
+    if (f < s.values.size() && s.values[f]) Store(g, Column(i).bit, *s.values[f]);
   }
   return g;
 }
 
+report::InstanceSample ToInstanceSample(const Sample& s, const Entity& e, std::int64_t elapsed_ns) {
+  const TimelineIndex& t = Indices();
+  report::InstanceSample g;
+  g.elapsed_ns = elapsed_ns;
+  g.device_index = e.gpu;
+  g.gpu_instance_id = e.gpu_instance_id.value_or(0);
+  auto bytes = [&](FieldIndex f) -> std::optional<std::uint64_t> {
+    if (f >= s.values.size() || !s.values[f]) return std::nullopt;
+    return U64(*s.values[f] * kMiB);
+  };
+  g.memory_used_bytes = bytes(t.columns[0]);
+  g.memory_total_bytes = bytes(t.columns[1]);
+  return g;
+}
+
+void NoteAbsences(const Sample& s, std::span<const FieldIndex> fields, report::TimelineAbsence& a) {
+  const TimelineIndex& t = Indices();
+  for (std::size_t i = 0; i < kColumns; ++i) {
+    FieldIndex f = t.columns[i];
+    if (std::find(fields.begin(), fields.end(), f) == fields.end() || s.values[f]) continue;
+    std::string key = Column(i).key;
+    if (f < s.unsupported.size() && s.unsupported[f]) {
+      if (std::find(a.unsupported.begin(), a.unsupported.end(), key) == a.unsupported.end()) {
+        a.unsupported.push_back(key);
+      }
+    } else {
+      ++a.failed_samples[key];
+    }
+  }
+}
+
 void Recorder::SampleGpus(std::int64_t elapsed_ns, report::Run& run) {
   if (backend_ == nullptr) return;
-  const auto& devices = backend_->info().devices;
-  for (std::size_t pos : positions_) {
-    backend_->Read(pos, fields_, scratch_);
-    for (std::uint64_t xid : scratch_.xid_events) run.xid_events.push_back({elapsed_ns, devices[pos].index, xid});
-    if (auto g = ToGpuSample(scratch_, devices[pos].index, elapsed_ns)) run.gpu_samples.push_back(*g);
+  for (std::size_t i = 0; i < run.entities.size(); ++i) {
+    const Entity& e = run.entities[i];
+    if (!e.readable() || e.state == EntityState::kLost) continue;
+    gpu::ReadEntity(*backend_, e, fields_, scratch_);
+    for (std::uint64_t xid : scratch_.xid_events) run.xid_events.push_back({elapsed_ns, e.gpu, xid});
+    if (scratch_.state == DeviceState::kLost) {
+      // A GPU and its instances are lost together, whichever of them saw it first.
+      for (std::size_t j = 0; j < run.entities.size(); ++j) {
+        if (run.entities[j].kind == EntityKind::kGpu && run.entities[j].gpu == e.gpu) {
+          MarkLost(run.entities, j, scratch_.t_unix_ns, "GPU is lost (the driver answered GPU_IS_LOST)");
+        }
+      }
+      continue;
+    }
+    if (e.kind == EntityKind::kGpuInstance) {
+      run.instance_samples.push_back(ToInstanceSample(scratch_, e, elapsed_ns));
+      continue;
+    }
+    if (auto g = ToGpuSample(scratch_, e.gpu, elapsed_ns)) run.gpu_samples.push_back(*g);
+    NoteAbsences(scratch_, fields_, AbsenceOf(run, e.gpu));
   }
+}
+
+report::TimelineAbsence& Recorder::AbsenceOf(report::Run& run, std::uint32_t device_index) {
+  for (report::TimelineAbsence& a : run.absences) {
+    if (a.device_index == device_index) return a;
+  }
+  run.absences.push_back({device_index, {}, {}});
+  return run.absences.back();
 }
 
 // Keeps, per (device, pid), the largest memory use seen: the job statistics' process table.
 void Recorder::SampleProcesses(report::Run& run) {
   if (backend_ == nullptr) return;
-  for (std::size_t pos : positions_) {
-    ProcessList list = backend_->Processes(pos);
+  for (const Entity& e : run.entities) {
+    if (e.kind != EntityKind::kGpu || !e.readable() || e.state == EntityState::kLost) continue;
+    ProcessList list = backend_->Processes(*e.device_pos);
     if (!list.processes) continue;
-    std::uint32_t index = backend_->info().devices[pos].index;
+    std::uint32_t index = e.gpu;
     for (const GpuProcess& p : *list.processes) {
+      if (!Visible(run, index, p)) continue;
       auto it = std::find_if(run.gpu_processes.begin(), run.gpu_processes.end(), [&](const report::GpuProcess& g) {
         return g.device_index == index && g.pid == p.pid;
       });
       if (it == run.gpu_processes.end()) {
-        run.gpu_processes.push_back({index, p.pid, p.used_memory_bytes});
+        run.gpu_processes.push_back({index, p.pid, p.used_memory_bytes, p.gpu_instance_id, p.compute_instance_id});
       } else if (p.used_memory_bytes) {
         it->max_memory_bytes = std::max(it->max_memory_bytes.value_or(0), *p.used_memory_bytes);
       }
@@ -128,11 +200,21 @@ void Recorder::SampleProcesses(report::Run& run) {
   }
 }
 
-sys::ExitStatus Recorder::Record(sys::ChildProcess& child, report::Run& run) {
-  positions_ = options_.positions.value_or(std::vector<std::size_t>{});
-  if (!options_.positions && backend_ != nullptr) {
-    for (std::size_t pos = 0; pos < backend_->info().devices.size(); ++pos) positions_.push_back(pos);
+// A process in a MIG instance belongs to the run when that instance is one of the run's entities
+// (a workload that sees one instance is not charged with its neighbours' processes).
+bool Recorder::Visible(const report::Run& run, std::uint32_t gpu, const GpuProcess& p) {
+  if (!p.gpu_instance_id) return true;
+  bool any_instance = false;
+  for (const Entity& e : run.entities) {
+    if (e.gpu != gpu || e.kind != EntityKind::kGpuInstance) continue;
+    any_instance = true;
+    if (e.gpu_instance_id == p.gpu_instance_id) return true;
   }
+  return !any_instance;
+}
+
+sys::ExitStatus Recorder::Record(sys::ChildProcess& child, report::Run& run) {
+  if (run.entities.empty() && backend_ != nullptr) run.entities = BuildEntities(backend_->info());
   fields_ = RequiredTimelineFields();
   fields_.insert(fields_.end(), options_.optional_fields.begin(), options_.optional_fields.end());
   const std::int64_t t0_mono = MonotonicNowNs();

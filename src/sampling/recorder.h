@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,16 +24,20 @@ struct RecordOptions {
   bool include_descendants = false;
   std::string proc_root = "/proc";
   std::vector<FieldIndex> optional_fields = OptionalTimelineFields();
-  // Positions in the backend's device list to sample (the devices the workload sees); nullopt: all.
-  std::optional<std::vector<std::size_t>> positions;
   // How often the GPU process lists are read for job statistics (the driver's lists are costly).
   std::int64_t process_list_period_ns = 1'000'000'000;
 };
 
-// Converts one catalogue reading into a timeline sample; nullopt when a required reading is absent
-// (the device is dropped from that tick, never zero-filled) or the device is lost.
+// Converts one catalogue reading into a timeline sample with the readings it has (absent ones stay
+// absent, never zero-filled); nullopt only when the device is lost.
 std::optional<report::GpuSample> ToGpuSample(const Sample& s, std::uint32_t device_index,
                                              std::int64_t elapsed_ns);
+
+// The per-instance readings of a GPU instance entity.
+report::InstanceSample ToInstanceSample(const Sample& s, const Entity& e, std::int64_t elapsed_ns);
+
+// Counts, for one GPU's reading, the timeline readings it lacks: unsupported or failed this tick.
+void NoteAbsences(const Sample& s, std::span<const FieldIndex> fields, report::TimelineAbsence& a);
 
 class Recorder {
  public:
@@ -41,19 +46,22 @@ class Recorder {
   Recorder(RecordOptions options, gpu::Backend* backend, const std::atomic<bool>* child_exited)
       : options_(std::move(options)), backend_(backend), child_exited_(child_exited) {}
 
-  // Samples until `child` exits, reaps it, and fills run.gpu_samples, run.resource_samples,
-  // run.xid_events and the timing fields of run.info.
+  // Samples until `child` exits, reaps it, and fills run.gpu_samples, run.instance_samples,
+  // run.resource_samples, run.xid_events, run.absences and the timing fields of run.info. The
+  // entities sampled are run.entities (every entity of the backend when empty); a GPU found lost
+  // is marked lost there with the time, and is not read again.
   sys::ExitStatus Record(sys::ChildProcess& child, report::Run& run);
 
  private:
   void SampleGpus(std::int64_t elapsed_ns, report::Run& run);
   void SampleProcesses(report::Run& run);
+  static report::TimelineAbsence& AbsenceOf(report::Run& run, std::uint32_t device_index);
+  static bool Visible(const report::Run& run, std::uint32_t gpu, const GpuProcess& p);
 
   RecordOptions options_;
   gpu::Backend* backend_;
   const std::atomic<bool>* child_exited_;
   std::vector<FieldIndex> fields_;
-  std::vector<std::size_t> positions_;
   Sample scratch_;
 };
 

@@ -164,11 +164,14 @@ class LiveTest(GpulseTestCase):
             self.assertEqual(lost, {"0": 0, "2": 0, "3": 1})
             for name in DEFAULT_FAMILIES:
                 self.assertFalse([l for l, _ in families.get(name, []) if l["gpu"] == "3"], name)
+            # The XID 79 raised at the loss is counted, and the lost GPU's counter stays.
             xids = {(l["gpu"], l["xid"]): v for l, v in families["gpulse_xid_errors"]}
-            self.assertEqual(xids, {("0", "94"): 1})
+            self.assertEqual(xids, {("0", "94"): 1, ("3", "79"): 1})
             self.assertEqual([v for l, v in families["DCGM_FI_DEV_XID_ERRORS"]], [94])
             status, _, body = e.get("/health")
-            self.assertEqual(status, 200, body)
+            self.assertEqual(status, 503, body)
+            self.assertIn(b"GPU 3", body)
+            self.assertIn(b"lost", body)
             devices = json.loads(e.get("/api/v1/devices")[2])
             validate(devices, "exporter-devices.schema.json")
             self.assertEqual([d["lost"] for d in devices["devices"]], [False, False, True])

@@ -115,6 +115,7 @@ class PrometheusScrapesExportersTest(GpulseTestCase):
         self.assertEqual(m["UUID"], devices["devices"][3]["uuid"])
         util = prom.wait_for('DCGM_FI_DEV_GPU_UTIL{Hostname="node-b"}', 1)
         self.assertEqual([u["metric"]["gpu"] for u in util], ["1"], "the MIG-enabled GPU reports no utilization")
+        self.check_mig(prom, b)
         prom.wait_values("cluster:gpu_count:sum", "", {"": 10})
         prom.wait_values("cluster_model:gpu_count:sum", "modelName",
                          {"NVIDIA H100 80GB HBM3": 8, "NVIDIA A100-SXM4-40GB": 2})
@@ -123,6 +124,22 @@ class PrometheusScrapesExportersTest(GpulseTestCase):
         self.assertGreater(ratio, 0.5)
         self.assertLess(ratio, 1.0)
         self.check_dashboard(prom)
+
+    def check_mig(self, prom, b):
+        # One memory series per MIG GPU instance, with dcgm-exporter's labels; the MIG-enabled parent
+        # keeps its device-level readings once and leaves memory to its instances (no double count).
+        fb = prom.wait_for('DCGM_FI_DEV_FB_USED{Hostname="node-b",gpu="0"}', 4)
+        by_gi = {f["metric"]["GPU_I_ID"]: (f["metric"]["GPU_I_PROFILE"], float(f["value"][1])) for f in fb}
+        self.assertEqual(by_gi, {"2": ("3g.20gb", 15210.0), "3": ("2g.10gb", 6100.0),
+                                 "9": ("1g.5gb", 3050.0), "10": ("1g.5gb", 0.0)})
+        power = prom.wait_for('DCGM_FI_DEV_POWER_USAGE{Hostname="node-b",gpu="0"}', 1)
+        self.assertEqual(len(power), 1, "device-level power once, on the parent")
+        self.assertNotIn("GPU_I_ID", power[0]["metric"])
+        snap = json.loads(b.get("/api/v1/snapshot")[2])
+        parent = [d for d in snap["devices"] if d["gpu"] == 0 and d["kind"] == "gpu"][0]
+        self.assertLessEqual(sum(v for _, v in by_gi.values()), parent["fields"]["DCGM_FI_DEV_FB_USED"])
+        total = prom.wait_for('sum(DCGM_FI_DEV_FB_USED{Hostname="node-b"})', 1)[0]
+        self.assertEqual(float(total["value"][1]), 24360.0 + 31800.0, "each MiB counted once")
 
     def check_dashboard(self, prom):
         with open(os.path.join(SOURCE_DIR, "deploy", "grafana", "gpulse-dashboard.json")) as f:

@@ -81,9 +81,9 @@ class ExpositionTest : public ::testing::Test {
 
 TEST_F(ExpositionTest, LabelsAreDcgmExportersInItsOrder) {
   Snapshot snap;
-  snap.devices.resize(2);
-  snap.devices[0].sample = Reading({{155, 302.206}, {252, 74210}});
-  snap.devices[1].sample = Reading({{155, 100.5}});
+  snap.entities.resize(2);
+  snap.entities[0].sample = Reading({{155, 302.206}, {252, 74210}});
+  snap.entities[1].sample = Reading({{155, 100.5}});
   std::string text = Render(snap);
   EXPECT_NE(text.find("# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n# TYPE "
                       "DCGM_FI_DEV_POWER_USAGE gauge\n"),
@@ -101,9 +101,9 @@ TEST_F(ExpositionTest, LabelsAreDcgmExportersInItsOrder) {
 
 TEST_F(ExpositionTest, AbsentReadingsHaveNoSeriesAndEmptyFamiliesNoHeader) {
   Snapshot snap;
-  snap.devices.resize(2);
-  snap.devices[0].sample = Reading({{155, 300}});
-  snap.devices[1].sample = Reading({});
+  snap.entities.resize(2);
+  snap.entities[0].sample = Reading({{155, 300}});
+  snap.entities[1].sample = Reading({});
   std::string text = Render(snap);
   int power = 0;
   for (const Line& l : Parse(text)) {
@@ -116,10 +116,10 @@ TEST_F(ExpositionTest, AbsentReadingsHaveNoSeriesAndEmptyFamiliesNoHeader) {
 
 TEST_F(ExpositionTest, LostGpuLosesItsSeriesAndSaysSo) {
   Snapshot snap;
-  snap.devices.resize(2);
-  snap.devices[0].sample = Reading({{155, 300}});
-  snap.devices[1].sample = Reading({});
-  snap.devices[1].sample.state = DeviceState::kLost;
+  snap.entities.resize(2);
+  snap.entities[0].sample = Reading({{155, 300}});
+  snap.entities[1].sample = Reading({});
+  snap.entities[1].sample.state = DeviceState::kLost;
   std::map<std::string, double> lost;
   for (const Line& l : Parse(Render(snap))) {
     for (const auto& lab : l.labels) {
@@ -137,10 +137,10 @@ TEST_F(ExpositionTest, LostGpuLosesItsSeriesAndSaysSo) {
 
 TEST_F(ExpositionTest, XidsAreCountedPerCode) {
   Snapshot snap;
-  snap.devices.resize(2);
-  snap.devices[0].sample = Reading({{230, 94}});
-  snap.devices[0].sample.xid_counts = {{79, 1}, {94, 3}};
-  snap.devices[1].sample = Reading({});
+  snap.entities.resize(2);
+  snap.entities[0].sample = Reading({{230, 94}});
+  snap.entities[0].sample.xid_counts = {{79, 1}, {94, 3}};
+  snap.entities[1].sample = Reading({});
   std::map<std::string, double> counts;
   for (const Line& l : Parse(Render(snap))) {
     if (l.name != "gpulse_xid_errors_total") continue;
@@ -157,9 +157,9 @@ TEST_F(ExpositionTest, SelfMetrics) {
   snap.start_mono_ns = 1'000'000'000;
   snap.duration_ns = 250'000;
   snap.failed_calls_total = 4;
-  snap.devices.resize(2);
-  snap.devices[0].sample = Reading({{155, 300}}, 1'000'000'000);
-  snap.devices[1].sample = Reading({{155, 300}}, 1'250'000'000);
+  snap.entities.resize(2);
+  snap.entities[0].sample = Reading({{155, 300}}, 1'000'000'000);
+  snap.entities[1].sample = Reading({{155, 300}}, 1'250'000'000);
   std::map<std::string, double> v;
   for (const Line& l : Parse(Render(snap))) {
     std::string key = l.name;
@@ -178,9 +178,9 @@ TEST_F(ExpositionTest, SelfMetrics) {
 
 TEST_F(ExpositionTest, NoHostnameDropsTheLabel) {
   Snapshot snap;
-  snap.devices.resize(2);
-  snap.devices[0].sample = Reading({{155, 300}});
-  snap.devices[1].sample = Reading({{155, 300}});
+  snap.entities.resize(2);
+  snap.entities[0].sample = Reading({{155, 300}});
+  snap.entities[1].sample = Reading({{155, 300}});
   std::string text = Render(snap, std::nullopt);
   EXPECT_EQ(text.find("Hostname"), std::string::npos);
 }
@@ -211,9 +211,9 @@ TEST(Health, Verdicts) {
   auto snap = [&](std::int64_t start, std::uint64_t failed1, bool lost1) {
     Snapshot sn;
     sn.start_mono_ns = start;
-    sn.devices.resize(2);
-    sn.devices[1].failed_calls = failed1;
-    if (lost1) sn.devices[1].sample.state = DeviceState::kLost;
+    sn.entities.resize(2);
+    sn.entities[1].failed_calls = failed1;
+    if (lost1) sn.entities[1].sample.state = DeviceState::kLost;
     return sn;
   };
   Snapshot fresh = snap(10 * s, 0, false);
@@ -231,20 +231,31 @@ TEST(Health, Verdicts) {
            {nullptr, std::nullopt, false, "no device read has completed"},
            {&old, std::nullopt, false, "old (limit 5.000 s)"},
            {&failing, std::nullopt, false, "GPU 1 (GPU-bbbb): 2 call(s) failed"},
-           {&failing_but_lost, std::nullopt, true, "ok"},
+           {&failing_but_lost, std::nullopt, false, "GPU 1 (GPU-bbbb) is lost"},
            {&fresh, 2 * s, false, "running for 9.000 s"},
            {&fresh, 9 * s, true, "ok"},
        }) {
-    HealthVerdict v = EvaluateHealth(info, c.snap, 11 * s, 5 * s, c.in_flight);
+    HealthVerdict v = EvaluateHealth(info, BuildEntities(info), c.snap, 11 * s, 5 * s, c.in_flight);
     EXPECT_EQ(v.healthy, c.healthy) << v.reason;
     EXPECT_NE(v.reason.find(c.reason), std::string::npos) << v.reason;
   }
   SystemInfo none;
-  EXPECT_FALSE(EvaluateHealth(none, &fresh, 11 * s, 5 * s, std::nullopt).healthy);
+  EXPECT_FALSE(EvaluateHealth(none, {}, &fresh, 11 * s, 5 * s, std::nullopt).healthy);
   Snapshot all_lost = snap(10 * s, 0, true);
-  all_lost.devices[0].sample.state = DeviceState::kLost;
-  EXPECT_EQ(EvaluateHealth(info, &all_lost, 11 * s, 5 * s, std::nullopt).reason,
-            "every GPU is lost");
+  all_lost.entities[0].sample.state = DeviceState::kLost;
+  EXPECT_EQ(EvaluateHealth(info, BuildEntities(info), &all_lost, 11 * s, 5 * s, std::nullopt).reason,
+            "GPU 0 (GPU-aaaa) is lost (the driver answered GPU_IS_LOST)");
+  // A GPU lost before start fails /health before any read, named by what is known of it.
+  SystemInfo with_lost = TwoGpus();
+  with_lost.skipped.push_back({5, "GPU is lost (nvmlDeviceGetHandleByIndex: GPU_IS_LOST)", true, "", "",
+                               "00000000:5D:00.0", "procfs"});
+  HealthVerdict v = EvaluateHealth(with_lost, BuildEntities(with_lost), &fresh, 11 * s, 5 * s, std::nullopt);
+  EXPECT_FALSE(v.healthy);
+  EXPECT_EQ(v.reason, "GPU 5 (00000000:5D:00.0) is lost: GPU is lost (nvmlDeviceGetHandleByIndex: GPU_IS_LOST)");
+  // Skipped for lack of permission is not lost: healthy.
+  SystemInfo with_skipped = TwoGpus();
+  with_skipped.skipped.push_back({5, "no permission", false, "", "", "", ""});
+  EXPECT_TRUE(EvaluateHealth(with_skipped, BuildEntities(with_skipped), &fresh, 11 * s, 5 * s, std::nullopt).healthy);
 }
 
 }  // namespace

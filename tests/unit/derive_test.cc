@@ -16,6 +16,8 @@ GpuSample S(std::int64_t t_ms, std::uint32_t dev, std::uint32_t util, std::uint6
   s.memory_total_bytes = 1000;
   s.power_draw_milliwatts = mw;
   s.temperature_celsius = temp;
+  s.present |= GpuSample::kUtilization | GpuSample::kMemoryUsed | GpuSample::kMemoryTotal |
+              GpuSample::kPower | GpuSample::kTemperature;
   return s;
 }
 
@@ -75,7 +77,7 @@ TEST(Derive, ClusterAndPerDeviceOnTwoBusyTwoIdle) {
 TEST(Derive, EnergyPrefersCounterAndReportsBoth) {
   report::Run run;
   GpuSample a = S(0, 0, 50, 1, 100000), b = S(1000, 0, 50, 1, 300000);  // 100 W -> 300 W over 1 s
-  a.present = b.present = GpuSample::kEnergy;
+  a.present |= b.present |= GpuSample::kEnergy;
   a.energy_millijoules = 5'000'000;
   b.energy_millijoules = 5'250'000;  // the counter says 250 J
   run.gpu_samples = {a, b};
@@ -92,7 +94,7 @@ TEST(Derive, EnergyPrefersCounterAndReportsBoth) {
 TEST(Derive, EnergyFallsBackToIntegrationWhenCounterMissingAtAnEnd) {
   report::Run run;
   GpuSample a = S(0, 0, 50, 1, 100000), b = S(500, 0, 50, 1, 100000), c = S(1500, 0, 50, 1, 200000);
-  a.present = GpuSample::kEnergy;  // readable at the first sample only
+  a.present |= GpuSample::kEnergy;  // readable at the first sample only
   run.gpu_samples = {a, b, c};
   Report r = Derive(run);
   const DeviceEnergy& e = r.gpu.per_device[0].energy;
@@ -106,7 +108,7 @@ TEST(Derive, EnergyFallsBackToIntegrationWhenCounterMissingAtAnEnd) {
 TEST(Derive, MixedEnergySourcesAreSaidToBeMixed) {
   report::Run run;
   GpuSample a = S(0, 0, 1, 1, 1000), b = S(1000, 0, 1, 1, 1000);
-  a.present = b.present = GpuSample::kEnergy;
+  a.present |= b.present |= GpuSample::kEnergy;
   b.energy_millijoules = 1000;
   run.gpu_samples = {a, b, S(0, 1, 1, 1, 1000), S(1000, 1, 1, 1, 1000)};
   Report r = Derive(run);
@@ -117,7 +119,7 @@ TEST(Derive, MixedEnergySourcesAreSaidToBeMixed) {
 TEST(Derive, JobStatisticsCountEventsDuringTheRun) {
   report::Run run;
   GpuSample a = S(0, 0, 10, 5, 100000), b = S(1000, 0, 30, 9, 200000), c = S(3000, 0, 20, 7, 150000);
-  for (GpuSample* s : {&a, &b, &c}) s->present = GpuSample::kPcieReplay | GpuSample::kEccSbeVolatile | GpuSample::kClocksEventReasons | GpuSample::kSmClock;
+  for (GpuSample* s : {&a, &b, &c}) s->present |= GpuSample::kPcieReplay | GpuSample::kEccSbeVolatile | GpuSample::kClocksEventReasons | GpuSample::kSmClock;
   a.pcie_replay_count = 4;
   c.pcie_replay_count = 9;
   a.ecc_sbe_volatile = 1;
@@ -159,6 +161,72 @@ TEST(Derive, ResourceCpuPercentMayExceed100) {
   EXPECT_EQ(*r.resource.rss_mean_bytes, 200u);
   EXPECT_EQ(*r.resource.thread_min, 1u);
   EXPECT_EQ(*r.resource.thread_max, 9u);
+}
+
+}  // namespace
+}  // namespace gpulse::report
+
+namespace gpulse::report {
+namespace {
+
+TEST(Derive, PartialSamplesAggregateEachReadingOverTheSamplesThatHaveIt) {
+  report::Run run;
+  GpuSample a = S(0, 0, 40, 100, 100000, 50), b = S(1000, 0, 60, 300, 200000, 70), c = S(2000, 0, 0, 200, 300000, 0);
+  b.present &= ~GpuSample::kUtilization;                           // failed that tick
+  c.present &= ~(GpuSample::kUtilization | GpuSample::kTemperature);  // and here too
+  GpuSample d = S(3000, 0, 0, 0, 0);
+  d.present = 0;  // nothing readable: the device keeps its sample
+  run.gpu_samples = {a, b, c, d};
+  Report r = Derive(run);
+  const GpuAggregates& g = r.gpu.per_device[0].aggregates;
+  EXPECT_EQ(g.sample_count, 4u);
+  EXPECT_EQ(g.utilization_sample_count, 1u);
+  EXPECT_EQ(*g.utilization_mean_percent, 40u) << "not (40 + 0 + 0) / 3";
+  EXPECT_EQ(g.temperature_sample_count, 2u);
+  EXPECT_EQ(*g.temperature_max_celsius, 70u);
+  EXPECT_EQ(g.memory_sample_count, 3u);
+  EXPECT_EQ(*g.memory_used_min_bytes, 100u) << "the empty sample's 0 is not a reading";
+  EXPECT_EQ(*g.memory_used_mean_bytes, 200u);
+  EXPECT_EQ(g.power_sample_count, 3u);
+  EXPECT_EQ(*g.power_mean_milliwatts, 200000u);
+  // Energy integrates consecutive samples that have power: 150 J + 250 J.
+  EXPECT_DOUBLE_EQ(*r.gpu.per_device[0].energy.integrated_millijoules, 150000 + 250000);
+}
+
+TEST(Derive, NoPowerAndNoCounterIsNoEnergyNotZero) {
+  report::Run run;
+  GpuSample a = S(0, 0, 40, 100, 0), b = S(1000, 0, 40, 100, 0);
+  a.present &= ~GpuSample::kPower;
+  b.present &= ~GpuSample::kPower;
+  run.gpu_samples = {a, b};
+  Report r = Derive(run);
+  EXPECT_FALSE(r.gpu.per_device[0].energy.millijoules.has_value());
+  EXPECT_FALSE(r.gpu.energy_millijoules.has_value());
+  EXPECT_FALSE(r.gpu.aggregates.power_mean_milliwatts.has_value());
+}
+
+TEST(Derive, InstancesReportTheirOwnMemory) {
+  report::Run run;
+  Entity gi;
+  gi.kind = EntityKind::kGpuInstance;
+  gi.gpu = 0;
+  gi.gpu_instance_id = 2;
+  gi.profile = "3g.20gb";
+  Entity silent = gi;
+  silent.gpu_instance_id = 9;
+  run.entities = {gi, silent};
+  run.instance_samples = {{0, 0, 2, 100, 1000}, {50, 0, 2, 300, 1000}, {100, 0, 2, std::nullopt, 1000}};
+  Report r = Derive(run);
+  ASSERT_EQ(r.gpu.per_instance.size(), 2u);
+  const InstanceReport& i = r.gpu.per_instance[0];
+  EXPECT_EQ(i.profile, "3g.20gb");
+  EXPECT_EQ(i.sample_count, 2u);
+  EXPECT_EQ(*i.memory_used_max_bytes, 300u);
+  EXPECT_EQ(*i.memory_used_mean_bytes, 200u);
+  EXPECT_EQ(*i.memory_total_bytes, 1000u);
+  EXPECT_EQ(r.gpu.per_instance[1].sample_count, 0u) << "an instance that never answered is listed";
+  EXPECT_FALSE(r.gpu.per_instance[1].memory_used_max_bytes.has_value());
+  EXPECT_EQ(r.gpu.device_count, 0u) << "instances are not GPUs";
 }
 
 }  // namespace

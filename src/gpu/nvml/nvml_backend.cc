@@ -1,6 +1,9 @@
 #include "gpu/nvml/nvml_backend.h"
 
+#include <cstdlib>
+
 #include "core/clock.h"
+#include "gpu/nvml/driver_listing.h"
 #include "gpu/nvml/nvml_errors.h"
 #include "gpu/nvml/nvml_library.h"
 #include "gpu/nvml/nvml_structure.h"
@@ -10,7 +13,8 @@ namespace gpulse::nvml {
 
 Result<std::unique_ptr<NvmlBackend>> NvmlBackend::Create(const NvmlApi& api,
                                                          std::shared_ptr<void> keepalive,
-                                                         std::string library_path) {
+                                                         std::string library_path,
+                                                         const std::string& procfs_root) {
   auto enumeration = EnumerateDevices(api);
   if (!enumeration) return enumeration.error();
   std::unique_ptr<NvmlBackend> b(new NvmlBackend(api, std::move(keepalive)));
@@ -20,9 +24,17 @@ Result<std::unique_ptr<NvmlBackend>> NvmlBackend::Create(const NvmlApi& api,
     b->info_.simulated = true;
     b->info_.scenario = api.GpulseSimScenario();
   }
+  if (!b->info_.skipped.empty() && !procfs_root.empty()) {
+    FillSkippedIdentity(b->info_, ReadDriverGpus(sys::RootedFs(procfs_root)));
+  }
   for (nvmlDevice_t h : enumeration->handles) {
     b->readers_.emplace_back(&b->api_, h);
     b->process_readers_.emplace_back(&b->api_, h);
+  }
+  for (const auto& handles : enumeration->mig_handles) {
+    std::vector<DeviceReader> readers;
+    for (nvmlDevice_t h : handles) readers.push_back(DeviceReader::ForInstance(&b->api_, h));
+    b->instance_readers_.push_back(std::move(readers));
   }
   b->RegisterXidEvents();
   return b;
@@ -70,6 +82,16 @@ void NvmlBackend::Read(std::size_t pos, std::span<const FieldIndex> fields, Samp
   readers_.at(pos).Read(fields, out, stats_);
 }
 
+void NvmlBackend::ReadInstance(std::size_t pos, std::size_t mig_pos,
+                               std::span<const FieldIndex> fields, Sample& out) {
+  DeviceReader& r = instance_readers_.at(pos).at(mig_pos);
+  if (readers_.at(pos).lost()) r.MarkLost();  // an instance goes with its GPU
+  out.t_mono_ns = MonotonicNowNs();
+  out.t_unix_ns = UnixNowNs();
+  r.Read(fields, out, stats_);
+  if (r.lost()) readers_[pos].MarkLost();
+}
+
 ProcessList NvmlBackend::Processes(std::size_t pos) {
   return process_readers_.at(pos).Read(MonotonicNowNs(), UnixNowNs() / 1000);
 }
@@ -84,7 +106,12 @@ Result<std::unique_ptr<gpu::Backend>> OpenNvmlBackend(const gpu::BackendOptions&
   auto lib = NvmlLibrary::Load(path);
   if (!lib) return lib.error();
   const NvmlApi& api = (*lib)->api();
-  auto backend = NvmlBackend::Create(api, *lib, path);
+  std::string procfs = options.procfs_root;
+  if (procfs.empty()) {
+    const char* env = std::getenv("GPULSE_PROCFS_ROOT");
+    procfs = env != nullptr && *env != '\0' ? env : (options.simulate.empty() ? "/proc" : "");
+  }
+  auto backend = NvmlBackend::Create(api, *lib, path, procfs);
   if (!backend) return backend.error();
   return std::unique_ptr<gpu::Backend>(std::move(backend).value());
 }

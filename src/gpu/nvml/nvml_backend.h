@@ -18,13 +18,17 @@ class NvmlBackend final : public gpu::Backend {
  public:
   // Builds a backend over an initialised API. `keepalive` owns whatever keeps `api` valid (the
   // loaded library and its nvmlInit); tests pass nullptr with an API of fakes.
+  // `procfs_root` ("" for none) is where the driver's GPU listing is read.
   static Result<std::unique_ptr<NvmlBackend>> Create(const NvmlApi& api,
                                                      std::shared_ptr<void> keepalive,
-                                                     std::string library_path);
+                                                     std::string library_path,
+                                                     const std::string& procfs_root = "");
   ~NvmlBackend() override;
 
   const SystemInfo& info() const override { return info_; }
   void Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) override;
+  void ReadInstance(std::size_t pos, std::size_t mig_pos, std::span<const FieldIndex> fields,
+                    Sample& out) override;
   const gpu::ReadStats& stats() const override { return stats_; }
   ProcessList Processes(std::size_t pos) override;
 
@@ -39,6 +43,7 @@ class NvmlBackend final : public gpu::Backend {
   SystemInfo info_;
   std::vector<DeviceReader> readers_;  // parallel to info_.devices
   std::vector<ProcessReader> process_readers_;  // parallel to info_.devices
+  std::vector<std::vector<DeviceReader>> instance_readers_;  // parallel to each mig_instances
   nvmlEventSet_t events_ = nullptr;
   gpu::ReadStats stats_;
 };

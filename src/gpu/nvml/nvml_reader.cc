@@ -66,13 +66,40 @@ bool DeviceReader::Check(Call call, nvmlReturn_t rc, gpu::ReadStats& stats) {
   return false;
 }
 
+DeviceReader DeviceReader::ForInstance(const NvmlApi* api, nvmlDevice_t handle) {
+  DeviceReader r(api, handle);
+  for (unsigned c = 0; c < static_cast<unsigned>(Call::kCount); ++c) {
+    auto call = static_cast<Call>(c);
+    if (call != Call::kMemoryV2 && call != Call::kMemoryV1) r.MarkUnsupported(call);
+  }
+  return r;
+}
+
+bool DeviceReader::SourceUnsupported(NvmlSource source) const {
+  Call call = CallFor(source);
+  if (call != Call::kMemoryV2) return unsupported(call);
+  if (!unsupported(Call::kMemoryV2)) return false;
+  // v1 has no reserved figure; the others fall back to v1.
+  return source == NvmlSource::kMemoryReserved || unsupported(Call::kMemoryV1) ||
+         api_->DeviceGetMemoryInfo == nullptr;
+}
+
+void DeviceReader::CopyXidCounts(Sample& out) const {
+  for (const auto& [xid, count] : xid_counts_) out.xid_counts.push_back({xid, count});
+}
+
 void DeviceReader::Read(std::span<const FieldIndex> fields, Sample& out, gpu::ReadStats& stats) {
   out.values.assign(AllFields().size(), std::nullopt);
+  out.unsupported.assign(AllFields().size(), false);
   out.xid_events.swap(pending_xids_);
   pending_xids_.clear();
   out.xid_counts.clear();
+  bool xid_wanted = false;
+  for (FieldIndex f : fields) xid_wanted = xid_wanted || CallFor(FieldAt(f).nvml) == Call::kXidEvents;
   if (lost_) {
+    // A lost GPU keeps the XIDs it raised up to and at its loss (their counters do not reset).
     out.state = DeviceState::kLost;
+    if (xid_wanted && !unsupported(Call::kXidEvents)) CopyXidCounts(out);
     return;
   }
   std::bitset<static_cast<unsigned>(Call::kCount)> wanted;
@@ -95,13 +122,16 @@ void DeviceReader::Read(std::span<const FieldIndex> fields, Sample& out, gpu::Re
   if (lost_) {
     out.values.assign(AllFields().size(), std::nullopt);
     out.state = DeviceState::kLost;
+    if (xid_wanted && !unsupported(Call::kXidEvents)) CopyXidCounts(out);
     return;
   }
   out.state = DeviceState::kOk;
-  for (FieldIndex f : fields) out.values[f] = v[static_cast<unsigned>(FieldAt(f).nvml)];
-  if (wanted[static_cast<unsigned>(Call::kXidEvents)]) {
-    for (const auto& [xid, count] : xid_counts_) out.xid_counts.push_back({xid, count});
+  for (FieldIndex f : fields) {
+    NvmlSource source = FieldAt(f).nvml;
+    out.values[f] = v[static_cast<unsigned>(source)];
+    if (!out.values[f] && SourceUnsupported(source)) out.unsupported[f] = true;
   }
+  if (wanted[static_cast<unsigned>(Call::kXidEvents)]) CopyXidCounts(out);
 }
 
 void DeviceReader::ReadMemory(Values& v, gpu::ReadStats& stats) {

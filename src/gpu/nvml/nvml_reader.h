@@ -54,6 +54,10 @@ class DeviceReader {
  public:
   DeviceReader(const NvmlApi* api, nvmlDevice_t handle) : api_(api), handle_(handle) {}
 
+  // A reader of a MIG instance handle: only the calls NVML answers per instance (memory) are
+  // made; every other call is unsupported at this level, never the parent's value.
+  static DeviceReader ForInstance(const NvmlApi* api, nvmlDevice_t handle);
+
   // See Backend::Read.
   void Read(std::span<const FieldIndex> fields, Sample& out, gpu::ReadStats& stats);
 
@@ -77,6 +81,9 @@ class DeviceReader {
   void Perform(Call call, Values& v, gpu::ReadStats& stats);
   void ReadMemory(Values& v, gpu::ReadStats& stats);
   void ReadFieldValues(bool power_instant, bool memory_temp, Values& v, gpu::ReadStats& stats);
+  // Whether `source` can never be read on this device (its call, and any fallback, unsupported).
+  bool SourceUnsupported(NvmlSource source) const;
+  void CopyXidCounts(Sample& out) const;
 
   const NvmlApi* api_;
   nvmlDevice_t handle_;

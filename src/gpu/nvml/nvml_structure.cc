@@ -45,7 +45,7 @@ std::string ProfileFromName(const std::string& name) {
   return pos == std::string::npos ? "" : name.substr(pos + 5);
 }
 
-void ReadMig(const NvmlApi& api, nvmlDevice_t dev, DeviceInfo& d) {
+void ReadMig(const NvmlApi& api, nvmlDevice_t dev, DeviceInfo& d, std::vector<nvmlDevice_t>& handles) {
   if (api.DeviceGetMigMode == nullptr) return;
   unsigned current = 0, pending = 0;
   if (api.DeviceGetMigMode(dev, &current, &pending) != NVML_SUCCESS) return;
@@ -68,8 +68,11 @@ void ReadMig(const NvmlApi& api, nvmlDevice_t dev, DeviceInfo& d) {
     }
     m.memory_total_bytes = MemoryTotal(api, mig);
     d.mig_instances.push_back(std::move(m));
+    handles.push_back(mig);
   }
 }
+
+SkippedDevice Skip(unsigned index, const char* what, nvmlReturn_t rc);
 
 std::string SkipReason(const char* what, nvmlReturn_t rc) {
   switch (Classify(rc)) {
@@ -77,6 +80,14 @@ std::string SkipReason(const char* what, nvmlReturn_t rc) {
     case ErrorClass::kGpuLost: return std::string("GPU is lost (") + what + ": " + ReturnName(rc) + ")";
     default: return std::string(what) + " failed: " + ReturnName(rc);
   }
+}
+
+SkippedDevice Skip(unsigned index, const char* what, nvmlReturn_t rc) {
+  SkippedDevice s;
+  s.index = index;
+  s.reason = SkipReason(what, rc);
+  s.lost = Classify(rc) == ErrorClass::kGpuLost;
+  return s;
 }
 
 }  // namespace
@@ -100,7 +111,7 @@ Result<Enumeration> EnumerateDevices(const NvmlApi& api) {
   for (unsigned index = 0; index < count; ++index) {
     nvmlDevice_t dev = nullptr;
     if (nvmlReturn_t rc = api.DeviceGetHandleByIndex(index, &dev); rc != NVML_SUCCESS) {
-      e.info.skipped.push_back({index, SkipReason("nvmlDeviceGetHandleByIndex", rc)});
+      e.info.skipped.push_back(Skip(index, "nvmlDeviceGetHandleByIndex", rc));
       continue;
     }
     DeviceInfo d;
@@ -109,7 +120,12 @@ Result<Enumeration> EnumerateDevices(const NvmlApi& api) {
     auto name = DeviceString(api.DeviceGetName, dev, &rc);
     auto uuid = name ? DeviceString(api.DeviceGetUUID, dev, &rc) : std::nullopt;
     if (!name || !uuid) {
-      e.info.skipped.push_back({index, SkipReason(name ? "nvmlDeviceGetUUID" : "nvmlDeviceGetName", rc)});
+      SkippedDevice s = Skip(index, name ? "nvmlDeviceGetUUID" : "nvmlDeviceGetName", rc);
+      if (name) {  // whatever the driver still answered identifies it
+        s.name = *name;
+        s.identity_source = "nvml";
+      }
+      e.info.skipped.push_back(std::move(s));
       continue;
     }
     d.name = *name;
@@ -128,9 +144,11 @@ Result<Enumeration> EnumerateDevices(const NvmlApi& api) {
                          api.DeviceGetEnforcedPowerLimit(dev, &mw) == NVML_SUCCESS) {
       d.power_limit_watts = mw / 1000.0;
     }
-    ReadMig(api, dev, d);
+    std::vector<nvmlDevice_t> mig_handles;
+    ReadMig(api, dev, d, mig_handles);
     e.info.devices.push_back(std::move(d));
     e.handles.push_back(dev);
+    e.mig_handles.push_back(std::move(mig_handles));
   }
   return e;
 }

@@ -13,6 +13,7 @@ namespace gpulse::nvml {
 struct Enumeration {
   SystemInfo info;                     // devices and skipped devices, driver versions
   std::vector<nvmlDevice_t> handles;   // parallel to info.devices
+  std::vector<std::vector<nvmlDevice_t>> mig_handles;  // parallel to each device's mig_instances
 };
 
 // Enumerates every device index. A device whose index answers NO_PERMISSION or GPU_IS_LOST, or that
