@@ -7,7 +7,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 echo "== tick cost (bench/tick_bench.cc)"
-"$build/bin/tick_bench" --benchmark_filter='BM_Tick/(null|sim)|BM_SimCallsOnly|BM_ProcessSpawnAnchor' \
+"$build/bin/tick_bench" --benchmark_filter='BM_Tick/(null|sim)|BM_TickEntities|BM_SimCallsOnly|BM_ProcessSpawnAnchor' \
   --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_format=json --benchmark_out="$out/tick.json" --benchmark_out_format=json >/dev/null
 /usr/bin/python3 bench/tick_report.py "$out/tick.json"
@@ -23,6 +23,9 @@ echo "== identity (bench/identity_bench.cc)"
 echo
 echo "== exporter vs node_exporter (bench/exporter/run.sh)"
 bash bench/exporter/run.sh "$build"
+echo
+echo "== exporter scrape on a MIG node, 8 GPUs x 7 instances (bench/exporter/mig.py)"
+/usr/bin/python3 bench/exporter/mig.py "$build"
 echo
 echo "== collector vs Prometheus, 1,024 endpoints x 8 GPUs at 1 s (bench/collector, ~5 min)"
 bash bench/collector/run.sh "$build"

@@ -6,6 +6,10 @@
 //   BM_Tick/nvml      the same through the real driver, where there is one (device-check.sh).
 //   BM_SimCallsOnly   the NVML calls that read makes, made straight to the simulator: subtracting
 //                     it from BM_Tick/sim separates simulator time from gpulse's.
+//   BM_TickEntities/sim-mig  every entity with readings of the mig-8xA100 scenario (8 MIG-enabled
+//                     GPUs x 7 GPU instances = 64), full catalogue, through gpu::ReadEntity as dmon,
+//                     record and the exporter read them: the per-entity cost on a MIG node, side by
+//                     side with BM_Tick/sim's per-device cost (issue 11).
 // Each iteration reads every device of the 8xH100 scenario once; counters report per device.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
@@ -16,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/entity.h"
 #include "core/fields.h"
 #include "gpu/nvml/nvml_backend.h"
 #include "gpu/nvml/nvml_library.h"
@@ -114,6 +119,31 @@ void BM_TickSim(benchmark::State& state) {
   ReadAll(state, **b);
 }
 BENCHMARK(BM_TickSim)->Name("BM_Tick/sim");
+
+void BM_TickEntitiesSim(benchmark::State& state) {
+  setenv("GPULSE_SIM_SCENARIO", "mig-8xA100", 1);
+  auto lib = nvml::NvmlLibrary::Load(SimLibrary());
+  if (!lib) return state.SkipWithError(lib.error().message.c_str());
+  auto b = nvml::NvmlBackend::Create((*lib)->api(), *lib, SimLibrary());
+  if (!b) return state.SkipWithError(b.error().message.c_str());
+  std::vector<Entity> readable;
+  for (const Entity& e : BuildEntities((*b)->info())) {
+    if (e.readable()) readable.push_back(e);
+  }
+  auto fields = AllFieldIndices();
+  Sample s;
+  for (auto _ : state) {
+    for (const Entity& e : readable) {
+      gpu::ReadEntity(**b, e, fields, s);
+      benchmark::DoNotOptimize(s.values.data());
+    }
+  }
+  state.counters["entities"] = static_cast<double>(readable.size());
+  state.counters["ns_per_entity_tick"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * readable.size()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_TickEntitiesSim)->Name("BM_TickEntities/sim-mig");
 
 // The same read through the real driver (libnvidia-ml.so.1); skipped where there is none. Used by
 // tests/gpu/device-check.sh on a GPU machine.

@@ -156,8 +156,9 @@ int Run(const PsOptions& o) {
     any_listed |= d.listed;
     if (!d.error.empty()) fmt::print(stderr, "gpulse ps: GPU {}: {}\n", d.index, d.error);
   }
-  for (const auto& s : info.skipped)
-    fmt::print(stderr, "gpulse ps: GPU {} skipped: {}\n", s.index, s.reason);
+  for (const auto& s : info.skipped) {
+    fmt::print(stderr, "gpulse ps: GPU {} {}: {}\n", s.index, s.lost ? "lost before start" : "skipped", s.reason);
+  }
   if (o.json) {
     fmt::print("{}\n", PsDocument(info, report, root).dump(2));
   } else {

@@ -1,5 +1,7 @@
 #include "cli/ps_json.h"
 
+#include "core/entity.h"
+
 namespace gpulse::cli {
 namespace {
 
@@ -98,6 +100,16 @@ Json PsDocument(const SystemInfo& info, const identity::PsReport& report,
          {"utilization_source",
           d.utilization_source.empty() ? Json(nullptr) : Json(d.utilization_source)},
          {"error", d.error.empty() ? Json(nullptr) : Json(d.error)}});
+  }
+  // GPUs the driver counts that cannot be listed at all: skipped, or lost before start.
+  j["unreadable_gpus"] = Json::array();
+  for (const Entity& e : BuildEntities(info)) {
+    if (e.kind != EntityKind::kGpu || e.state == EntityState::kPresent) continue;
+    j["unreadable_gpus"].push_back({{"index", e.gpu},
+                                    {"state", EntityStateName(e.state)},
+                                    {"reason", e.reason},
+                                    {"uuid", e.uuid.empty() ? Json(nullptr) : Json(e.uuid)},
+                                    {"pci_bus_id", e.pci_bus_id.empty() ? Json(nullptr) : Json(e.pci_bus_id)}});
   }
   j["processes"] = Json::array();
   for (const auto& r : report.rows) j["processes"].push_back(RowJson(r));

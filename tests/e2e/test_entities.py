@@ -196,6 +196,28 @@ class DmonEntitiesTest(GpulseTestCase):
         self.assertIn("NO_PERMISSION", rows[1]["reason"])
 
 
+class PsAndDevicesEntitiesTest(GpulseTestCase):
+    def test_ps_and_devices_name_the_lost_and_the_skipped_gpu(self):
+        env = {"GPULSE_PROCFS_ROOT": LOST_PROCFS}
+        p = run("ps", "--simulate", "lost-at-start", "--json", env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        validate(doc, "ps.schema.json")
+        self.assertEqual([(g["index"], g["state"], g["uuid"]) for g in doc["unreadable_gpus"]], [(1, "lost", LOST_UUID)])
+        self.assertIn("GPU 1 lost before start", p.stderr)
+        p = run("ps", "--simulate", "faults", "--json")
+        doc = json.loads(p.stdout)
+        validate(doc, "ps.schema.json")
+        self.assertEqual([(g["index"], g["state"]) for g in doc["unreadable_gpus"]], [(1, "skipped")])
+        p = run("devices", "--simulate", "lost-at-start", "--json", env=env)
+        doc = json.loads(p.stdout)
+        validate(doc, "devices.schema.json")
+        self.assertEqual((doc["skipped"][0]["state"], doc["skipped"][0]["uuid"], doc["skipped"][0]["identity_source"]),
+                         ("lost", LOST_UUID, "procfs"))
+        text = run("devices", "--simulate", "lost-at-start", env=env).stdout
+        self.assertIn(f"GPU 1: lost ({LOST_UUID}, from procfs)", text)
+
+
 class ExporterEntitiesTest(GpulseTestCase):
     def test_mig_a100_one_series_per_gpu_instance_and_no_double_counting(self):
         fam = parse_families(golden_exposition("mig-a100"))

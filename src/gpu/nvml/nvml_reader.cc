@@ -94,16 +94,15 @@ void DeviceReader::Read(std::span<const FieldIndex> fields, Sample& out, gpu::Re
   out.xid_events.swap(pending_xids_);
   pending_xids_.clear();
   out.xid_counts.clear();
-  bool xid_wanted = false;
-  for (FieldIndex f : fields) xid_wanted = xid_wanted || CallFor(FieldAt(f).nvml) == Call::kXidEvents;
+  std::bitset<static_cast<unsigned>(Call::kCount)> wanted;
+  for (FieldIndex f : fields) wanted.set(static_cast<unsigned>(CallFor(FieldAt(f).nvml)));
+  const bool xid_wanted = wanted[static_cast<unsigned>(Call::kXidEvents)];
   if (lost_) {
     // A lost GPU keeps the XIDs it raised up to and at its loss (their counters do not reset).
     out.state = DeviceState::kLost;
     if (xid_wanted && !unsupported(Call::kXidEvents)) CopyXidCounts(out);
     return;
   }
-  std::bitset<static_cast<unsigned>(Call::kCount)> wanted;
-  for (FieldIndex f : fields) wanted.set(static_cast<unsigned>(CallFor(FieldAt(f).nvml)));
   // Memory comes from _v2 when the driver has it, else from v1 (which lacks the reserved figure).
   constexpr unsigned kV2 = static_cast<unsigned>(Call::kMemoryV2);
   if (wanted[kV2] && unsupported(Call::kMemoryV2)) wanted.set(static_cast<unsigned>(Call::kMemoryV1));
