@@ -126,9 +126,12 @@ void BM_TickEntitiesSim(benchmark::State& state) {
   if (!lib) return state.SkipWithError(lib.error().message.c_str());
   auto b = nvml::NvmlBackend::Create((*lib)->api(), *lib, SimLibrary());
   if (!b) return state.SkipWithError(b.error().message.c_str());
+  // Argument: 0 every entity with readings, 1 the MIG-enabled GPUs only, 2 the GPU instances only.
+  const auto which = state.range(0);
   std::vector<Entity> readable;
   for (const Entity& e : BuildEntities((*b)->info())) {
-    if (e.readable()) readable.push_back(e);
+    bool gpu = e.kind == EntityKind::kGpu;
+    if (e.readable() && (which == 0 || (which == 1) == gpu)) readable.push_back(e);
   }
   auto fields = AllFieldIndices();
   Sample s;
@@ -143,7 +146,7 @@ void BM_TickEntitiesSim(benchmark::State& state) {
       static_cast<double>(state.iterations() * readable.size()),
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_TickEntitiesSim)->Name("BM_TickEntities/sim-mig");
+BENCHMARK(BM_TickEntitiesSim)->Name("BM_TickEntities/sim-mig")->Arg(0)->Arg(1)->Arg(2);
 
 // The same read through the real driver (libnvidia-ml.so.1); skipped where there is none. Used by
 // tests/gpu/device-check.sh on a GPU machine.

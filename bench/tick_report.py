@@ -33,9 +33,11 @@ print(f"| anchor, same run: spawn+reap /bin/true | {spawn_ns/1000:.0f} us | {spa
 print(f"| published: nvidia-smi --query-gpu, 1 GPU (7 ms) | 7,000 us | {SMI_1GPU_NS/null_ns:,.0f}x gpulse's own work |")
 print(f"| published: nvidia-smi --query-gpu, 8 GPUs (71 ms, per GPU) | {SMI_8GPU_PER_DEV_NS/1000:,.0f} us | {SMI_8GPU_PER_DEV_NS/null_ns:,.0f}x gpulse's own work |")
 
-if "BM_TickEntities/sim-mig" in med:
-    ent = med["BM_TickEntities/sim-mig"]
+if "BM_TickEntities/sim-mig/0" in med:
+    ent = med["BM_TickEntities/sim-mig/0"]
     ent_ns = ent["ns_per_entity_tick"] * 1e9
+    parents_ns = med["BM_TickEntities/sim-mig/1"]["ns_per_entity_tick"] * 1e9
+    instances_ns = med["BM_TickEntities/sim-mig/2"]["ns_per_entity_tick"] * 1e9
     print()
     print("Per entity on a MIG node (issue 11), same run:")
     print()
@@ -44,3 +46,6 @@ if "BM_TickEntities/sim-mig" in med:
     print(f"| gpulse + simulator, 8xH100 (per device, the earlier figure) | {sim_ns:.0f} ns | 1.00x |")
     print(f"| gpulse + simulator, mig-8xA100 ({ent['entities']:.0f} entities: 8 GPUs + 56 GPU instances) "
           f"| {ent_ns:.0f} ns | {ent_ns / sim_ns:.2f}x (target <= 1.5x) |")
+    print(f"| of which: a MIG-enabled GPU (8) | {parents_ns:.0f} ns | {parents_ns / sim_ns:.2f}x |")
+    print(f"| of which: a GPU instance (56: one memory call through its handle) | {instances_ns:.0f} ns | "
+          f"{instances_ns / sim_ns:.2f}x |")

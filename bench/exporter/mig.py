@@ -5,7 +5,7 @@ the same paced wrk run (10 ms between requests) on loopback. Paced runs alternat
 exporters ROUNDS times and the medians are compared. Two refresh settings: the default
 (--min-refresh-ms 100: reads shared between scrapes) and 0 (every scrape reads every entity).
 
-Usage: /usr/bin/python3 bench/exporter/mig.py BUILD_DIR [--duration SECONDS]
+Usage: /usr/bin/python3 bench/exporter/mig.py BUILD_DIR [--duration SECONDS] [--rounds N]
 """
 import argparse
 import os
@@ -36,6 +36,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=ROUNDS)
     a = ap.parse_args()
     gpulse = os.path.join(a.build, "bin", "gpulse")
     with open("/proc/loadavg") as f:
@@ -54,7 +55,7 @@ def main():
     try:
         for url in list(urls.values()) + [nurl]:
             wrk(url, 2)  # warm up
-        for _ in range(ROUNDS):
+        for _ in range(a.rounds):
             for k, url in urls.items():
                 runs[k].append(wrk(url, a.duration, connections=1, paced=True))
             node_runs.append(wrk(nurl, a.duration, connections=1, paced=True))
@@ -67,7 +68,7 @@ def main():
     med = {k: median_run(v) for k, v in runs.items()}
     nmed = median_run(node_runs)
     print(f"paced: wrk -t1 -c1 -d{a.duration}s --latency -s bench/exporter/paced.lua (10 ms between requests), "
-          f"{ROUNDS} alternating rounds, medians; loopback, {os.cpu_count()} CPUs, load average at start {load}\n")
+          f"{a.rounds} alternating rounds, medians; loopback, {os.cpu_count()} CPUs, load average at start {load}\n")
     print("| exporter | --min-refresh-ms | series | body | paced p50 | paced p99 (runs) | RSS | p99 vs 8xH100 | p99 vs node_exporter |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (scenario, refresh), m in med.items():

@@ -16,6 +16,7 @@ struct MigInstance {
   std::string uuid;     // MIG-...
   std::string profile;  // e.g. "3g.20gb", taken from the instance name; "" when unknown
   std::optional<std::uint64_t> memory_total_bytes;
+  bool ids_known = true;  // the driver answered the GI and CI ids (else they are 0 and meaningless)
 };
 
 struct DeviceInfo {

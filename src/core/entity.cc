@@ -27,22 +27,34 @@ Entity SkippedEntity(const SkippedDevice& s) {
   return e;
 }
 
+// "1c.3g.20gb" (a compute instance smaller than its GPU instance) -> "3g.20gb": the GI's profile.
+std::string GpuInstanceProfile(const std::string& profile) {
+  auto dot = profile.find('.');
+  bool ci_prefix = dot != std::string::npos && dot >= 2 && profile[dot - 1] == 'c' &&
+                   profile.find_first_not_of("0123456789") == dot - 1;
+  return ci_prefix ? profile.substr(dot + 1) : profile;
+}
+
 // A GPU's instances: one GI entity per GI id (its readings through the first handle of that GI),
-// then its CIs, one per MIG handle.
+// then its CIs, one per MIG handle. A handle whose ids the driver did not give is a GI of its own
+// with unknown ids, never merged with another.
 void AppendInstances(const DeviceInfo& d, std::size_t device_pos, std::size_t gpu_entity,
                      std::vector<Entity>& out) {
-  std::map<unsigned, std::vector<std::size_t>> by_gi;  // GI id -> handle positions
+  std::map<std::pair<bool, unsigned>, std::vector<std::size_t>> by_gi;  // (unknown, GI id or handle)
   for (std::size_t i = 0; i < d.mig_instances.size(); ++i) {
-    by_gi[d.mig_instances[i].gpu_instance_id].push_back(i);
+    const MigInstance& m = d.mig_instances[i];
+    by_gi[m.ids_known ? std::pair{false, m.gpu_instance_id} : std::pair{true, static_cast<unsigned>(i)}]
+        .push_back(i);
   }
-  for (const auto& [gi, handles] : by_gi) {
+  for (const auto& [key, handles] : by_gi) {
+    const bool known = !key.first;
     const MigInstance& first = d.mig_instances[handles.front()];
     Entity g;
     g.kind = EntityKind::kGpuInstance;
     g.gpu = d.index;
-    g.gpu_instance_id = gi;
-    g.profile = first.profile;
-    g.name = d.name + (first.profile.empty() ? " MIG" : " MIG " + first.profile);
+    if (known) g.gpu_instance_id = key.second;
+    g.profile = GpuInstanceProfile(first.profile);
+    g.name = d.name + (g.profile.empty() ? " MIG" : " MIG " + g.profile);
     g.uuid = handles.size() == 1 ? first.uuid : "";  // a GI has no UUID of its own
     g.pci_bus_id = d.pci_bus_id;
     g.parent = gpu_entity;
@@ -57,7 +69,8 @@ void AppendInstances(const DeviceInfo& d, std::size_t device_pos, std::size_t gp
     for (std::size_t h : sorted) {
       Entity c = g;
       c.kind = EntityKind::kComputeInstance;
-      c.compute_instance_id = d.mig_instances[h].compute_instance_id;
+      if (known) c.compute_instance_id = d.mig_instances[h].compute_instance_id;
+      c.profile = d.mig_instances[h].profile;
       c.uuid = d.mig_instances[h].uuid;
       c.parent = gi_entity;
       c.mig_pos = h;
@@ -74,7 +87,8 @@ bool Matches(const Entity& e, std::string_view item) {
     if (ci) s += ":" + std::to_string(*ci);
     return s;
   };
-  if (item == ids(e.gpu_instance_id, e.compute_instance_id)) return true;
+  bool ids_known = e.kind == EntityKind::kGpu || e.gpu_instance_id.has_value();
+  if (ids_known && item == ids(e.gpu_instance_id, e.compute_instance_id)) return true;
   return !e.uuid.empty() && (item == e.uuid);
 }
 
@@ -135,11 +149,16 @@ bool MarkLost(std::vector<Entity>& entities, std::size_t pos, std::int64_t unix_
     changed = true;
   };
   mark(entities.at(pos));
-  // Instances follow their GPU, so one forward pass finds every descendant.
+  // A parent always comes before its instances, so one forward pass finds every descendant (they
+  // need not follow their GPU contiguously in a subset).
+  std::vector<bool> under(entities.size(), false);
+  under[pos] = true;
   for (std::size_t i = pos + 1; i < entities.size(); ++i) {
     auto p = entities[i].parent;
-    if (!p || *p < pos) break;
-    if (entities[*p].state == EntityState::kLost) mark(entities[i]);
+    if (p && *p < i && under[*p]) {
+      under[i] = true;
+      mark(entities[i]);
+    }
   }
   return changed;
 }
@@ -164,8 +183,11 @@ std::string_view EntityStateName(EntityState state) {
 
 std::string EntityLabel(const Entity& e) {
   std::string s = "GPU " + std::to_string(e.gpu);
-  if (e.gpu_instance_id) s += "/GI " + std::to_string(*e.gpu_instance_id);
-  if (e.compute_instance_id) s += "/CI " + std::to_string(*e.compute_instance_id);
+  if (e.kind == EntityKind::kGpu) return s;
+  s += e.gpu_instance_id ? "/GI " + std::to_string(*e.gpu_instance_id) : "/GI ?";
+  if (e.kind == EntityKind::kComputeInstance) {
+    s += e.compute_instance_id ? "/CI " + std::to_string(*e.compute_instance_id) : "/CI ?";
+  }
   return s;
 }
 

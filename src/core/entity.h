@@ -51,13 +51,13 @@ struct Entity {
 // order, each followed by its compute instances.
 std::vector<Entity> BuildEntities(const SystemInfo& info);
 
-// Marks entity `pos` and every instance under it lost at `unix_ns` with `reason`, unless it is
-// already lost (the first loss time is kept). Returns whether anything changed.
 // The entities at positions `keep`, in that order (a repeated position counts once), with parent
 // positions renumbered; a parent not kept becomes nullopt.
 // REQUIRES: every kept instance comes after its kept parent in `keep`.
 std::vector<Entity> SubsetEntities(const std::vector<Entity>& all, const std::vector<std::size_t>& keep);
 
+// Marks entity `pos` and every instance under it lost at `unix_ns` with `reason`, unless it is
+// already lost (the first loss time is kept). Returns whether anything changed.
 bool MarkLost(std::vector<Entity>& entities, std::size_t pos, std::int64_t unix_ns,
               std::string_view reason);
 

@@ -59,11 +59,10 @@ LabelList DeviceLabels(const SystemInfo& info, const DeviceInfo& d, const MigIns
 
 namespace {
 
-// The label set of a skipped GPU: only what is known of it.
-LabelList SkippedLabels(const Entity& e) {
-  LabelList l = {{"gpu", std::to_string(e.gpu)}, {"UUID", e.uuid}};
-  if (!e.pci_bus_id.empty()) l.emplace_back("pci_bus_id", e.pci_bus_id);
-  return l;
+// gpulse_device_lost's labels: the same three for every GPU, present or lost, before or after
+// start, so an exporter restart does not change the series of a lost GPU ("" where unknown).
+LabelList LostLabels(const Entity& e) {
+  return {{"gpu", std::to_string(e.gpu)}, {"UUID", e.uuid}, {"pci_bus_id", e.pci_bus_id}};
 }
 
 // A GPU instance's MIG entry (profile and GI id) as DeviceLabels takes it.
@@ -81,18 +80,23 @@ MetricsPage::MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSe
     : info_(info), counters_(std::move(counters)), options_(std::move(options)),
       entities_(BuildEntities(info)) {
   for (const Entity& e : entities_) {
+    lost_labels_.push_back(RenderLabelList(LostLabels(e)));
     if (!e.device_pos) {
-      full_labels_.push_back(RenderLabelList(SkippedLabels(e)));
-      short_labels_.push_back(full_labels_.back());
+      full_labels_.push_back(lost_labels_.back());
+      short_labels_.push_back(lost_labels_.back());
       continue;
     }
     const DeviceInfo& d = info_.devices[*e.device_pos];
     std::optional<MigInstance> mig;
     if (e.kind != EntityKind::kGpu) mig = InstanceOf(e);
-    full_labels_.push_back(RenderLabelList(
-        DeviceLabels(info_, d, mig ? &*mig : nullptr, *counters_, options_.hostname)));
+    LabelList full = DeviceLabels(info_, d, mig ? &*mig : nullptr, *counters_, options_.hostname);
+    std::string gi_id = e.gpu_instance_id ? std::to_string(*e.gpu_instance_id) : "";  // "": unknown
+    for (auto& [k, v] : full) {
+      if (k == "GPU_I_ID") v = gi_id;
+    }
+    full_labels_.push_back(RenderLabelList(full));
     LabelList short_list = {{"gpu", std::to_string(d.index)}, {"UUID", d.uuid}};
-    if (mig) short_list.emplace_back("GPU_I_ID", std::to_string(mig->gpu_instance_id));
+    if (mig) short_list.emplace_back("GPU_I_ID", gi_id);
     short_labels_.push_back(RenderLabelList(short_list));
   }
   has_instances_.assign(entities_.size(), false);
@@ -104,8 +108,13 @@ MetricsPage::MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSe
 }
 
 void MetricsPage::Render(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out) const {
+  // One allocation for the body (it is 80 KB on a MIG node), sized after the previous response.
+  const std::size_t start = out.size();
+  std::size_t hint = size_hint_.load(std::memory_order_relaxed);
+  out.reserve(start + hint + hint / 8);
   RenderCounters(snap, out);
   RenderSelf(snap, now_mono_ns, out);
+  size_hint_.store(out.size() - start, std::memory_order_relaxed);
 }
 
 void MetricsPage::RenderCounters(const Snapshot& snap, std::string& out) const {
@@ -168,7 +177,7 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns,
   Header(out, SelfMetric::kDeviceLost);
   for (std::size_t i = 0; i < n; ++i) {
     if (!gpu(i) || (!entities_[i].device_pos && !lost(i))) continue;
-    AppendSample(out, SelfMetricAt(SelfMetric::kDeviceLost).name, short_labels_[i], "",
+    AppendSample(out, SelfMetricAt(SelfMetric::kDeviceLost).name, lost_labels_[i], "",
                  lost(i) ? 1 : 0, kInt);
   }
   if (any_live) {

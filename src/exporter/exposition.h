@@ -14,6 +14,7 @@
 // the snapshot appending bytes. Immutable after construction; Render is thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -62,7 +63,9 @@ class MetricsPage {
   std::vector<Entity> entities_;           // BuildEntities(info_): parallel to Snapshot::entities
   std::vector<std::string> full_labels_;   // per entity, rendered
   std::vector<std::string> short_labels_;  // per entity: gpu, UUID[, GPU_I_ID] (or pci_bus_id)
+  std::vector<std::string> lost_labels_;   // per entity: gpu, UUID, pci_bus_id
   std::vector<bool> has_instances_;        // per entity: a GPU with MIG GPU instances
+  mutable std::atomic<std::size_t> size_hint_{0};  // the last body's size (a reserve hint only)
   std::string build_labels_;
   std::string backend_labels_;
 };

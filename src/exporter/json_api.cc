@@ -99,7 +99,7 @@ std::string SnapshotJson(const SystemInfo& info, const std::vector<Entity>& enti
     for (const XidCount& x : s.xid_counts) xids.push_back({{"xid", x.xid}, {"count", x.count}});
     double age = (now_mono_ns - s.t_mono_ns) / 1e9;
     devices.push_back({{"gpu", e.gpu},
-                       {"uuid", e.uuid},
+                       {"uuid", Str(e.uuid)},
                        {"kind", EntityKindName(e.kind)},
                        {"gpu_instance_id", Optional(e.gpu_instance_id)},
                        {"profile", Str(e.profile)},

@@ -29,8 +29,9 @@ class Backend {
   virtual const SystemInfo& info() const = 0;
 
   // Reads `fields` of the device at position `pos` of info().devices into `out`, which it resizes to
-  // AllFields().size() and clears first. Unreadable fields stay absent; a lost device sets
-  // out.state = kLost and reads nothing. Never fails as a whole.
+  // AllFields().size() and clears first. Unreadable fields stay absent, and out.unsupported marks
+  // those the device never gives; a lost device sets out.state = kLost and reads nothing but its
+  // XID counts (when the XID field is asked for). Never fails as a whole.
   // REQUIRES: pos < info().devices.size()
   virtual void Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) = 0;
 

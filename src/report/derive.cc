@@ -107,11 +107,17 @@ class DeviceBuilder {
     if (s.has(GpuSample::kPower)) {
       if (prev_power_) {
         double dt_s = static_cast<double>(s.elapsed_ns - prev_power_->elapsed_ns) * 1e-9;
-        // mW * s = mJ, over consecutive samples that both have power
+        // mW * s = mJ, over consecutive samples that both have power: a sample without power is a
+        // gap in the integral, never bridged by interpolation.
         integral_mj_ += 0.5 * (prev_power_->power_draw_milliwatts + s.power_draw_milliwatts) * dt_s;
         integrated_ = true;
       }
+      if (!first_power_ns_) first_power_ns_ = s.elapsed_ns;
+      last_power_ns_ = s.elapsed_ns;
       prev_power_ = s;
+    } else if (prev_power_) {
+      prev_power_.reset();
+      power_gap_ = true;
     }
     if (prev_) {
       if (prev_->has(GpuSample::kClocksEventReasons)) {
@@ -166,7 +172,10 @@ class DeviceBuilder {
     if (e.counter_millijoules) {
       e.source = EnergySource::kCounter;
       e.millijoules = e.counter_millijoules;
-      if (*e.counter_millijoules > 0 && integrated_) {
+      // Compared only when both cover the same span without a gap: else they measure different things.
+      bool same_span = integrated_ && !power_gap_ && first_power_ns_ == first_energy_->first &&
+                       last_power_ns_ == last_energy_->first;
+      if (*e.counter_millijoules > 0 && same_span) {
         e.relative_difference = (integral_mj_ - *e.counter_millijoules) / *e.counter_millijoules;
       }
     } else if (integrated_) {
@@ -181,7 +190,9 @@ class DeviceBuilder {
   std::optional<std::uint64_t> max_mem_;
   std::optional<GpuSample> first_, prev_, prev_power_;
   double integral_mj_ = 0;
-  bool integrated_ = false;  // two samples with power seen
+  bool integrated_ = false;  // two consecutive samples with power seen
+  bool power_gap_ = false;   // a sample without power between samples with it
+  std::optional<std::int64_t> first_power_ns_, last_power_ns_;
   std::optional<std::pair<std::int64_t, std::uint64_t>> first_energy_, last_energy_;  // (time, counter)
   std::optional<std::map<std::string, std::int64_t>> throttle_;
 };
@@ -267,6 +278,9 @@ Report Derive(const Run& run) {
   Report report;
   AggregateBuilder cluster;
   std::map<std::uint32_t, DeviceBuilder> devices;
+  // Every sampled GPU has its entry, even one lost before its first sample (its XIDs and
+  // processes are still its job statistics).
+  for (const DeviceInfo& d : run.devices) devices[d.index];
   for (const GpuSample& s : run.gpu_samples) {
     cluster.Add(s);
     devices[s.device_index].Add(s);

@@ -111,7 +111,11 @@ void Entities(std::string& o, const Run& run) {
     header = true;
     std::string id = e.uuid.empty() ? (e.pci_bus_id.empty() ? "" : " (" + e.pci_bus_id + ")") : " (" + e.uuid + ")";
     std::string when;
-    if (e.lost_unix_ns) when = " at " + Seconds(std::max<std::int64_t>(0, *e.lost_unix_ns - run.info.start_unix_ns));
+    if (e.lost_unix_ns) {
+      when = " at " + Seconds(std::max<std::int64_t>(0, *e.lost_unix_ns - run.info.start_unix_ns));
+    } else if (e.state == EntityState::kLost) {
+      when = " before start";
+    }
     o += fmt::format("  GPU {}{}  {}{}: {}\n", e.gpu, id, EntityStateName(e.state), when, e.reason);
   }
 }

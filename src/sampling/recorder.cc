@@ -149,6 +149,10 @@ void Recorder::SampleGpus(std::int64_t elapsed_ns, report::Run& run) {
   if (backend_ == nullptr) return;
   for (std::size_t i = 0; i < run.entities.size(); ++i) {
     const Entity& e = run.entities[i];
+    if (e.state == EntityState::kLost && e.kind == EntityKind::kGpu && e.device_pos) {
+      DrainLostXids(e, elapsed_ns, run);  // an XID queued at or just after the loss still counts
+      continue;
+    }
     if (!e.readable() || e.state == EntityState::kLost) continue;
     gpu::ReadEntity(*backend_, e, fields_, scratch_);
     for (std::uint64_t xid : scratch_.xid_events) run.xid_events.push_back({elapsed_ns, e.gpu, xid});
@@ -168,6 +172,13 @@ void Recorder::SampleGpus(std::int64_t elapsed_ns, report::Run& run) {
     if (auto g = ToGpuSample(scratch_, e.gpu, elapsed_ns)) run.gpu_samples.push_back(*g);
     NoteAbsences(scratch_, fields_, AbsenceOf(run, e.gpu));
   }
+}
+
+void Recorder::DrainLostXids(const Entity& e, std::int64_t elapsed_ns, report::Run& run) {
+  static const FieldIndex kXidField = *IndexOf(kXid);
+  if (std::find(fields_.begin(), fields_.end(), kXidField) == fields_.end()) return;
+  backend_->Read(*e.device_pos, std::span<const FieldIndex>(&kXidField, 1), scratch_);
+  for (std::uint64_t xid : scratch_.xid_events) run.xid_events.push_back({elapsed_ns, e.gpu, xid});
 }
 
 report::TimelineAbsence& Recorder::AbsenceOf(report::Run& run, std::uint32_t device_index) {
@@ -214,7 +225,6 @@ bool Recorder::Visible(const report::Run& run, std::uint32_t gpu, const GpuProce
 }
 
 sys::ExitStatus Recorder::Record(sys::ChildProcess& child, report::Run& run) {
-  if (run.entities.empty() && backend_ != nullptr) run.entities = BuildEntities(backend_->info());
   fields_ = RequiredTimelineFields();
   fields_.insert(fields_.end(), options_.optional_fields.begin(), options_.optional_fields.end());
   const std::int64_t t0_mono = MonotonicNowNs();

@@ -48,13 +48,15 @@ class Recorder {
 
   // Samples until `child` exits, reaps it, and fills run.gpu_samples, run.instance_samples,
   // run.resource_samples, run.xid_events, run.absences and the timing fields of run.info. The
-  // entities sampled are run.entities (every entity of the backend when empty); a GPU found lost
-  // is marked lost there with the time, and is not read again.
+  // entities sampled are run.entities, as the caller chose them (empty: none, e.g. a mask that
+  // hides every GPU); a GPU found lost is marked lost there with the time, and from then on only
+  // its XID events are read.
   sys::ExitStatus Record(sys::ChildProcess& child, report::Run& run);
 
  private:
   void SampleGpus(std::int64_t elapsed_ns, report::Run& run);
   void SampleProcesses(report::Run& run);
+  void DrainLostXids(const Entity& e, std::int64_t elapsed_ns, report::Run& run);
   static report::TimelineAbsence& AbsenceOf(report::Run& run, std::uint32_t device_index);
   static bool Visible(const report::Run& run, std::uint32_t gpu, const GpuProcess& p);
 

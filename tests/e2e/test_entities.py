@@ -90,6 +90,14 @@ class RecordEntitiesTest(GpulseTestCase):
         self.assertEqual([i["gpu_instance_id"] for i in doc["gpu"]["per_instance"]], [3])
         self.assertEqual([p["pid"] for p in doc["gpu_processes"]], [7102], "not the neighbours' processes")
 
+    def test_a_mask_that_hides_every_gpu_samples_none(self):
+        doc, text = self.record("mig-a100", "0.3", env={"CUDA_VISIBLE_DEVICES": "-1"})
+        self.assertEqual(doc["run"]["device_selection"], "visible: none (CUDA_VISIBLE_DEVICES hides every GPU)")
+        self.assertEqual(doc["entities"], [])
+        self.assertEqual(doc["gpu_timeline"]["samples"], [])
+        self.assertEqual(doc["instance_timeline"]["samples"], [])
+        self.assertIn("the workload sees no GPU", text)
+
     def test_sensorless_gpus_keep_their_samples_with_null_readings(self):
         doc, text = self.record("sensorless", "0.6")
         per = {d["device_index"]: d for d in doc["gpu"]["per_device"]}
@@ -144,6 +152,7 @@ class RecordEntitiesTest(GpulseTestCase):
         self.assertEqual((lost[0]["gpu"], lost[0]["uuid"], lost[0]["pci_bus_id"]),
                          (1, LOST_UUID, "00000000:2A:00.0"))
         self.assertIn(LOST_UUID, text)
+        self.assertIn("lost before start: GPU is lost", text)
 
     def test_report_rerenders_entities_from_run_json(self):
         out = os.path.join(self.tmp, "faults")

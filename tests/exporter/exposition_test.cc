@@ -128,11 +128,19 @@ TEST_F(ExpositionTest, LostGpuLosesItsSeriesAndSaysSo) {
       }
     }
     if (l.name == "gpulse_device_lost") {
-      EXPECT_EQ(LabelNames(l), (std::vector<std::string>{"gpu", "UUID"}));
+      EXPECT_EQ(LabelNames(l), (std::vector<std::string>{"gpu", "UUID", "pci_bus_id"}))
+          << "one label set for present and lost GPUs";
       lost[l.labels[1].value] = l.value;
     }
   }
   EXPECT_EQ(lost, (std::map<std::string, double>{{"GPU-aaaa", 0}, {"GPU-bbbb", 1}}));
+  // A lost GPU keeps its XID counter series with the last value (no reset seen by Prometheus).
+  snap.entities[1].sample.xid_counts = {{79, 1}};
+  bool kept = false;
+  for (const Line& l : Parse(Render(snap))) {
+    if (l.name == "gpulse_xid_errors_total" && l.labels[1].value == "GPU-bbbb") kept = l.value == 1;
+  }
+  EXPECT_TRUE(kept);
 }
 
 TEST_F(ExpositionTest, XidsAreCountedPerCode) {

@@ -231,3 +231,49 @@ TEST(Derive, InstancesReportTheirOwnMemory) {
 
 }  // namespace
 }  // namespace gpulse::report
+
+namespace gpulse::report {
+namespace {
+
+TEST(Derive, APowerGapIsNotBridgedAndNotComparedWithTheCounter) {
+  report::Run run;
+  GpuSample a = S(0, 0, 40, 100, 100000), b = S(1000, 0, 40, 100, 0), c = S(2000, 0, 40, 100, 300000),
+            d = S(3000, 0, 40, 100, 300000);
+  b.present &= ~GpuSample::kPower;  // the reading failed at 1 s
+  for (GpuSample* s : {&a, &b, &c, &d}) s->present |= GpuSample::kEnergy;
+  a.energy_millijoules = 0;
+  b.energy_millijoules = 150000;
+  c.energy_millijoules = 400000;
+  d.energy_millijoules = 700000;
+  run.gpu_samples = {a, b, c, d};
+  const DeviceEnergy& e = Derive(run).gpu.per_device[0].energy;
+  EXPECT_DOUBLE_EQ(*e.integrated_millijoules, 300000) << "only 2 s..3 s: 0..2 s is not interpolated";
+  EXPECT_DOUBLE_EQ(*e.counter_millijoules, 700000);
+  EXPECT_EQ(*e.source, EnergySource::kCounter);
+  EXPECT_FALSE(e.relative_difference.has_value()) << "different spans are not compared";
+}
+
+}  // namespace
+}  // namespace gpulse::report
+
+namespace gpulse::report {
+namespace {
+
+TEST(Derive, AGpuLostBeforeItsFirstSampleKeepsItsJobStatistics) {
+  report::Run run;
+  DeviceInfo d;
+  d.index = 3;
+  d.uuid = "GPU-3333";
+  run.devices = {d};
+  run.xid_events = {{0, 3, 79}};
+  Report r = Derive(run);
+  ASSERT_EQ(r.gpu.per_device.size(), 1u);
+  EXPECT_EQ(r.gpu.per_device[0].device_index, 3u);
+  EXPECT_EQ(r.gpu.per_device[0].aggregates.sample_count, 0u);
+  ASSERT_EQ(r.gpu.per_device[0].stats.xids.size(), 1u);
+  EXPECT_EQ(r.gpu.per_device[0].stats.xids[0].xid, 79u);
+  EXPECT_FALSE(r.gpu.per_device[0].energy.millijoules.has_value());
+}
+
+}  // namespace
+}  // namespace gpulse::report

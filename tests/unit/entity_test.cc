@@ -61,6 +61,29 @@ TEST(Entities, GpusInIndexOrderEachFollowedByItsInstances) {
   EXPECT_EQ(es[8].reason, "GPU is lost");
 }
 
+TEST(Entities, GpuInstancesTakeTheGiProfileAndUnknownIdsAreNeverMerged) {
+  SystemInfo info;
+  DeviceInfo g;
+  g.index = 0;
+  g.name = "A100";
+  MigInstance small = Mig(2, 0, "MIG-a", "1c.3g.20gb"), other = Mig(2, 1, "MIG-b", "2c.3g.20gb");
+  MigInstance unknown1 = Mig(0, 0, "MIG-c", "1g.5gb"), unknown2 = Mig(0, 0, "MIG-d", "1g.5gb");
+  unknown1.ids_known = unknown2.ids_known = false;
+  g.mig_instances = {small, other, unknown1, unknown2};
+  info.devices = {g};
+  auto es = BuildEntities(info);
+  EXPECT_EQ(Labels(es), (std::vector<std::string>{"GPU 0:present", "GPU 0/GI 2:present", "GPU 0/GI 2/CI 0:present",
+                                                  "GPU 0/GI 2/CI 1:present", "GPU 0/GI ?:present",
+                                                  "GPU 0/GI ?/CI ?:present", "GPU 0/GI ?:present",
+                                                  "GPU 0/GI ?/CI ?:present"}));
+  EXPECT_EQ(es[1].profile, "3g.20gb") << "dcgm-exporter's GPU_I_PROFILE is the GI's";
+  EXPECT_EQ(es[2].profile, "1c.3g.20gb");
+  EXPECT_FALSE(es[4].gpu_instance_id.has_value());
+  EXPECT_EQ(es[4].uuid, "MIG-c");
+  EXPECT_EQ(es[6].uuid, "MIG-d");
+  EXPECT_EQ(*SelectEntities(es, "0"), std::vector<std::size_t>{0}) << "an unknown id is not id 0";
+}
+
 TEST(Entities, SelectionByIndexUuidAndGpuGiCi) {
   auto es = BuildEntities(Node());
   auto sel = SelectEntities(es, "2,MIG-1a,0:3,0:3:1,GPU-0000");
@@ -83,6 +106,16 @@ TEST(Entities, LossMarksTheGpuAndItsInstancesOnceWithTheFirstTime) {
   }
   EXPECT_EQ(es[6].state, EntityState::kSkipped);
   EXPECT_EQ(es[7].state, EntityState::kPresent);
+}
+
+TEST(Entities, LossReachesInstancesThatDoNotFollowTheirGpu) {
+  // CUDA_VISIBLE_DEVICES=MIG-1a,2,MIG-3a: GPU 0, its GI 1 and CI, GPU 2, then GI 3 and its CI.
+  auto es = BuildEntities(Node());
+  auto sub = SubsetEntities(es, {0, 1, 2, 7, 3, 4});
+  ASSERT_EQ(sub[4].parent, 0u);
+  EXPECT_TRUE(MarkLost(sub, 0, 5, "lost"));
+  for (std::size_t i : {0, 1, 2, 4, 5}) EXPECT_EQ(sub[i].state, EntityState::kLost) << i;
+  EXPECT_EQ(sub[3].state, EntityState::kPresent) << "GPU 2 is not GPU 0's";
 }
 
 TEST(Entities, SubsetsKeepTheGivenOrderAndRenumberParents) {

@@ -62,10 +62,10 @@ void ReadMig(const NvmlApi& api, nvmlDevice_t dev, DeviceInfo& d, std::vector<nv
     MigInstance m;
     m.uuid = DeviceString(api.DeviceGetUUID, mig).value_or("");
     m.profile = ProfileFromName(DeviceString(api.DeviceGetName, mig).value_or(""));
-    if (api.DeviceGetGpuInstanceId != nullptr) api.DeviceGetGpuInstanceId(mig, &m.gpu_instance_id);
-    if (api.DeviceGetComputeInstanceId != nullptr) {
-      api.DeviceGetComputeInstanceId(mig, &m.compute_instance_id);
-    }
+    // An instance whose ids cannot be read is kept, but never merged with another by a made-up id.
+    m.ids_known = api.DeviceGetGpuInstanceId != nullptr && api.DeviceGetComputeInstanceId != nullptr &&
+                  api.DeviceGetGpuInstanceId(mig, &m.gpu_instance_id) == NVML_SUCCESS &&
+                  api.DeviceGetComputeInstanceId(mig, &m.compute_instance_id) == NVML_SUCCESS;
     m.memory_total_bytes = MemoryTotal(api, mig);
     d.mig_instances.push_back(std::move(m));
     handles.push_back(mig);
@@ -116,26 +116,27 @@ Result<Enumeration> EnumerateDevices(const NvmlApi& api) {
     }
     DeviceInfo d;
     d.index = index;
-    nvmlReturn_t rc = NVML_SUCCESS;
-    auto name = DeviceString(api.DeviceGetName, dev, &rc);
-    auto uuid = name ? DeviceString(api.DeviceGetUUID, dev, &rc) : std::nullopt;
-    if (!name || !uuid) {
-      SkippedDevice s = Skip(index, name ? "nvmlDeviceGetUUID" : "nvmlDeviceGetName", rc);
-      if (name) {  // whatever the driver still answered identifies it
-        s.name = *name;
-        s.identity_source = "nvml";
-      }
-      e.info.skipped.push_back(std::move(s));
-      continue;
-    }
-    d.name = *name;
-    d.uuid = *uuid;
+    nvmlReturn_t name_rc = NVML_SUCCESS, uuid_rc = NVML_SUCCESS;
+    auto name = DeviceString(api.DeviceGetName, dev, &name_rc);
+    auto uuid = DeviceString(api.DeviceGetUUID, dev, &uuid_rc);
     nvmlPciInfo_t pci{};
     if (api.DeviceGetPciInfo(dev, &pci) == NVML_SUCCESS) {
       // Only the _v3 struct has the 32-byte busId; older versions leave it zeroed here.
       d.pci_bus_id = pci.busId[0] != '\0' ? std::string(pci.busId, strnlen(pci.busId, sizeof pci.busId))
                                           : FormatBusId(pci);
     }
+    if (!name || !uuid) {
+      SkippedDevice s = name ? Skip(index, "nvmlDeviceGetUUID", uuid_rc) : Skip(index, "nvmlDeviceGetName", name_rc);
+      // Whatever the driver still answered identifies it; each call is asked on its own.
+      s.name = name.value_or("");
+      s.uuid = uuid.value_or("");
+      s.pci_bus_id = d.pci_bus_id;
+      if (!s.name.empty() || !s.uuid.empty() || !s.pci_bus_id.empty()) s.identity_source = "nvml";
+      e.info.skipped.push_back(std::move(s));
+      continue;
+    }
+    d.name = *name;
+    d.uuid = *uuid;
     if (unsigned minor = 0; api.DeviceGetMinorNumber && api.DeviceGetMinorNumber(dev, &minor) == NVML_SUCCESS) {
       d.minor_number = minor;
     }
