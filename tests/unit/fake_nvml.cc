@@ -9,10 +9,25 @@ namespace {
 
 FakeNvml* g = nullptr;
 
+constexpr std::uintptr_t kMigBase = 0x10000;  // MIG handles are kMigBase + position + 1
+
 FakeDevice* Dev(nvmlDevice_t h) {
-  auto i = reinterpret_cast<std::uintptr_t>(h) - 1;
+  auto v = reinterpret_cast<std::uintptr_t>(h);
+  if (v > kMigBase) return v - kMigBase - 1 < g->mig.size() ? &g->mig[v - kMigBase - 1] : nullptr;
+  auto i = v - 1;
   return i < g->devices.size() ? &g->devices[i] : nullptr;
 }
+
+// The MIG handles of GPU `parent`, in order.
+std::vector<std::size_t> MigOf(std::size_t parent) {
+  std::vector<std::size_t> out;
+  for (std::size_t j = 0; j < g->mig.size(); ++j) {
+    if (g->mig[j].parent == parent) out.push_back(j);
+  }
+  return out;
+}
+
+std::size_t GpuPos(nvmlDevice_t h) { return reinterpret_cast<std::uintptr_t>(h) - 1; }
 
 // The scripted return code for `call` on `d`, counting the call.
 nvmlReturn_t Rc(FakeDevice* d, const char* call) {
@@ -136,6 +151,31 @@ nvml::NvmlApi MakeFakeApi(FakeNvml* fake) {
     return NVML_ERROR_TIMEOUT;
   };
   a.EventSetFree = [](nvmlEventSet_t) -> nvmlReturn_t { return NVML_SUCCESS; };
+  a.DeviceGetMigMode = [](nvmlDevice_t h, unsigned* current, unsigned* pending) -> nvmlReturn_t {
+    if (reinterpret_cast<std::uintptr_t>(h) > kMigBase) return NVML_ERROR_NOT_SUPPORTED;
+    *current = *pending = MigOf(GpuPos(h)).empty() ? NVML_DEVICE_MIG_DISABLE : NVML_DEVICE_MIG_ENABLE;
+    return NVML_SUCCESS;
+  };
+  a.DeviceGetMaxMigDeviceCount = [](nvmlDevice_t h, unsigned* n) -> nvmlReturn_t {
+    *n = static_cast<unsigned>(MigOf(GpuPos(h)).size());
+    return NVML_SUCCESS;
+  };
+  a.DeviceGetMigDeviceHandleByIndex = [](nvmlDevice_t h, unsigned i, nvmlDevice_t* out) -> nvmlReturn_t {
+    auto handles = MigOf(GpuPos(h));
+    if (i >= handles.size()) return NVML_ERROR_NOT_FOUND;
+    *out = reinterpret_cast<nvmlDevice_t>(kMigBase + handles[i] + 1);
+    return NVML_SUCCESS;
+  };
+  a.DeviceGetGpuInstanceId = [](nvmlDevice_t h, unsigned* id) -> nvmlReturn_t {
+    nvmlReturn_t rc = Rc(Dev(h), "GetGpuInstanceId");
+    if (rc == NVML_SUCCESS) *id = Dev(h)->gpu_instance_id;
+    return rc;
+  };
+  a.DeviceGetComputeInstanceId = [](nvmlDevice_t h, unsigned* id) -> nvmlReturn_t {
+    nvmlReturn_t rc = Rc(Dev(h), "GetComputeInstanceId");
+    if (rc == NVML_SUCCESS) *id = Dev(h)->compute_instance_id;
+    return rc;
+  };
   return a;
 }
 

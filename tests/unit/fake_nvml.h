@@ -23,10 +23,16 @@ struct FakeDevice {
   int pstate = 0;
   unsigned long long xid_pending = 0;  // delivered once by EventSetWait when nonzero
   bool memory_v2 = true;               // false: _v2 answers ARGUMENT_VERSION_MISMATCH
+  // A MIG device handle (an entry of FakeNvml::mig): its parent's position, GI and CI ids.
+  std::size_t parent = 0;
+  unsigned gpu_instance_id = 0, compute_instance_id = 0;
 };
 
 struct FakeNvml {
   std::vector<FakeDevice> devices;
+  // MIG device handles; a GPU with any is MIG-enabled. They answer every call a GPU answers (a
+  // driver that did would tempt a backend into copying the parent's readings).
+  std::vector<FakeDevice> mig;
 };
 
 // Installs `fake` as the global state and returns an API whose every member calls into it.
