@@ -93,7 +93,7 @@ if p.returncode != 0:
     print("gpulse dmon failed:", p.stderr)
     raise SystemExit(1)
 rows = [json.loads(l) for l in p.stdout.strip().splitlines()]
-ours = {r["gpu"]: r["fields"] for r in rows}
+ours = {r["gpu"]: r["fields"] for r in rows if "gpu_instance_id" not in r}  # GPU rows, not MIG instance rows
 theirs = {q: smi(q) for _, q, _ in PAIRS if q}
 
 pyn = {}
