@@ -11,6 +11,7 @@
 
 #include "builtin_scenarios.h"
 #include "device_parser.h"
+#include "sys/strict_yaml.h"
 #include "yaml_check.h"
 
 namespace gpulse::sim {
@@ -91,6 +92,13 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   YamlCheck check(source);
   try {
     YAML::Node doc = YAML::Load(std::string(text));
+    if (auto dup = yaml::FindDuplicateKey(doc)) {
+      // The simulator's own message form: file:line:column: key.path: problem.
+      std::string key = dup->path.empty() ? dup->key : dup->path + "." + dup->key;
+      return InvalidArgument(source + ":" + std::to_string(dup->line) + ":" + std::to_string(dup->column) +
+                             ": " + key + ": duplicate key (first at line " + std::to_string(dup->first_line) +
+                             "); a repeated key is refused, never silently dropped");
+    }
     return ParseDocument(check, doc, default_name);
   } catch (const ScenarioError& e) {
     return InvalidArgument(e.what());

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "net/basic_auth.h"
+#include "sys/strict_yaml.h"
 
 namespace gpulse::net {
 namespace {
@@ -172,7 +173,11 @@ Result<WebConfig> ParseWebConfig(const std::string& yaml, const std::string& bas
                                  const std::string& origin) {
   Checker c(origin, base_dir);
   try {
-    return ParseRoot(c, YAML::Load(yaml));
+    YAML::Node root = YAML::Load(yaml);
+    if (auto dup = yaml::FindDuplicateKey(root)) {
+      return InvalidArgument(origin + ":" + std::to_string(dup->line) + ": " + yaml::Describe(*dup));
+    }
+    return ParseRoot(c, root);
   } catch (const YAML::Exception& e) {  // yaml-cpp reports by exception; it stops here
     std::string where = origin;
     if (e.mark.line >= 0) where += ":" + std::to_string(e.mark.line + 1);

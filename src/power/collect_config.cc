@@ -10,6 +10,7 @@
 
 #include "power/contract.h"
 #include "power/exporter_launch.h"
+#include "sys/strict_yaml.h"
 
 namespace gpulse::power {
 namespace {
@@ -284,6 +285,9 @@ CollectConfig Parse(const YAML::Node& root) {
 Result<CollectConfig> ParseCollectConfig(std::string_view text) {
   try {
     YAML::Node root = YAML::Load(std::string(text));
+    if (auto dup = yaml::FindDuplicateKey(root)) {
+      return InvalidArgument("config: line " + std::to_string(dup->line) + ": " + yaml::Describe(*dup));
+    }
     if (!root.IsMap()) return InvalidArgument("config: the top level must be a mapping");
     return Parse(root);
   } catch (const ConfigError& e) {

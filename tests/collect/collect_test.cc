@@ -93,6 +93,17 @@ TEST(CollectConfig, ValidConfigAndDefaults) {
   EXPECT_EQ(c->exporter.command, kDefaultExporterCommand);
 }
 
+TEST(CollectConfig, ADuplicatedKeyIsRefusedNamingBothLines) {
+  std::string text = kConfig;
+  // required: false then required: true used to run best-effort (the first value won).
+  text.insert(text.find("  dcgm_exporter"), "  required: false\n  required: true\n");
+  auto c = ParseCollectConfig(text);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("config: line 6: duplicate key \"required\" in telemetry (first at line 5)"),
+            std::string::npos)
+      << c.error().message;
+}
+
 TEST(CollectConfig, JoinTimeoutMustExceedTwoCyclesStrictly) {
   std::string text = kConfig;
   text.insert(text.find("  dcgm_exporter"), "  collector_join_timeout_seconds: 10\n");

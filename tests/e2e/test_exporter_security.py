@@ -73,6 +73,17 @@ class SecurityTest(GpulseTestCase):
             self.assertEqual(e.get("/metrics")[0], 401)
             self.assertEqual(e.get("/metrics", auth("alice", "s3cret"))[0], 200)
 
+    def test_a_duplicated_key_refuses_to_start_instead_of_dropping_tls_and_auth(self):
+        # Empty tls_server_config and basic_auth_users first, the real ones further down: yaml-cpp keeps
+        # the first, which used to serve plain HTTP without authentication, exit 0, no warning.
+        web = self.web_config("tls_server_config:\nbasic_auth_users:\n"
+                              "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                              f"basic_auth_users:\n  alice: {HASH}\n")
+        p = subprocess.run([os.environ.get("GPULSE_BIN", "gpulse"), "exporter", "--simulate", "1xH200",
+                            "-a", "127.0.0.1:0", "--web-config-file", web], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(':3: duplicate key "tls_server_config" (first at line 1)', p.stderr)
+
     def test_missing_certificate_is_a_clear_error(self):
         web = self.web_config("tls_server_config:\n  cert_file: nope.crt\n  key_file: server.key\n")
         p = subprocess.run([os.environ.get("GPULSE_BIN", "gpulse"), "exporter", "--simulate", "1xH200",

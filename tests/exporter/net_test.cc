@@ -155,6 +155,10 @@ TEST(WebConfig, ErrorsNameTheFileLineAndKey) {
            {"basic_auth_users:\n  alice: plain\n", "not a bcrypt hash"},
            {"basic_auth_users: [a]\n", "expected a map"},
            {"tls_server_config: [\n", "web.yml"},
+           // A duplicated key never turns security off: the empty first value is not kept silently.
+           {"tls_server_config:\nbasic_auth_users:\ntls_server_config:\n  cert_file: a\n  key_file: b\n",
+            "web.yml:3: duplicate key \"tls_server_config\" (first at line 1)"},
+           {"basic_auth_users:\n  alice: x\n  alice: y\n", "web.yml:3: duplicate key \"alice\" in basic_auth_users"},
        }) {
     auto w = ParseWebConfig(c.yaml, "/d", "web.yml");
     ASSERT_FALSE(w.ok()) << c.yaml;

@@ -22,6 +22,11 @@ struct BadScenario {
 const std::vector<BadScenario>& Cases() {
   static const std::vector<BadScenario> cases = {
       {"unknown top-level key", "nmae: x\ndevices: [" GPU "]\n", "nmae", "unknown key", 1},
+      {"duplicate top-level key", "devices: [" GPU "]\nname: a\ndevices: []\n", "devices",
+       "duplicate key (first at line 1)", 3},
+      {"duplicate device key",
+       "devices:\n  - name: G\n    memory_total_mib: 1024\n    power_limit_w: 100\n    power_limit_w: 700\n",
+       "devices[0].power_limit_w", "duplicate key (first at line 4)", 5},
       {"unknown device key",
        "devices:\n  - name: G\n    memory_total_mib: 1024\n    power_limt_w: 100\n",
        "devices[0].power_limt_w",
