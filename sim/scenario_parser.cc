@@ -11,6 +11,7 @@
 
 #include "builtin_scenarios.h"
 #include "device_parser.h"
+#include "sys/regular_file.h"
 #include "sys/strict_yaml.h"
 #include "yaml_check.h"
 
@@ -18,6 +19,7 @@ namespace gpulse::sim {
 namespace {
 
 constexpr size_t kMaxDevices = 64;
+constexpr size_t kMaxScenarioBytes = 4 << 20;  // 64 devices with long load curves fit in far less
 
 std::string VersionString(const YamlCheck& check, const At& at, const std::string& fallback) {
   if (!at.present) return fallback;
@@ -127,20 +129,19 @@ Result<Scenario> LoadScenario(const char* selector) {
   if (std::filesystem::is_directory(value, ec)) {
     return InvalidArgument("scenario path '" + value + "' is a directory, not a YAML file");
   }
-  std::ifstream in(value, std::ios::binary);
-  if (!in) {
-    int err = errno;
+  // A regular file of bounded size, read before YAML sees it: a scenario listing 10^6 GPUs used to
+  // be parsed whole (3 GB) before the 64-device limit was checked, and a FIFO waited on forever.
+  auto text = sys::ReadRegularFile(value, kMaxScenarioBytes);
+  if (!text) {
     bool looks_like_path =
         value.find('/') != std::string::npos || value.ends_with(".yaml") || value.ends_with(".yml");
-    if (looks_like_path) {
-      return NotFound("cannot read scenario file '" + value + "': " + std::strerror(err));
+    if (text.error().code != ErrorCode::kNotFound || looks_like_path) {
+      return Error{text.error().code, "cannot read scenario file '" + value + "': " + text.error().message};
     }
     return NotFound("unknown scenario '" + value + "': not a built-in scenario (" + BuiltinNames() +
                     ") and no file by that name");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseScenario(text.str(), value, std::filesystem::path(value).stem().string());
+  return ParseScenario(*text, value, std::filesystem::path(value).stem().string());
 }
 
 }  // namespace gpulse::sim

@@ -58,6 +58,13 @@ int Usage(const std::string& msg) {
   return kExitUsage;
 }
 
+// The flags were right but the stamp could not be written (a missing windows directory, a full
+// disk): a failure, not a usage error.
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "gpulse window: %s\n", msg.c_str());
+  return kExitFailure;
+}
+
 // Resolves the stamp's identity; empty windows dir means "not stamping".
 std::optional<int> Prepare(const WindowCliOptions& o, power::WindowStamp& w, fs::path& dir) {
   dir = WindowsDir(o);
@@ -107,7 +114,7 @@ int RunWindowRun(const WindowCliOptions& o) {
   w.start_unix = UnixNow();
   int64_t mono0 = MonoNs();
   if (!dir.empty()) {
-    if (Status s = power::WriteWindow(dir, w); !s.ok()) return Usage(s.error().message);
+    if (Status s = power::WriteWindow(dir, w); !s.ok()) return Fail(s.error().message);
   }
   auto pid = power::SpawnChild(co);
   if (!pid.ok()) return Usage(pid.error().message);
@@ -132,8 +139,8 @@ int RunWindowBegin(const WindowCliOptions& o) {
   fs::create_directories(state.parent_path(), ec);
   power::Json j = power::WindowJson(w);
   j["start_monotonic_ns"] = MonoNs();
-  if (Status s = power::AtomicWriteJson(state, j); !s.ok()) return Usage(s.error().message);
-  if (Status s = power::WriteWindow(dir, w); !s.ok()) return Usage(s.error().message);
+  if (Status s = power::AtomicWriteJson(state, j); !s.ok()) return Fail(s.error().message);
+  if (Status s = power::WriteWindow(dir, w); !s.ok()) return Fail(s.error().message);
   return kExitOk;
 }
 

@@ -1,5 +1,7 @@
 #include "exporter/counters.h"
 
+#include "sys/regular_file.h"
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -186,11 +188,11 @@ Result<CounterSet> ParseCounters(std::string_view text, const std::string& origi
 }
 
 Result<CounterSet> LoadCounters(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("counters file \"" + path + "\" cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseCounters(ss.str(), path);
+  // A regular file of at most 1 MiB, opened without blocking: a FIFO put in its place before a
+  // SIGHUP reload must not stall the server, nor /dev/zero exhaust its memory.
+  auto text = sys::ReadRegularFile(path);
+  if (!text) return Error{text.error().code, "counters file " + text.error().message};
+  return ParseCounters(*text, path);
 }
 
 CounterSet DefaultCounters() {

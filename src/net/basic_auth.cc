@@ -4,7 +4,9 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <memory>
 
 #include "net/http_util.h"
@@ -14,9 +16,27 @@ namespace {
 
 constexpr std::size_t kCacheLimit = 1024;
 
+// "$2b$10$" + 53 characters, with a cost bcrypt accepts (4..31): a cost of 99 would make every
+// login fail silently.
 bool IsBcrypt(const std::string& hash) {
-  return hash.size() == 60 &&
-         (hash.starts_with("$2a$") || hash.starts_with("$2b$") || hash.starts_with("$2y$"));
+  if (hash.size() != 60 || !(hash.starts_with("$2a$") || hash.starts_with("$2b$") || hash.starts_with("$2y$"))) {
+    return false;
+  }
+  if (!std::isdigit(static_cast<unsigned char>(hash[4])) || !std::isdigit(static_cast<unsigned char>(hash[5])) ||
+      hash[6] != '$') {
+    return false;
+  }
+  int cost = (hash[4] - '0') * 10 + (hash[5] - '0');
+  return cost >= 4 && cost <= 31;
+}
+
+// A user name or password with a NUL or another control character is refused outright: crypt
+// would read a password only up to its first NUL, so "s3cret\0anything" would pass.
+bool HasControl(std::string_view s) {
+  for (unsigned char ch : s) {
+    if (ch < 0x20 || ch == 0x7f) return true;
+  }
+  return false;
 }
 
 std::string Sha256(const std::string& data) {
@@ -45,15 +65,30 @@ Result<BasicAuth> BasicAuth::Create(std::map<std::string, std::string> users) {
     }
     if (!IsBcrypt(hash)) {
       return InvalidArgument("basic_auth_users: the hash of user \"" + user +
-                             "\" is not a bcrypt hash ($2a$, $2b$ or $2y$, 60 characters)");
+                             "\" is not a bcrypt hash ($2a$, $2b$ or $2y$, a cost of 04 to 31, 60 characters)");
     }
   }
-  return BasicAuth(std::move(users));
+  unsigned long cost = 0;
+  for (const auto& [user, hash] : users) cost = std::max(cost, std::stoul(hash.substr(4, 2)));
+  // A fresh salt of that cost and a checksum that matches nothing: checking a password against it
+  // costs one bcrypt of that cost, and making it costs none (a cost-31 hash takes days to compute).
+  std::string dummy;
+  if (cost != 0) {
+    char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+    if (crypt_gensalt_rn("$2b$", cost, nullptr, 0, salt, sizeof salt) == nullptr) {
+      return InvalidArgument("basic_auth_users: cannot make a bcrypt salt of cost " + std::to_string(cost));
+    }
+    dummy = std::string(salt) + std::string(60 - std::strlen(salt), 'u');
+  }
+  return BasicAuth(std::move(users), std::move(dummy));
 }
 
 bool BasicAuth::Verify(const std::string& user, const std::string& password) const {
   auto it = users_.find(user);
-  if (it == users_.end()) return false;
+  if (it == users_.end()) {
+    BcryptMatches(password, dummy_);  // the same work as a wrong password; the answer is no
+    return false;
+  }
   return BcryptMatches(password, it->second);
 }
 
@@ -70,6 +105,7 @@ bool BasicAuth::Check(std::string_view authorization) {
   if (colon == std::string::npos) return false;
   std::string user = decoded->substr(0, colon);
   std::string password = decoded->substr(colon + 1);
+  if (HasControl(user) || HasControl(password)) return false;
   std::string key = user + '\0' + Sha256(password);
   if (auto hit = cache_.find(key); hit != cache_.end()) return hit->second;
   bool ok = Verify(user, password);

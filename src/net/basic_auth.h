@@ -28,11 +28,18 @@ class BasicAuth {
 
   std::size_t cached() const { return cache_.size(); }
 
+  // The hash an unknown user's password is checked against, so that rejecting a name that does not
+  // exist costs what rejecting a wrong password does and user names do not leak by timing. Made at
+  // Create with the highest cost among the configured hashes.
+  const std::string& dummy_hash() const { return dummy_; }
+
  private:
-  explicit BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)) {}
+  BasicAuth(std::map<std::string, std::string> users, std::string dummy)
+      : users_(std::move(users)), dummy_(std::move(dummy)) {}
   bool Verify(const std::string& user, const std::string& password) const;
 
   std::map<std::string, std::string> users_;
+  std::string dummy_;
   std::unordered_map<std::string, bool> cache_;  // user '\0' sha256(password) -> verdict
 };
 

@@ -202,14 +202,15 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     const auto& req = parser_->get();
     keep_alive_ = req.keep_alive() && !srv_.draining;
     head_ = req.method() == http::verb::head;
-    if (req.method() != http::verb::get && !head_) {
-      HttpResponse r = TextResponse(405, "only GET and HEAD are served");
-      r.headers.emplace_back("Allow", "GET, HEAD");
-      return Write(std::move(r));
-    }
+    // Authentication first: an unauthenticated client learns nothing, not even which methods exist.
     if (srv_.auth && !srv_.auth->Check(View(req[http::field::authorization]))) {
       HttpResponse r = TextResponse(401, "Unauthorized");
       r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"gpulse\"");
+      return Write(std::move(r));
+    }
+    if (req.method() != http::verb::get && !head_) {
+      HttpResponse r = TextResponse(405, "only GET and HEAD are served");
+      r.headers.emplace_back("Allow", "GET, HEAD");
       return Write(std::move(r));
     }
     HttpRequest hr;

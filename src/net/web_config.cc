@@ -2,12 +2,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "net/basic_auth.h"
+#include "sys/regular_file.h"
 #include "sys/strict_yaml.h"
 
 namespace gpulse::net {
@@ -73,6 +75,25 @@ class Checker {
   std::string origin_;
   std::string base_;
 };
+
+// RFC 9110 token characters.
+bool IsHeaderName(const std::string& s) {
+  if (s.empty()) return false;
+  for (unsigned char ch : s) {
+    bool ok = std::isalnum(ch) != 0 || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(ch)) !=
+                                           std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Visible characters, spaces and tabs; no other control character.
+bool IsHeaderValue(const std::string& s) {
+  for (unsigned char ch : s) {
+    if ((ch < 0x20 && ch != '\t') || ch == 0x7f) return false;
+  }
+  return true;
+}
 
 Result<TlsSettings> ParseTls(const Checker& c, const YAML::Node& n) {
   Status keys = c.Keys(
@@ -147,9 +168,18 @@ Result<WebConfig> ParseRoot(const Checker& c, const YAML::Node& root) {
     if (const YAML::Node h = http["headers"]; h && !h.IsNull()) {
       if (!h.IsMap()) return c.Bad(h, "http_server_config.headers: expected a map");
       for (const auto& kv : h) {
-        auto v = c.Scalar(kv.second, "http_server_config.headers." + kv.first.as<std::string>());
+        const std::string name = kv.first.as<std::string>();
+        auto v = c.Scalar(kv.second, "http_server_config.headers." + name);
         if (!v) return v.error();
-        w.headers.emplace_back(kv.first.as<std::string>(), *v);
+        // Sent verbatim on every response: a CR or LF would inject headers of its own.
+        if (!IsHeaderName(name)) {
+          return c.Bad(kv.first, "http_server_config.headers: \"" + name + "\" is not a valid header name");
+        }
+        if (!IsHeaderValue(*v)) {
+          return c.Bad(kv.second, "http_server_config.headers." + name +
+                                      ": control characters (CR, LF, NUL, ...) are not allowed in a header value");
+        }
+        w.headers.emplace_back(name, *v);
       }
     }
   }
@@ -186,12 +216,10 @@ Result<WebConfig> ParseWebConfig(const std::string& yaml, const std::string& bas
 }
 
 Result<WebConfig> LoadWebConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("--web-config-file: cannot read \"" + path + "\"");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  auto text = sys::ReadRegularFile(path);  // a FIFO or /dev/zero is refused, never waited on
+  if (!text) return Error{text.error().code, "--web-config-file: " + text.error().message};
   fs::path base = fs::absolute(fs::path(path)).parent_path();
-  return ParseWebConfig(ss.str(), base.string(), path);
+  return ParseWebConfig(*text, base.string(), path);
 }
 
 }  // namespace gpulse::net

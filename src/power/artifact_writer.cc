@@ -1,6 +1,7 @@
 #include "power/artifact_writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -72,7 +73,8 @@ Status AtomicWriteJson(const fs::path& path, const Json& doc, int indent) {
   std::string tmpl = (dir / ("." + path.filename().string() + ".XXXXXX")).string();
   int fd = ::mkstemp(tmpl.data());
   if (fd < 0) return IoError("cannot create a temp file in " + dir.string(), errno);
-  Status s = WriteAll(fd, text);
+  // mkstemp creates 0600; every artifact of a package has one mode, 0644 like samples.csv.
+  Status s = ::fchmod(fd, 0644) == 0 ? WriteAll(fd, text) : IoError("cannot chmod " + tmpl, errno);
   int err = s.ok() ? 0 : ErrnoOf(s);
   if (!err && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && !err) err = errno;

@@ -55,7 +55,8 @@ class MemSource : public ByteSource {
 }  // namespace
 
 Result<std::unique_ptr<ByteSource>> OpenFileSource(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in the package must be refused below, not waited on forever at open.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     ErrorCode code = errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
     return Error{code, path.string() + ": " + std::strerror(errno)};

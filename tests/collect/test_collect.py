@@ -660,6 +660,13 @@ class WindowCommands(CollectTestCase):
         outside = run("run", "--concurrency", "3", "--result", "/tmp/elsewhere.json", "--", "true")
         self.assertEqual(outside.returncode, 2)
         self.assertIn("outside the result root", outside.stderr)
+        # Right flags, missing windows directory: a failure (1) naming it, not a usage error (2).
+        missing = os.path.join(self.dir, "no-such-windows")
+        p = run("run", "--concurrency", "3", "--result", failed, "--windows-dir", missing, "--", "true")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(missing, p.stderr)
+        # Every file of a package has one mode: windows like samples.csv (mkstemp made them 0600).
+        self.assertEqual(os.stat(os.path.join(self.power, "windows", "r2.json")).st_mode & 0o777, 0o644)
 
     def test_python_module(self):
         env = self.env()

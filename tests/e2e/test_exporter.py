@@ -212,6 +212,15 @@ class LiveTest(GpulseTestCase):
                 text = e.get("/metrics")[2].decode()
                 self.assertIn("DCGM_FI_DEV_POWER_USAGE", text)
                 self.assertNotIn("DCGM_FI_DEV_GPU_TEMP", text)
+                # A FIFO planted in the file's place is refused at once, never waited on: the
+                # server keeps answering with the previous set (it used to stall /metrics).
+                os.remove(path)
+                os.mkfifo(path)
+                e.signal(signal.SIGHUP)
+                line = e.read_stderr_line()
+                self.assertIn("reload failed", line)
+                self.assertIn("is not a regular file", line)
+                self.assertIn("DCGM_FI_DEV_POWER_USAGE", e.get("/metrics")[2].decode())
 
 
 class BadInputTest(GpulseTestCase):

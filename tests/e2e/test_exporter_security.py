@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 import unittest
 import urllib.error
+import urllib.request
 
 from exporter_e2e import Exporter, tls_context
 from gpulse_e2e import GpulseTestCase
@@ -72,6 +73,15 @@ class SecurityTest(GpulseTestCase):
             self.assertTrue(e.url.startswith("http://"))
             self.assertEqual(e.get("/metrics")[0], 401)
             self.assertEqual(e.get("/metrics", auth("alice", "s3cret"))[0], 200)
+            # Authentication comes before method dispatch: an anonymous POST learns nothing.
+            post = urllib.request.Request(e.url + "/metrics", data=b"x", method="POST")
+            with self.assertRaises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(post, timeout=10)
+            self.assertEqual(err.exception.code, 401)
+            post = urllib.request.Request(e.url + "/metrics", data=b"x", method="POST", headers=auth("alice", "s3cret"))
+            with self.assertRaises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(post, timeout=10)
+            self.assertEqual(err.exception.code, 405)
 
     def test_a_duplicated_key_refuses_to_start_instead_of_dropping_tls_and_auth(self):
         # Empty tls_server_config and basic_auth_users first, the real ones further down: yaml-cpp keeps

@@ -1,6 +1,8 @@
 // The HTTP layer's pure parts: Accept-Encoding, listen addresses, base64, gzip, bcrypt basic auth
 // and the exporter-toolkit web config.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
@@ -101,6 +103,36 @@ TEST(BasicAuth, RejectsHashesThatAreNotBcrypt) {
   auto auth = BasicAuth::Create({{"alice", "plaintext"}});
   ASSERT_FALSE(auth.ok());
   EXPECT_NE(auth.error().message.find("alice"), std::string::npos);
+  // A cost bcrypt refuses (every login would then fail silently) is refused at load.
+  std::string cost99 = kHash;
+  cost99.replace(4, 2, "99");
+  EXPECT_FALSE(BasicAuth::Create({{"alice", cost99}}).ok());
+  std::string cost03 = kHash;
+  cost03.replace(4, 2, "03");
+  EXPECT_FALSE(BasicAuth::Create({{"alice", cost03}}).ok());
+  std::string cost31 = kHash;
+  cost31.replace(4, 2, "31");
+  EXPECT_TRUE(BasicAuth::Create({{"alice", cost31}}).ok());
+}
+
+TEST(BasicAuth, AnUnknownUserCostsAsMuchAsAWrongPassword) {
+  std::string cost10 = "$2b$10$" + std::string(kHash).substr(7);
+  auto auth = BasicAuth::Create({{"alice", kHash}, {"bob", cost10}});
+  ASSERT_TRUE(auth.ok());
+  const std::string& dummy = auth->dummy_hash();
+  ASSERT_EQ(dummy.size(), 60u);
+  EXPECT_EQ(dummy.substr(0, 7), "$2b$10$") << "the highest configured cost";
+  EXPECT_FALSE(BcryptMatches("s3cret", dummy));
+  EXPECT_FALSE(auth->Check("Basic Y2Fyb2w6czNjcmV0"));  // carol:s3cret, unknown: rejected
+}
+
+TEST(BasicAuth, APasswordIsNeverCutAtANul) {
+  auto auth = BasicAuth::Create({{"alice", kHash}});
+  ASSERT_TRUE(auth.ok());
+  EXPECT_FALSE(auth->Check("Basic YWxpY2U6czNjcmV0AGFueXRoaW5n"));  // alice:s3cret\0anything
+  EXPECT_FALSE(auth->Check("Basic YWxpY2UAOnMzY3JldA=="));          // alice\0:s3cret
+  EXPECT_FALSE(auth->Check("Basic YWxpY2U6czNjcmV0DQ=="));          // alice:s3cret\r
+  EXPECT_TRUE(auth->Check("Basic YWxpY2U6czNjcmV0"));
 }
 
 TEST(WebConfig, FullExample) {
@@ -159,6 +191,10 @@ TEST(WebConfig, ErrorsNameTheFileLineAndKey) {
            {"tls_server_config:\nbasic_auth_users:\ntls_server_config:\n  cert_file: a\n  key_file: b\n",
             "web.yml:3: duplicate key \"tls_server_config\" (first at line 1)"},
            {"basic_auth_users:\n  alice: x\n  alice: y\n", "web.yml:3: duplicate key \"alice\" in basic_auth_users"},
+           // Header values are sent verbatim: CR/LF would inject headers of their own.
+           {"http_server_config:\n  headers: {X-A: \"ok\\r\\nSet-Cookie: x=1\"}\n",
+            "web.yml:2: http_server_config.headers.X-A: control characters"},
+           {"http_server_config:\n  headers: {\"X A\": ok}\n", "\"X A\" is not a valid header name"},
        }) {
     auto w = ParseWebConfig(c.yaml, "/d", "web.yml");
     ASSERT_FALSE(w.ok()) << c.yaml;
@@ -171,6 +207,32 @@ TEST(WebConfig, MissingFileIsNotFound) {
   auto w = LoadWebConfig("/nonexistent/web.yml");
   ASSERT_FALSE(w.ok());
   EXPECT_EQ(w.error().code, ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gpulse::net
+
+namespace gpulse::net {
+namespace {
+
+TEST(WebConfig, OnlyARegularFileOfBoundedSizeIsRead) {
+  auto dir = std::filesystem::temp_directory_path() / ("gpulse-webcfg-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string fifo = (dir / "web.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto w = LoadWebConfig(fifo);  // returns at once: opened without waiting for a writer
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().message.find("is not a regular file"), std::string::npos) << w.error().message;
+  auto z = LoadWebConfig("/dev/zero");
+  ASSERT_FALSE(z.ok());
+  EXPECT_NE(z.error().message.find("/dev/zero\" is not a regular file"), std::string::npos);
+  std::string big = (dir / "big.yml").string();
+  std::ofstream(big) << std::string(2 << 20, '#');
+  auto b = LoadWebConfig(big);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().message.find("more than the 1048576"), std::string::npos) << b.error().message;
+  EXPECT_EQ(LoadWebConfig((dir / "missing.yml").string()).error().code, ErrorCode::kNotFound);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

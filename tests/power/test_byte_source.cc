@@ -2,6 +2,7 @@
 // overlong lines stated directly, for every buffer size and line length, from memory and from a
 // file.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <functional>
 #include <random>
@@ -10,6 +11,7 @@
 
 #include "power/byte_source.h"
 #include "power/fixture.h"
+#include "power/json_io.h"
 #include "power/line_cutter.h"
 
 namespace gpulse::power {
@@ -130,6 +132,22 @@ TEST(ByteSource, FileReadsLikeMemory) {
   auto whole = Sha256OfSource(**file);
   ASSERT_TRUE(whole.ok());
   EXPECT_EQ(*whole, Sha256Hex(text));
+}
+
+TEST(ByteSource, AFifoIsRefusedAtOnceNotWaitedOn) {
+  TempDir tmp;
+  auto fifo = tmp.path() / "samples.csv";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto src = OpenFileSource(fifo);  // used to block forever in open(2) waiting for a writer
+  ASSERT_FALSE(src.ok());
+  EXPECT_NE(src.error().message.find("not a regular file"), std::string::npos) << src.error().message;
+}
+
+TEST(JsonText, AByteOrderMarkIsRefused) {
+  auto bom = ParseJsonText("\xEF\xBB\xBF{\"schema_version\": 1}");
+  ASSERT_FALSE(bom.ok());
+  EXPECT_NE(bom.error().message.find("byte-order mark"), std::string::npos);
+  EXPECT_TRUE(ParseJsonText("{\"schema_version\": 1}").ok());
 }
 
 }  // namespace

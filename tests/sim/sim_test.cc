@@ -273,6 +273,25 @@ TEST_F(SimApiTest, InitFailsForAnUnknownScenarioListingBuiltins) {
   EXPECT_STREQ(api.LastError(), "") << "a success clears the last error";
 }
 
+TEST_F(SimApiTest, OnlyARegularScenarioFileOfBoundedSizeIsRead) {
+  auto dir = std::filesystem::temp_directory_path() / ("gpulse-sim-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string fifo = (dir / "s.yaml").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(TryLoad(fifo.c_str()), NVML_ERROR_UNKNOWN) << "refused at once, not waited on";
+  EXPECT_NE(std::string(api.LastError()).find("is not a regular file"), std::string::npos) << api.LastError();
+  // A scenario listing far more devices than allowed is refused by size before YAML builds it.
+  std::string big = (dir / "big.yaml").string();
+  {
+    std::ofstream out(big);
+    out << "devices:\n";
+    for (int i = 0; i < 100000; ++i) out << "  - {name: G, memory_total_mib: 1024, power_limit_w: 100}\n";
+  }
+  EXPECT_EQ(TryLoad(big.c_str()), NVML_ERROR_UNKNOWN);
+  EXPECT_NE(std::string(api.LastError()).find("more than the 4194304"), std::string::npos) << api.LastError();
+  std::filesystem::remove_all(dir);
+}
+
 // Only NVML and gpulseSim* symbols may be visible: anything else could interpose on the host
 // process (a yaml-cpp or libstdc++ instantiation clashing with gpulse's own).
 TEST(SimExports, OnlyNvmlAndSimSymbolsAreExported) {
