@@ -7,28 +7,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sys/fd.h"
+
 namespace gpulse::sys {
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 Error OpenError(const std::string& path, int err) {
-  std::string why = "\"" + path + "\" cannot be read: " + std::strerror(err);
-  if (err == ENOENT) return NotFound(why);
-  if (err == EACCES || err == EPERM) return Error{ErrorCode::kNoPermission, why};
-  return Error{ErrorCode::kIo, why};
+  return ErrnoError(err, "\"" + path + "\" cannot be read: " + std::strerror(err));
 }
 
 }  // namespace

@@ -7,38 +7,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sys/fd.h"
+
 namespace gpulse::sys {
 namespace {
 
 Error ErrnoError(int err, const std::string& what, const std::string& path) {
-  std::string message = what + " " + path + ": " + std::strerror(err);
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-    case ESRCH:  // a /proc/PID that vanished between open and read
-      return {ErrorCode::kNotFound, message};
-    case EACCES:
-    case EPERM:
-      return {ErrorCode::kNoPermission, message};
-    default:
-      return {ErrorCode::kIo, message};
-  }
+  return sys::ErrnoError(err, what + " " + path + ": " + std::strerror(err));
 }
-
-// Closes a file descriptor on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
