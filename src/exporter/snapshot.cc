@@ -17,11 +17,20 @@ std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend, const std::v
   s->start_mono_ns = MonotonicNowNs();
   s->fields.assign(fields.begin(), fields.end());
   s->entities.resize(entities.size());
+  const std::int64_t start_unix_ns = UnixNowNs();
   for (std::size_t pos = 0; pos < entities.size(); ++pos) {
+    DeviceReading& r = s->entities[pos];
+    r.readable = entities[pos].readable();
+    if (!r.readable) {
+      // Nothing to ask the driver (a compute instance, a skipped GPU): no work on the scrape path.
+      r.sample.t_mono_ns = s->start_mono_ns;
+      r.sample.t_unix_ns = start_unix_ns;
+      if (entities[pos].state == EntityState::kLost) r.sample.state = DeviceState::kLost;
+      continue;
+    }
     std::uint64_t before = backend.stats().failed_calls;
-    gpu::ReadEntity(backend, entities[pos], fields, s->entities[pos].sample);
-    s->entities[pos].failed_calls = backend.stats().failed_calls - before;
-    s->entities[pos].readable = entities[pos].readable();
+    gpu::ReadEntity(backend, entities[pos], fields, r.sample);
+    r.failed_calls = backend.stats().failed_calls - before;
   }
   s->failed_calls_total = backend.stats().failed_calls;
   s->duration_ns = MonotonicNowNs() - s->start_mono_ns;

@@ -3,6 +3,21 @@
 #include "core/clock.h"
 
 namespace gpulse::gpu {
+namespace {
+
+// A reading of an entity that has none of `fields`: every value absent and unsupported, read now.
+void UnsupportedSample(std::span<const FieldIndex> fields, Sample& out) {
+  out.values.assign(AllFields().size(), std::nullopt);
+  out.unsupported.assign(AllFields().size(), false);
+  for (FieldIndex f : fields) out.unsupported[f] = true;
+  out.xid_events.clear();
+  out.xid_counts.clear();
+  out.state = DeviceState::kOk;
+  out.t_mono_ns = MonotonicNowNs();
+  out.t_unix_ns = UnixNowNs();
+}
+
+}  // namespace
 
 ProcessList Backend::Processes(std::size_t /*pos*/) {
   ProcessList list;
@@ -13,18 +28,7 @@ ProcessList Backend::Processes(std::size_t /*pos*/) {
 
 void Backend::ReadInstance(std::size_t /*pos*/, std::size_t /*mig_pos*/,
                            std::span<const FieldIndex> fields, Sample& out) {
-  ResetSample(fields, out);
-  out.t_mono_ns = MonotonicNowNs();
-  out.t_unix_ns = UnixNowNs();
-  for (FieldIndex f : fields) out.unsupported[f] = true;
-}
-
-void ResetSample(std::span<const FieldIndex> /*fields*/, Sample& out) {
-  out.values.assign(AllFields().size(), std::nullopt);
-  out.unsupported.assign(AllFields().size(), false);
-  out.xid_events.clear();
-  out.xid_counts.clear();
-  out.state = DeviceState::kOk;
+  UnsupportedSample(fields, out);
 }
 
 void ReadEntity(Backend& backend, const Entity& e, std::span<const FieldIndex> fields,
@@ -37,10 +41,7 @@ void ReadEntity(Backend& backend, const Entity& e, std::span<const FieldIndex> f
     backend.ReadInstance(*e.device_pos, *e.mig_pos, fields, out);
     return;
   }
-  ResetSample(fields, out);
-  out.t_mono_ns = MonotonicNowNs();
-  out.t_unix_ns = UnixNowNs();
-  for (FieldIndex f : fields) out.unsupported[f] = true;
+  UnsupportedSample(fields, out);
   if (e.state == EntityState::kLost) out.state = DeviceState::kLost;
 }
 

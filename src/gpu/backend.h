@@ -59,9 +59,6 @@ class Backend {
 void ReadEntity(Backend& backend, const Entity& entity, std::span<const FieldIndex> fields,
                 Sample& out);
 
-// Clears `out` for `fields`: every value absent, nothing unsupported yet.
-void ResetSample(std::span<const FieldIndex> fields, Sample& out);
-
 // Process lists are read from the driver at most once per second per device.
 inline constexpr std::int64_t kProcessListMinIntervalNs = 1'000'000'000;
 
