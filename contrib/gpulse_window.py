@@ -17,7 +17,7 @@ windows directory, or for a result outside the result root. File format: docs/po
 """
 import json
 import os
-import tempfile
+import secrets
 import time
 
 SCHEMA_VERSION = 1
@@ -27,19 +27,37 @@ RESULT_ROOT_ENV = "GPULSE_RESULT_ROOT"
 
 
 def _atomic_write_json(path, doc):
+    """Temp file, fsync, rename, in the window file's directory, as gpulse writes window files: the
+    directory is opened without following a link (one planted there is refused with OSError naming
+    it), the file is created exclusively, and its mode is 0644 whatever the umask."""
     directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".")
+    name = os.path.basename(path)
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        if os.path.islink(directory):
+            raise OSError(e.errno, f"{directory} is a symbolic link: refused") from e
         raise
+    try:
+        tmp = f".{name}.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
+        try:
+            os.fchmod(fd, 0o644)
+            with os.fdopen(fd, "w") as f:
+                json.dump(doc, f, indent=2)
+                f.write("\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            os.fsync(dfd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except FileNotFoundError:
+                pass
+            raise
+    finally:
+        os.close(dfd)
 
 
 class MeasurementWindow:

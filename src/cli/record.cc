@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <atomic>
-#include <filesystem>
-#include <fstream>
 #include <memory>
+#include <string_view>
 
 #include "cli/gpu_options.h"
 #include "cli/subcommand.h"
@@ -24,6 +24,7 @@
 #include "sampling/recorder.h"
 #include "sys/child_process.h"
 #include "sys/procfs.h"
+#include "sys/safe_dir.h"
 
 namespace gpulse::cli {
 namespace {
@@ -76,18 +77,23 @@ std::string DefaultOutDir() {
   return buf;
 }
 
-// Creates DIR and proves it writable before CMD starts.
-Status PrepareOutDir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Error{ErrorCode::kIo, "cannot create output directory " + dir + ": " + ec.message()};
-  std::string probe = dir + "/.gpulse-write-test";
-  std::ofstream f(probe);
-  if (!f || !(f << "x") || (f.close(), !f)) {
-    return Error{ErrorCode::kIo, "output directory " + dir + " is not writable"};
-  }
-  std::filesystem::remove(probe, ec);
-  return Status::Ok();
+constexpr std::array<std::string_view, 3> kOutputFiles = {"run.json", "report.txt", "report.html"};
+
+// Creates DIR (as named; the components it makes are opened O_NOFOLLOW) and proves it writable
+// before CMD starts. A symbolic link or non-regular file where a report goes is refused now, with
+// its path, so CMD never runs for a report that could not be written; the writes refuse it again.
+Result<sys::Dir> PrepareOutDir(const std::string& dir) {
+  auto out = sys::Dir::OpenRoot(dir, /*create=*/true);
+  if (!out.ok())
+    return Error{out.error().code, "output directory " + dir + ": " + out.error().message};
+  for (std::string_view name : kOutputFiles)
+    if (Status s = out->RefuseNonRegular(name); !s.ok()) return s.error();
+  constexpr std::string_view kProbe = ".gpulse-write-test";
+  if (Status s = out->WriteAtomic(kProbe, "x"); !s.ok())
+    return Error{ErrorCode::kIo,
+                 "output directory " + dir + " is not writable: " + s.error().message};
+  (void)out->Remove(kProbe);
+  return out;
 }
 
 Result<std::vector<FieldIndex>> OptionalFields(const std::string& list) {
@@ -169,12 +175,6 @@ std::string Hostname() {
   return buf;
 }
 
-Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  if (!(f << text) || (f.close(), !f)) return Error{ErrorCode::kIo, "cannot write " + path};
-  return Status::Ok();
-}
-
 int Run(RecordOptions& o) {
   auto fields = OptionalFields(o.fields);
   if (!fields) {
@@ -182,8 +182,9 @@ int Run(RecordOptions& o) {
     return kExitRecordFailed;
   }
   if (o.out_dir.empty()) o.out_dir = DefaultOutDir();
-  if (Status st = PrepareOutDir(o.out_dir); !st.ok()) {
-    fmt::print(stderr, "gpulse record: {}\n", st.error().message);
+  auto out = PrepareOutDir(o.out_dir);
+  if (!out) {
+    fmt::print(stderr, "gpulse record: {}\n", out.error().message);
     return kExitRecordFailed;
   }
   report::Run run;
@@ -234,16 +235,16 @@ int Run(RecordOptions& o) {
   report::Report rep = report::Derive(run);
   std::string text = report::RenderText(run, rep);
   bool ok = true;
-  for (Status st : {report::WriteRunJsonFile(run, rep, o.out_dir + "/run.json"),
-                    WriteText(o.out_dir + "/report.txt", text),
-                    WriteText(o.out_dir + "/report.html", report::RenderHtml(run, rep))}) {
+  for (Status st : {report::WriteRunJsonFile(run, rep, out->PathOf(kOutputFiles[0])),
+                    out->WriteAtomic(kOutputFiles[1], text),
+                    out->WriteAtomic(kOutputFiles[2], report::RenderHtml(run, rep))}) {
     if (!st.ok()) {
       fmt::print(stderr, "gpulse record: {}\n", st.error().message);
       ok = false;
     }
   }
   fmt::print("{}", text);
-  fmt::print("Wrote {}/run.json, report.txt and report.html\n", o.out_dir);
+  if (ok) fmt::print("Wrote {}/run.json, report.txt and report.html\n", o.out_dir);
   if (!ok) return kExitRecordFailed;
   return status.ShellCode();
 }

@@ -3,7 +3,9 @@
 // boundaries (warm-up excluded). The windows directory comes from --windows-dir or
 // $GPULSE_MEASUREMENT_WINDOW_DIR (or $SRT_MEASUREMENT_WINDOW_DIR), the result root from
 // --result-root or $GPULSE_RESULT_ROOT; `gpulse collect` sets all of them for its benchmark.
-// Without a windows directory nothing is stamped (`run` still runs the command).
+// Without a windows directory nothing is stamped (`run` still runs the command). The windows
+// directory, the state directory beside it and every file in them are opened without following a
+// symbolic link (sys/safe_dir.h): a planted one is refused with its path before anything runs.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include "power/child_process.h"
 #include "power/contract.h"
 #include "power/window_writer.h"
+#include "sys/safe_dir.h"
 
 namespace gpulse::cli {
 namespace {
@@ -65,10 +68,13 @@ int Fail(const std::string& msg) {
   return kExitFailure;
 }
 
-// Resolves the stamp's identity; empty windows dir means "not stamping".
-std::optional<int> Prepare(const WindowCliOptions& o, power::WindowStamp& w, fs::path& dir) {
+// Resolves the stamp's identity and opens the windows directory; an empty `dir` means "not
+// stamping".
+std::optional<int> Prepare(const WindowCliOptions& o, power::WindowStamp& w, fs::path& dir,
+                           std::optional<sys::Dir>& windows) {
   dir = WindowsDir(o);
   if (dir.empty()) return std::nullopt;
+  if (!dir.has_filename() && dir.has_relative_path()) dir = dir.parent_path();  // "windows/"
   std::string root = o.result_root.empty() ? Env(power::kResultRootEnv) : o.result_root;
   if (root.empty()) return Usage("no result root: pass --result-root or set GPULSE_RESULT_ROOT");
   auto rel = power::RelativeResultPath(root, o.result);
@@ -76,15 +82,18 @@ std::optional<int> Prepare(const WindowCliOptions& o, power::WindowStamp& w, fs:
   w.benchmark_type = o.type;
   w.concurrency = o.concurrency;
   w.result_path = *rel;
+  auto opened = power::OpenWindowsDir(dir);
+  if (!opened.ok()) return Fail(opened.error().message);
+  windows = std::move(*opened);
   return std::nullopt;
 }
 
-fs::path StatePath(const fs::path& dir, const std::string& result_path) {
-  return dir.parent_path() / ".gpulse-window-state" /
-         (fs::path(result_path).stem().string() + ".json");
+// <package>/.gpulse-window-state/ beside the windows directory: `begin`'s monotonic start.
+Result<sys::Dir> OpenStateDir(const fs::path& windows_dir, bool create) {
+  return sys::Dir::OpenNoFollow(windows_dir.parent_path() / ".gpulse-window-state", create);
 }
 
-int Finish(const fs::path& dir, const fs::path& result_file, power::WindowStamp& w, double end,
+int Finish(const sys::Dir& windows, const fs::path& result_file, power::WindowStamp& w, double end,
            double duration, bool ok, std::string reason) {
   w.end_unix = end;
   w.duration_s = duration;
@@ -96,7 +105,7 @@ int Finish(const fs::path& dir, const fs::path& result_file, power::WindowStamp&
   }
   w.status = ok ? "completed" : "failed";
   if (!ok) w.reason = reason.empty() ? "benchmark failed" : reason;
-  if (Status s = power::WriteWindow(dir, w); !s.ok()) {
+  if (Status s = power::WriteWindow(windows, w); !s.ok()) {
     std::fprintf(stderr, "gpulse window: %s\n", s.error().message.c_str());
     return kExitFailure;
   }
@@ -106,24 +115,25 @@ int Finish(const fs::path& dir, const fs::path& result_file, power::WindowStamp&
 int RunWindowRun(const WindowCliOptions& o) {
   power::WindowStamp w;
   fs::path dir;
-  if (auto rc = Prepare(o, w, dir)) return *rc;
+  std::optional<sys::Dir> windows;
+  if (auto rc = Prepare(o, w, dir, windows)) return *rc;
   power::ChildOptions co;
   co.argv = o.command;
   power::BlockStopSignals();
   if (dir.empty()) std::fprintf(stderr, "gpulse window: no windows directory: not stamping\n");
   w.start_unix = UnixNow();
   int64_t mono0 = MonoNs();
-  if (!dir.empty()) {
-    if (Status s = power::WriteWindow(dir, w); !s.ok()) return Fail(s.error().message);
+  if (windows) {
+    if (Status s = power::WriteWindow(*windows, w); !s.ok()) return Fail(s.error().message);
   }
   auto pid = power::SpawnChild(co);
   if (!pid.ok()) return Usage(pid.error().message);
   power::ChildOutcome c = power::WaitChild(*pid, co);
   double end = UnixNow();
   double duration = static_cast<double>(MonoNs() - mono0) / 1e9;
-  if (c.stop_signal || dir.empty()) return c.ShellStatus();  // interrupted: left `running`
+  if (c.stop_signal || !windows) return c.ShellStatus();  // interrupted: left `running`
   bool ok = c.exit_code && *c.exit_code == 0;
-  int rc = Finish(dir, o.result, w, end, duration, ok,
+  int rc = Finish(*windows, o.result, w, end, duration, ok,
                   "benchmark exited with status " + std::to_string(c.ShellStatus()));
   return c.ShellStatus() != 0 ? c.ShellStatus() : rc;
 }
@@ -131,28 +141,34 @@ int RunWindowRun(const WindowCliOptions& o) {
 int RunWindowBegin(const WindowCliOptions& o) {
   power::WindowStamp w;
   fs::path dir;
-  if (auto rc = Prepare(o, w, dir)) return *rc;
-  if (dir.empty()) return kExitOk;
+  std::optional<sys::Dir> windows;
+  if (auto rc = Prepare(o, w, dir, windows)) return *rc;
+  if (!windows) return kExitOk;
   w.start_unix = UnixNow();
-  fs::path state = StatePath(dir, w.result_path);
-  std::error_code ec;
-  fs::create_directories(state.parent_path(), ec);
+  auto state = OpenStateDir(dir, /*create=*/true);
+  if (!state.ok()) return Fail(state.error().message);
   power::Json j = power::WindowJson(w);
   j["start_monotonic_ns"] = MonoNs();
-  if (Status s = power::AtomicWriteJson(state, j); !s.ok()) return Fail(s.error().message);
-  if (Status s = power::WriteWindow(dir, w); !s.ok()) return Fail(s.error().message);
+  std::string name = power::WindowFileName(w.result_path);
+  if (Status s = power::AtomicWriteJson(*state, name, j); !s.ok()) return Fail(s.error().message);
+  if (Status s = power::WriteWindow(*windows, w); !s.ok()) return Fail(s.error().message);
   return kExitOk;
 }
 
 int RunWindowEnd(const WindowCliOptions& o) {
   power::WindowStamp w;
   fs::path dir;
-  if (auto rc = Prepare(o, w, dir)) return *rc;
-  if (dir.empty()) return kExitOk;
+  std::optional<sys::Dir> windows;
+  if (auto rc = Prepare(o, w, dir, windows)) return *rc;
+  if (!windows) return kExitOk;
   int64_t mono1 = MonoNs();
   double end = UnixNow();
-  fs::path state = StatePath(dir, w.result_path);
-  auto j = power::ReadJsonFile(state);
+  std::string name = power::WindowFileName(w.result_path);
+  auto state = OpenStateDir(dir, /*create=*/false);
+  auto text = state.ok() ? state->ReadFile(name, power::kMaxJsonFileBytes)
+                         : Result<std::string>(state.error());
+  if (!text.ok() && text.error().code != ErrorCode::kNotFound) return Fail(text.error().message);
+  auto j = text.ok() ? power::ParseJsonText(*text) : Result<power::Json>(text.error());
   if (!j.ok() || !j->is_object())
     return Usage("no `gpulse window begin` recorded for " + w.result_path);
   w.benchmark_type = j->value("benchmark_type", w.benchmark_type);
@@ -161,9 +177,8 @@ int RunWindowEnd(const WindowCliOptions& o) {
   double duration = static_cast<double>(mono1 - j->value("start_monotonic_ns", int64_t{0})) / 1e9;
   if (o.status != "completed" && o.status != "failed")
     return Usage("--status must be completed or failed");
-  int rc = Finish(dir, o.result, w, end, duration, o.status == "completed", o.reason);
-  std::error_code ec;
-  fs::remove(state, ec);
+  int rc = Finish(*windows, o.result, w, end, duration, o.status == "completed", o.reason);
+  (void)state->Remove(name);
   return o.status == "failed" ? kExitOk : rc;
 }
 

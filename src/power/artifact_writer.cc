@@ -1,7 +1,5 @@
 #include "power/artifact_writer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -67,28 +65,14 @@ std::string ErrnoName(int err) {
   }
 }
 
+Status AtomicWriteJson(const sys::Dir& dir, std::string_view name, const Json& doc, int indent) {
+  return dir.WriteAtomic(name, doc.dump(indent, ' ', false, Json::error_handler_t::replace) + "\n");
+}
+
 Status AtomicWriteJson(const fs::path& path, const Json& doc, int indent) {
-  std::string text = doc.dump(indent, ' ', false, Json::error_handler_t::replace) + "\n";
-  fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  std::string tmpl = (dir / ("." + path.filename().string() + ".XXXXXX")).string();
-  int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) return IoError("cannot create a temp file in " + dir.string(), errno);
-  // mkstemp creates 0600; every artifact of a package has one mode, 0644 like samples.csv.
-  Status s = ::fchmod(fd, 0644) == 0 ? WriteAll(fd, text) : IoError("cannot chmod " + tmpl, errno);
-  int err = s.ok() ? 0 : ErrnoOf(s);
-  if (!err && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && !err) err = errno;
-  if (!err && ::rename(tmpl.c_str(), path.c_str()) != 0) err = errno;
-  if (err) {
-    ::unlink(tmpl.c_str());
-    return IoError("cannot write " + path.string(), err);
-  }
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);  // best effort: the rename itself already happened
-    ::close(dfd);
-  }
-  return Status::Ok();
+  auto at = sys::Dir::OpenParent(path);
+  if (!at.ok()) return at.error();
+  return AtomicWriteJson(at->first, at->second, doc, indent);
 }
 
 std::string FormatSampleRow(const SampleRecord& r) {
@@ -96,35 +80,37 @@ std::string FormatSampleRow(const SampleRecord& r) {
                      CsvField(r.hostname), r.gpu_index, CsvField(r.gpu_uuid), r.power_w);
 }
 
-Result<SamplesWriter> SamplesWriter::Create(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError("cannot create " + path.string(), errno);
-  SamplesWriter w(fd, 0);
+Result<SamplesWriter> SamplesWriter::Create(const sys::Dir& dir, std::string_view name) {
+  auto file = dir.OpenFile(name, sys::OpenMode::kCreateNew);
+  if (!file.ok()) return file.error();
+  SamplesWriter w(std::move(*file));
   std::string header = std::string(kSamplesHeader) + "\n";
-  if (Status s = WriteAll(fd, header); !s.ok()) {
+  if (Status s = WriteAll(w.file_->get(), header); !s.ok()) {
     int err = ErrnoOf(s);
     (void)w.Close();  // the handle is closed even when the header write fails
-    return IoError("cannot write the header of " + path.string(), err);
+    return IoError("cannot write the header of " + dir.PathOf(name), err);
   }
   w.size_ = header.size();
   return w;
 }
 
-SamplesWriter::SamplesWriter(SamplesWriter&& o) noexcept
-    : fd_(o.fd_), size_(o.size_), rows_(o.rows_) {
-  o.fd_ = -1;
+Result<SamplesWriter> SamplesWriter::Create(const fs::path& path) {
+  auto at = sys::Dir::OpenParent(path);
+  if (!at.ok()) return at.error();
+  return Create(at->first, at->second);
 }
 
 SamplesWriter::~SamplesWriter() { (void)Close(); }
 
 Status SamplesWriter::Append(const std::vector<SampleRecord>& rows) {
-  if (fd_ < 0) return Error{ErrorCode::kIo, "EBADF: samples.csv is closed"};
+  if (!file_) return Error{ErrorCode::kIo, "EBADF: samples.csv is closed"};
+  int fd = file_->get();
   std::string batch;
   for (const auto& r : rows) batch += FormatSampleRow(r);
-  Status s = WriteAll(fd_, batch);
+  Status s = WriteAll(fd, batch);
   if (!s.ok()) {
     int err = ErrnoOf(s);
-    if (::ftruncate(fd_, static_cast<off_t>(size_)) == 0) ::lseek(fd_, 0, SEEK_END);
+    if (::ftruncate(fd, static_cast<off_t>(size_)) == 0) ::lseek(fd, 0, SEEK_END);
     return IoError("cannot append to samples.csv", err);
   }
   size_ += batch.size();
@@ -133,10 +119,9 @@ Status SamplesWriter::Append(const std::vector<SampleRecord>& rows) {
 }
 
 Status SamplesWriter::Close() {
-  if (fd_ < 0) return Status::Ok();
-  int err = ::fsync(fd_) != 0 ? errno : 0;
-  if (::close(fd_) != 0 && !err) err = errno;
-  fd_ = -1;
+  if (!file_) return Status::Ok();
+  int err = ::fsync(file_->get()) != 0 ? errno : 0;
+  file_.reset();  // close(2) after a successful fsync has nothing left to report
   if (err) return IoError("cannot close samples.csv", err);
   return Status::Ok();
 }

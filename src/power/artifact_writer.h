@@ -2,8 +2,10 @@
 // files), and the samples.csv appender. Every write either lands whole or leaves the previous
 // bytes: JSON documents go to a temp file in the same directory, are fsynced and renamed over the
 // target; a samples.csv batch that fails part-way (disk full, file size limit) is truncated back to
-// the last complete cycle, so no partial row ever stays on disk. Thread-compatible: one
-// SamplesWriter per file, used from one thread at a time.
+// the last complete cycle, so no partial row ever stays on disk. Every file is opened relative to
+// its directory through sys::Dir (sys/safe_dir.h): a symbolic link is refused, never followed, and
+// every file is 0644. Thread-compatible: one SamplesWriter per file, used from one thread at a
+// time.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +16,16 @@
 
 #include "core/result.h"
 #include "power/json_io.h"
+#include "sys/safe_dir.h"
 
 namespace gpulse::power {
 
-// mkstemp in the target's directory, write, fsync, rename, fsync the directory. `indent` as
-// nlohmann's dump (2 for manifests, like the upstream writer).
+// Replaces `name` in `dir` whole (sys::Dir::WriteAtomic: a temp file created O_EXCL, written,
+// fsynced, renamed over `name`, the directory fsynced; a symbolic link at `name` is refused).
+// `indent` as nlohmann's dump (2 for manifests, like the upstream writer).
+Status AtomicWriteJson(const sys::Dir& dir, std::string_view name, const Json& doc, int indent = 2);
+// The same for a file named by its path: the directory is opened as named (sys::Dir::OpenParent),
+// the file itself is never followed.
 Status AtomicWriteJson(const std::filesystem::path& path, const Json& doc, int indent = 2);
 
 struct SampleRecord {
@@ -36,9 +43,12 @@ std::string FormatSampleRow(const SampleRecord& r);
 
 class SamplesWriter {
  public:
-  // Creates (truncating) the file and writes and flushes the exact v1 header.
+  // Creates `name` in `dir` with O_EXCL (an existing file or a symbolic link there is refused, so
+  // no recorded row is ever truncated) and writes and flushes the exact v1 header.
+  static Result<SamplesWriter> Create(const sys::Dir& dir, std::string_view name);
+  // The same for a file named by its path (its directory opened as named).
   static Result<SamplesWriter> Create(const std::filesystem::path& path);
-  SamplesWriter(SamplesWriter&& other) noexcept;
+  SamplesWriter(SamplesWriter&& other) noexcept = default;
   SamplesWriter& operator=(SamplesWriter&&) = delete;
   SamplesWriter(const SamplesWriter&) = delete;
   ~SamplesWriter();
@@ -52,8 +62,8 @@ class SamplesWriter {
   int64_t rows_written() const { return rows_; }
 
  private:
-  SamplesWriter(int fd, uint64_t size) : fd_(fd), size_(size) {}
-  int fd_ = -1;
+  explicit SamplesWriter(sys::UniqueFd file) : file_(std::move(file)) {}
+  sys::UniqueFd file_;  // null once closed
   uint64_t size_ = 0;
   int64_t rows_ = 0;
 };

@@ -4,13 +4,13 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <thread>
 
 #include "power/child_process.h"
 #include "power/exporter_launch.h"
+#include "sys/safe_dir.h"
 
 namespace gpulse::power {
 namespace fs = std::filesystem;
@@ -52,13 +52,34 @@ const std::vector<Tool>& Tools() {
   return tools;
 }
 
-std::string ReadFrom(const fs::path& path, std::streamoff offset) {
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(offset);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// A tool's output is a few lines; more than this is not read back.
+constexpr size_t kMaxProbeLogBytes = 1 << 20;
+
+// The probe log <log_dir>/clock_sync_<node>.out, opened by name for every write (the tool appends
+// to it in between) and never through a symbolic link.
+class ProbeLog {
+ public:
+  ProbeLog(sys::Dir dir, std::string name) : dir_(std::move(dir)), name_(std::move(name)) {}
+  // Appends `text`; returns the file's size after it.
+  Result<off_t> Append(std::string_view text) const {
+    auto file = dir_.OpenFile(name_, sys::OpenMode::kAppend);
+    if (!file.ok()) return file.error();
+    if (Status s = sys::WriteAllTo((*file)->get(), text, dir_.PathOf(name_)); !s.ok())
+      return s.error();
+    return ::lseek((*file)->get(), 0, SEEK_END);
+  }
+  // What the file holds from `offset` on ("" when it cannot be read).
+  std::string ReadFrom(off_t offset) const {
+    auto text = dir_.ReadFile(name_, kMaxProbeLogBytes);
+    if (!text.ok() || static_cast<size_t>(offset) > text->size()) return "";
+    return text->substr(static_cast<size_t>(offset));
+  }
+  std::string path() const { return dir_.PathOf(name_); }
+
+ private:
+  sys::Dir dir_;
+  std::string name_;
+};
 
 std::string Joined(const std::vector<std::string>& argv) {
   std::string out;
@@ -66,39 +87,33 @@ std::string Joined(const std::vector<std::string>& argv) {
   return out;
 }
 
-// Runs one tool, its output appended to `out_file` after a "$ command" line.
-ToolVerdict RunTool(const Tool& tool, const std::vector<std::string>& prefix,
-                    const fs::path& out_file, std::chrono::milliseconds timeout) {
+// Runs one tool, its output appended to the probe log after a "$ command" line.
+ToolVerdict RunTool(const Tool& tool, const std::vector<std::string>& prefix, const ProbeLog& log,
+                    std::chrono::milliseconds timeout) {
   ChildOptions o;
   o.argv = prefix;
   o.argv.insert(o.argv.end(), tool.argv.begin(), tool.argv.end());
-  o.output = out_file;
+  o.output = log.path();
   o.stop_grace = std::chrono::milliseconds(1'000);
   o.reap_timeout = std::chrono::milliseconds(2'000);
-  std::streamoff start = 0;
-  {
-    std::ofstream log(out_file, std::ios::app);
-    log << "$ " << Joined(o.argv) << "\n";
-    log.flush();
-    start = log.tellp();
-  }
+  auto start = log.Append("$ " + Joined(o.argv) + "\n");
+  if (!start.ok()) return {SyncVerdict::kNoAnswer, start.error().message};
   auto outcome = RunChild(o, timeout);
-  std::ofstream log(out_file, std::ios::app);
   if (!outcome.ok()) {
-    log << "(" << outcome.error().message << ")\n";
+    (void)log.Append("(" + outcome.error().message + ")\n");
     return {SyncVerdict::kNoAnswer, "not installed"};
   }
-  std::string output = ReadFrom(out_file, start);
+  std::string output = log.ReadFrom(*start);
   if (outcome->stop_signal) {
-    log << "(interrupted by signal " << outcome->stop_signal << "; stopped)\n";
+    (void)log.Append(fmt::format("(interrupted by signal {}; stopped)\n", outcome->stop_signal));
     return {SyncVerdict::kNoAnswer, "interrupted"};
   }
   if (outcome->timed_out) {
-    log << "(no answer within " << timeout.count() << " ms; stopped)\n";
+    (void)log.Append(fmt::format("(no answer within {} ms; stopped)\n", timeout.count()));
     return {SyncVerdict::kNoAnswer, fmt::format("no answer within {} ms", timeout.count())};
   }
   int code = outcome->ShellStatus();
-  log << "(exit code " << code << ")\n";
+  (void)log.Append(fmt::format("(exit code {})\n", code));
   return tool.parse(code, output);
 }
 
@@ -170,10 +185,21 @@ std::string LocalHostname() {
 
 ClockSyncResult ProbeClockSync(const std::string& hostname, const std::vector<std::string>& prefix,
                                const fs::path& log_dir, std::chrono::milliseconds timeout) {
-  ClockSyncResult r{hostname, false, "", log_dir / ("clock_sync_" + FileSafe(hostname) + ".out")};
-  { std::ofstream truncate(r.output, std::ios::trunc); }
+  std::string name = "clock_sync_" + FileSafe(hostname) + ".out";
+  ClockSyncResult r{hostname, false, "", log_dir / name};
+  // The log directory as named; the log itself is never a symbolic link (issue 13): a refused one
+  // leaves the clock unverified, with the reason naming it.
+  auto dir = sys::Dir::OpenRoot(log_dir, /*create=*/false);
+  auto fresh =
+      dir.ok() ? dir->OpenFile(name, sys::OpenMode::kTruncate) : Result<sys::UniqueFd>(dir.error());
+  if (!fresh.ok()) {
+    r.detail = fresh.error().message;
+    return r;
+  }
+  fresh->reset();
+  ProbeLog log(*dir, name);
   for (const auto& tool : Tools()) {
-    ToolVerdict v = RunTool(tool, prefix, r.output, timeout);
+    ToolVerdict v = RunTool(tool, prefix, log, timeout);
     if (v.verdict == SyncVerdict::kSynced) {
       r.verified = true;
       r.detail = std::string(tool.name) + ": " + v.detail;

@@ -18,6 +18,7 @@
 #include "power/exporter_launch.h"
 #include "power/recompute.h"
 #include "power/window_writer.h"
+#include "sys/safe_dir.h"
 
 namespace gpulse::power {
 namespace fs = std::filesystem;
@@ -75,6 +76,7 @@ Json ExpectedWindowsJson(const Topology& t) {
 struct Session {
   const CollectOptions& o;
   fs::path power_dir;
+  std::optional<sys::Dir> package{};  // opened (and created) once nothing refused the run
   double started_at = 0;
   std::optional<double> stopped_at{};
   std::string status = "starting";
@@ -147,7 +149,7 @@ struct Session {
     return m;
   }
 
-  Status Write() const { return AtomicWriteJson(power_dir / kManifestFile, Manifest()); }
+  Status Write() const { return AtomicWriteJson(*package, kManifestFile, Manifest()); }
 };
 
 std::vector<ResolvedEndpoint> Resolve(const CollectConfig& c, Clock::time_point deadline,
@@ -170,9 +172,8 @@ std::vector<ResolvedEndpoint> Resolve(const CollectConfig& c, Clock::time_point 
 // an unverified clock aborts before anything starts.
 Result<std::vector<ClockSyncResult>> CheckClocks(const CollectConfig& c, const fs::path& log_dir,
                                                  std::string& log) {
-  std::error_code ec;
-  fs::create_directories(log_dir, ec);
-  if (ec) return Error{ErrorCode::kIo, "cannot create " + log_dir.string() + ": " + ec.message()};
+  auto root = sys::Dir::OpenRoot(log_dir, /*create=*/true);
+  if (!root.ok()) return root.error();
   auto results = CheckClockSync(c, log_dir);
   if (int sig = TakeStopSignal(std::chrono::milliseconds(0)))
     return Error{ErrorCode::kUnavailable,
@@ -193,6 +194,86 @@ Result<std::vector<ClockSyncResult>> CheckClocks(const CollectConfig& c, const f
                      "for the clock), or set telemetry.clock_sync_check: false when every "
                      "timestamp comes from this host's clock."};
   return results;
+}
+
+// The files collect writes in the log directory beside the package: clock_sync_<node>.out and
+// telemetry_dcgm_exporter[.<host>|.g<N>].out.
+bool IsLogFileName(std::string_view name) {
+  auto starts = [&](std::string_view p) { return name.substr(0, p.size()) == p; };
+  return name.size() > 4 && name.substr(name.size() - 4) == ".out" &&
+         (starts("clock_sync_") || starts("telemetry_dcgm_exporter"));
+}
+
+// OK when `name` is missing; a file already there is refused (a new run never writes over one).
+Status MustBeNew(const sys::Dir& dir, std::string_view name) {
+  if (Status s = dir.RefuseNonRegular(name); !s.ok()) return s;
+  auto type = dir.TypeOf(name);
+  if (!type.ok()) return type.error();
+  if (*type != sys::EntryType::kMissing)
+    return InvalidArgument(dir.PathOf(name) + " already exists; use a new --log-dir");
+  return Status::Ok();
+}
+
+// What a new run may find in its package directory: nothing of a previous run, no symbolic link.
+Status CheckPackageEntries(const sys::Dir& package) {
+  auto manifest = package.TypeOf(kManifestFile);
+  if (!manifest.ok()) return manifest.error();
+  if (*manifest == sys::EntryType::kRegular)
+    return InvalidArgument(package.path().string() +
+                           " already holds a power package; use a new --log-dir");
+  for (std::string_view name : {kManifestFile, kSamplesFile, kScrapeTimingsFile})
+    if (Status s = MustBeNew(package, name); !s.ok()) return s;
+  auto windows = package.TypeOf(kWindowsDir);
+  if (!windows.ok()) return windows.error();
+  if (*windows == sys::EntryType::kSymlink) return package.RefuseNonRegular(kWindowsDir);
+  if (*windows != sys::EntryType::kMissing && *windows != sys::EntryType::kDirectory)
+    return InvalidArgument(package.PathOf(kWindowsDir) + " is not a directory");
+  return Status::Ok();
+}
+
+// Refuses, before anything starts and without creating anything, a log directory or package a new
+// run could not write safely (issue 13): a symbolic link or non-regular file where collect writes a
+// log, a symlinked storage_subdir component, or a package entry CheckPackageEntries refuses. The
+// opens of CreatePackage, the clock probes and the exporter launches refuse the same again.
+Status CheckNewPackage(const fs::path& log_dir, const std::string& subdir) {
+  auto root = sys::Dir::OpenRoot(log_dir, /*create=*/false);
+  if (!root.ok()) return root.error().code == ErrorCode::kNotFound ? Status::Ok() : root.error();
+  auto names = root->List();
+  if (!names.ok()) return names.error();
+  for (const std::string& name : *names)
+    if (IsLogFileName(name))
+      if (Status s = root->RefuseNonRegular(name); !s.ok()) return s;
+  auto package = root->Sub(subdir, /*create=*/false);
+  if (!package.ok())
+    return package.error().code == ErrorCode::kNotFound ? Status::Ok() : package.error();
+  return CheckPackageEntries(*package);
+}
+
+struct NewPackage {
+  sys::Dir dir, windows;
+  SamplesWriter samples;
+  sys::UniqueFd timings;  // scrape-timings.jsonl
+};
+
+// <log_dir>/<subdir>/ with windows/, a new samples.csv (header written) and a new, empty
+// scrape-timings.jsonl: every directory opened O_NOFOLLOW from its parent, every file O_EXCL.
+Result<NewPackage> CreatePackage(const fs::path& log_dir, const std::string& subdir) {
+  auto root = sys::Dir::OpenRoot(log_dir, /*create=*/true);
+  if (!root.ok()) return root.error();
+  auto dir = root->Sub(subdir, /*create=*/true);
+  if (!dir.ok()) return dir.error();
+  if (Status s = CheckPackageEntries(*dir); !s.ok()) return s.error();
+  auto windows = dir->Sub(kWindowsDir, /*create=*/true);
+  if (!windows.ok()) return windows.error();
+  auto samples = SamplesWriter::Create(*dir, kSamplesFile);
+  if (!samples.ok()) return samples.error();
+  auto timings = dir->OpenFile(kScrapeTimingsFile, sys::OpenMode::kCreateNew);
+  if (!timings.ok()) {
+    (void)samples->Close();
+    (void)dir->Remove(kSamplesFile);  // the header this call just wrote: nothing is lost
+    return timings.error();
+  }
+  return NewPackage{*dir, *windows, std::move(*samples), std::move(*timings)};
 }
 
 }  // namespace
@@ -217,6 +298,8 @@ Result<CollectFaults> ParseCollectFaults(std::string_view text) {
     constexpr std::string_view kStall = "stall_loop_at_stop=";
     if (item == "unreapable_child") {
       f.unreapable_child = true;
+    } else if (item == "stall_diagnostics") {
+      f.stall_diagnostics = true;
     } else if (item.substr(0, kStall.size()) == kStall) {
       std::string value(item.substr(kStall.size()));
       char* end = nullptr;
@@ -226,8 +309,9 @@ Result<CollectFaults> ParseCollectFaults(std::string_view text) {
                                value + "\"");
       f.stall_loop_at_stop_s = s;
     } else {
-      return InvalidArgument("unknown fault \"" + std::string(item) +
-                             "\" (known: stall_loop_at_stop=SECONDS, unreapable_child)");
+      return InvalidArgument(
+          "unknown fault \"" + std::string(item) +
+          "\" (known: stall_loop_at_stop=SECONDS, unreapable_child, stall_diagnostics)");
     }
   }
   return f;
@@ -302,10 +386,7 @@ void RunWorkload(const CollectOptions& o, const fs::path& power_dir, RunState& r
 Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   const CollectConfig& c = o.config;
   Session s{.o = o, .power_dir = o.log_dir / c.storage_subdir};
-  std::error_code ec;
-  if (fs::exists(s.power_dir / kManifestFile, ec))
-    return InvalidArgument(s.power_dir.string() +
-                           " already holds a power package; use a new --log-dir");
+  if (Status st = CheckNewPackage(o.log_dir, c.storage_subdir); !st.ok()) return st.error();
   std::string log;
   if (c.clock_sync_check) {
     auto checked = CheckClocks(c, o.log_dir, log);
@@ -314,11 +395,9 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
     if (std::any_of(s.clocks->begin(), s.clocks->end(), [](auto& r) { return !r.verified; }))
       AddReason(s.reasons, reason::kClockSyncUnverified);
   }
-  fs::create_directories(s.power_dir / kWindowsDir, ec);
-  if (ec)
-    return Error{ErrorCode::kIo, "cannot create " + s.power_dir.string() + ": " + ec.message()};
-  auto samples = SamplesWriter::Create(s.power_dir / kSamplesFile);
-  if (!samples.ok()) return samples.error();
+  auto package = CreatePackage(o.log_dir, c.storage_subdir);
+  if (!package.ok()) return package.error();
+  s.package = package->dir;
   s.started_at = UnixNow();
   if (Status st = s.Write(); !st.ok()) return st.error();
 
@@ -336,8 +415,9 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
 
   auto startup_deadline = After(c.startup_timeout_s);
   auto endpoints = Resolve(c, startup_deadline, s.reasons, log);
-  Collector collector(c, std::move(endpoints), std::move(*samples),
-                      s.power_dir / kScrapeTimingsFile);
+  Collector collector(c, std::move(endpoints), std::move(package->samples),
+                      std::move(package->timings));
+  if (o.faults.stall_diagnostics) collector.InjectDiagnosticsStall();
   collector.Start();
   s.status = "running";
   if (Status st = s.Write(); !st.ok()) log += "gpulse collect: " + st.error().message + "\n";
@@ -375,7 +455,7 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
     if (!run.child->reaped) {
       AddReason(s.reasons, reason::kBenchmarkChildReapTimeout);
     } else if (!run.child->force_killed) {
-      auto converted = ConvertRunningWindows(s.power_dir / kWindowsDir);
+      auto converted = ConvertRunningWindows(package->windows);
       if (!converted.ok()) log += "gpulse collect: " + converted.error().message + "\n";
     }
   }

@@ -27,10 +27,11 @@ struct ProducerIdentity {
 struct CollectFaults {
   double stall_loop_at_stop_s = 0;  // the loop thread blocks this long when the benchmark ends
   bool unreapable_child = false;    // a force-killed benchmark child is reported not reaped
+  bool stall_diagnostics = false;   // the scrape-timings.jsonl writer blocks before its first write
 };
 
-// Parses "stall_loop_at_stop=SECONDS" or "unreapable_child" (comma-separated); an unknown item is
-// an InvalidArgument error naming it.
+// Parses "stall_loop_at_stop=SECONDS", "unreapable_child" or "stall_diagnostics"
+// (comma-separated); an unknown item is an InvalidArgument error naming it.
 Result<CollectFaults> ParseCollectFaults(std::string_view text);
 
 struct CollectOptions {
@@ -50,8 +51,10 @@ struct CollectOutcome {
   std::string summary;  // one human line for stderr
 };
 
-// Never throws. Operational errors before anything starts (cannot create the package directory)
-// come back as an Error.
+// Never throws. Operational errors before anything starts come back as an Error: the package
+// directory cannot be created, or the log directory or package holds what a new run must not
+// write through or over (a symbolic link or non-regular file where gpulse writes, a symlinked
+// storage_subdir component or windows/, an earlier package or samples.csv), each naming the path.
 Result<CollectOutcome> RunCollect(const CollectOptions& options);
 
 // The exporter image's SHA-256 when it names a regular local file (no "://"), else nullopt.

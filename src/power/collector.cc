@@ -78,8 +78,8 @@ double LagHistogram::Percentile(double p) const {
 
 struct Collector::State {
   State(const CollectConfig& c, std::vector<ResolvedEndpoint> e, SamplesWriter s,
-        const std::filesystem::path& diag)
-      : config(c), endpoints(std::move(e)), samples(std::move(s)), diagnostics(diag) {}
+        std::unique_ptr<sys::Fd> diag)
+      : config(c), endpoints(std::move(e)), samples(std::move(s)), diagnostics(std::move(diag)) {}
 
   const CollectConfig& config;
   std::vector<ResolvedEndpoint> endpoints;
@@ -339,9 +339,9 @@ struct Collector::State {
 };
 
 Collector::Collector(const CollectConfig& config, std::vector<ResolvedEndpoint> endpoints,
-                     SamplesWriter samples, const std::filesystem::path& diagnostics_path)
+                     SamplesWriter samples, std::unique_ptr<sys::Fd> diagnostics)
     : state_(std::make_unique<State>(config, std::move(endpoints), std::move(samples),
-                                     diagnostics_path)) {
+                                     std::move(diagnostics))) {
   State& s = *state_;
   for (const auto& ep : s.endpoints)
     s.targets.push_back(
@@ -412,6 +412,8 @@ Status Collector::CloseFiles(Clock::time_point deadline) {
 void Collector::InjectLoopStall(std::chrono::milliseconds d) {
   state().loop.Post([d] { std::this_thread::sleep_for(d); });
 }
+
+void Collector::InjectDiagnosticsStall() { state().diagnostics.InjectStall(); }
 
 CollectorSummary Collector::summary() const {
   std::lock_guard<std::mutex> lock(state().mu);

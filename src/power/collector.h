@@ -19,7 +19,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +26,7 @@
 
 #include "power/artifact_writer.h"
 #include "power/collect_config.h"
+#include "sys/fd.h"
 
 namespace gpulse::power {
 
@@ -78,9 +78,10 @@ struct CollectorSummary {
 
 class Collector {
  public:
-  // `samples` is the open samples.csv (header written). The loop does not start before Start().
+  // `samples` is the open samples.csv (header written), `diagnostics` the new, empty
+  // scrape-timings.jsonl, open for writing. The loop does not start before Start().
   Collector(const CollectConfig& config, std::vector<ResolvedEndpoint> endpoints,
-            SamplesWriter samples, const std::filesystem::path& diagnostics_path);
+            SamplesWriter samples, std::unique_ptr<sys::Fd> diagnostics);
   ~Collector();
   Collector(const Collector&) = delete;
   Collector& operator=(const Collector&) = delete;
@@ -97,6 +98,9 @@ class Collector {
   // Fault injection for tests (GPULSE_COLLECT_TEST_FAULT, docs/power-contract.md): blocks the loop
   // thread for `d` from the next handler on, as a stuck write or parse would.
   void InjectLoopStall(std::chrono::milliseconds d);
+  // Fault injection (stall_diagnostics): the diagnostics writer blocks before its first write.
+  // REQUIRES: before Start().
+  void InjectDiagnosticsStall();
   CollectorSummary summary() const;
 
   struct State;

@@ -1,7 +1,9 @@
 #include "power/diagnostics.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <condition_variable>
-#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -10,8 +12,9 @@
 namespace gpulse::power {
 
 struct DiagnosticsWriter::Shared {
-  std::filesystem::path path;
+  std::unique_ptr<sys::Fd> file;
   size_t max_pending = 0;
+  bool stall = false;  // InjectStall
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::string> queue;
@@ -24,32 +27,41 @@ struct DiagnosticsWriter::Shared {
 
 namespace {
 
+// Best effort: a failed write stops the writing (the records are diagnostics, never evidence).
+bool WriteAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
 void WriterLoop(std::shared_ptr<DiagnosticsWriter::Shared> s) {
-  std::FILE* f = std::fopen(s->path.c_str(), "we");  // "e": O_CLOEXEC
+  bool writable = true;
   for (;;) {
     std::unique_lock<std::mutex> lock(s->mu);
     s->cv.wait(lock, [&] { return !s->queue.empty() || s->closing; });
     if (s->queue.empty() && s->closing) break;
-    std::string line = std::move(s->queue.front());
-    s->queue.pop_front();
-    bool drained = s->queue.empty();
+    std::string burst;  // every queued record in one write
+    for (; !s->queue.empty(); s->queue.pop_front()) burst += s->queue.front();
+    bool stall = s->stall;
     lock.unlock();
-    if (f) {
-      std::fwrite(line.data(), 1, line.size(), f);
-      if (drained) std::fflush(f);  // one write per burst, not per record
+    if (stall) {
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
     }
+    if (writable) writable = WriteAll(s->file->get(), burst);
   }
   uint64_t dropped;
   {
     std::lock_guard<std::mutex> lock(s->mu);
     dropped = s->dropped;
   }
-  if (f) {
-    std::string summary =
-        Json{{"event", "diagnostic_summary"}, {"dropped_records", dropped}}.dump() + "\n";
-    std::fwrite(summary.data(), 1, summary.size(), f);
-    std::fclose(f);
-  }
+  std::string summary =
+      Json{{"event", "diagnostic_summary"}, {"dropped_records", dropped}}.dump() + "\n";
+  if (writable) WriteAll(s->file->get(), summary);
+  s->file.reset();
   std::lock_guard<std::mutex> lock(s->mu);
   s->finished = true;
   s->done_cv.notify_all();
@@ -57,9 +69,9 @@ void WriterLoop(std::shared_ptr<DiagnosticsWriter::Shared> s) {
 
 }  // namespace
 
-DiagnosticsWriter::DiagnosticsWriter(std::filesystem::path path, size_t max_pending)
+DiagnosticsWriter::DiagnosticsWriter(std::unique_ptr<sys::Fd> file, size_t max_pending)
     : shared_(std::make_shared<Shared>()) {
-  shared_->path = std::move(path);
+  shared_->file = std::move(file);
   shared_->max_pending = max_pending;
   shared_->thread = std::thread(WriterLoop, shared_);
 }
@@ -107,6 +119,11 @@ bool DiagnosticsWriter::Close(std::chrono::steady_clock::time_point deadline) {
   else
     shared_->thread.detach();
   return ok;
+}
+
+void DiagnosticsWriter::InjectStall() {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  shared_->stall = true;
 }
 
 uint64_t DiagnosticsWriter::dropped() const {

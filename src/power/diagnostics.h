@@ -1,6 +1,7 @@
-// The best-effort scrape-timings.jsonl sidecar: one daemon thread owns all of its file I/O, fed
-// through a queue of at most kMaxPendingDiagnostics records. Push never blocks and never fails the
-// caller: when the queue is full the record is dropped and counted. Close() appends the closing
+// The best-effort scrape-timings.jsonl sidecar: one daemon thread owns all of its file I/O (the
+// caller creates the file, so a refused one is the caller's error before anything starts), fed
+// through a queue of at most `max_pending` records. Push never blocks and never fails the caller:
+// when the queue is full the record is dropped and counted. Close() appends the closing
 // diagnostic_summary (with dropped_records) and waits for the writer only until a deadline; a
 // writer stuck in I/O is then abandoned (it owns its state) so shutdown is never held up.
 // Thread-safe: Push and Close from any thread.
@@ -8,17 +9,18 @@
 
 #include <chrono>
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <memory>
 
 #include "power/json_io.h"
+#include "sys/fd.h"
 
 namespace gpulse::power {
 
 class DiagnosticsWriter {
  public:
-  explicit DiagnosticsWriter(std::filesystem::path path, size_t max_pending = 128);
+  // `file`: open for writing (O_APPEND or at offset 0); the writer closes it. REQUIRES: file.
+  explicit DiagnosticsWriter(std::unique_ptr<sys::Fd> file, size_t max_pending = 128);
   ~DiagnosticsWriter();
   DiagnosticsWriter(const DiagnosticsWriter&) = delete;
   DiagnosticsWriter& operator=(const DiagnosticsWriter&) = delete;
@@ -30,6 +32,9 @@ class DiagnosticsWriter {
   // Returns true when the summary was written before the deadline. Idempotent.
   bool Close(std::chrono::steady_clock::time_point deadline);
   uint64_t dropped() const;
+  // Fault injection for tests (GPULSE_COLLECT_TEST_FAULT=stall_diagnostics): the writer thread
+  // blocks before its next write until process exit, as one stuck in a hung file system would.
+  void InjectStall();
 
   struct Shared;
 

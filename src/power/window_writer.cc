@@ -1,5 +1,7 @@
 #include "power/window_writer.h"
 
+#include <algorithm>
+
 #include "power/artifact_writer.h"
 #include "power/contract.h"
 
@@ -22,8 +24,16 @@ Json WindowJson(const WindowStamp& w) {
   return j;
 }
 
+std::string WindowFileName(const std::string& result_path) {
+  return fs::path(result_path).stem().string() + ".json";
+}
+
 fs::path WindowFilePath(const fs::path& windows_dir, const std::string& result_path) {
-  return windows_dir / (fs::path(result_path).stem().string() + ".json");
+  return windows_dir / WindowFileName(result_path);
+}
+
+Result<sys::Dir> OpenWindowsDir(const fs::path& windows_dir) {
+  return sys::Dir::OpenNoFollow(windows_dir, /*create=*/false);
 }
 
 Result<std::string> RelativeResultPath(const fs::path& result_root, const fs::path& result) {
@@ -38,43 +48,60 @@ Result<std::string> RelativeResultPath(const fs::path& result_root, const fs::pa
   return rel;
 }
 
+Status WriteWindow(const sys::Dir& windows, const WindowStamp& w) {
+  return AtomicWriteJson(windows, WindowFileName(w.result_path), WindowJson(w));
+}
+
 Status WriteWindow(const fs::path& windows_dir, const WindowStamp& w) {
-  return AtomicWriteJson(WindowFilePath(windows_dir, w.result_path), WindowJson(w));
+  auto windows = OpenWindowsDir(windows_dir);
+  if (!windows.ok()) return windows.error();
+  return WriteWindow(*windows, w);
 }
 
 Status StampResultFile(const fs::path& result_file, const WindowStamp& w) {
-  auto doc = ReadJsonFile(result_file);
+  auto at = sys::Dir::OpenParent(result_file);
+  if (!at.ok()) return at.error();
+  const auto& [dir, name] = *at;
+  auto text = dir.ReadFile(name, kMaxJsonFileBytes);
+  if (!text.ok()) return text.error();
+  auto doc = ParseJsonText(*text);
   if (!doc.ok()) return Error{doc.error().code, result_file.string() + ": " + doc.error().message};
   if (!doc->is_object()) return InvalidArgument(result_file.string() + " is not a JSON object");
   (*doc)["benchmark_start_time_unix"] = w.start_unix;
   (*doc)["benchmark_end_time_unix"] = *w.end_unix;
   (*doc)["duration"] = *w.duration_s;
-  return AtomicWriteJson(result_file, *doc);
+  return AtomicWriteJson(dir, name, *doc);
 }
 
-Result<std::vector<std::string>> ConvertRunningWindows(const fs::path& windows_dir) {
+Result<std::vector<std::string>> ConvertRunningWindows(const sys::Dir& windows) {
+  auto names = windows.List();
+  if (!names.ok()) return names.error();
+  std::sort(names->begin(), names->end());
   std::vector<std::string> converted;
-  std::error_code ec;
-  auto st = fs::symlink_status(windows_dir, ec);
-  if (ec || !fs::exists(st)) return converted;
-  if (fs::is_symlink(st) || !fs::is_directory(st))
-    return InvalidArgument(windows_dir.string() + " is not a plain directory");
-  fs::directory_iterator it(windows_dir, ec);
-  if (ec) return Error{ErrorCode::kIo, "cannot list " + windows_dir.string() + ": " + ec.message()};
-  for (; it != fs::directory_iterator(); it.increment(ec)) {
-    if (ec) return Error{ErrorCode::kIo, "cannot list " + windows_dir.string()};
-    auto est = it->symlink_status(ec);
-    if (ec || !fs::is_regular_file(est) || it->path().extension() != ".json") continue;
-    auto doc = ReadJsonFile(it->path());
+  for (const std::string& name : *names) {
+    if (fs::path(name).extension() != ".json") continue;
+    auto type = windows.TypeOf(name);
+    if (!type.ok() || *type != sys::EntryType::kRegular) continue;  // links are left alone
+    auto text = windows.ReadFile(name, kMaxJsonFileBytes);
+    auto doc = text.ok() ? ParseJsonText(*text) : Result<Json>(text.error());
     if (!doc.ok() || !doc->is_object() || doc->value("status", Json()) != "running") continue;
     (*doc)["status"] = "interrupted";
     (*doc)["reason"] = kInterruptedWindowReason;
     (*doc)["benchmark_end_time_unix"] = nullptr;
     (*doc)["duration"] = nullptr;
-    if (Status s = AtomicWriteJson(it->path(), *doc); !s.ok()) return s.error();
-    converted.push_back(it->path().filename().string());
+    if (Status s = AtomicWriteJson(windows, name, *doc); !s.ok()) return s.error();
+    converted.push_back(name);
   }
   return converted;
+}
+
+Result<std::vector<std::string>> ConvertRunningWindows(const fs::path& windows_dir) {
+  auto windows = OpenWindowsDir(windows_dir);
+  if (!windows.ok()) {
+    if (windows.error().code == ErrorCode::kNotFound) return std::vector<std::string>{};
+    return windows.error();
+  }
+  return ConvertRunningWindows(*windows);
 }
 
 }  // namespace gpulse::power

@@ -8,6 +8,7 @@
 
 #include "power/contract.h"
 #include "power/samples_row.h"
+#include "sys/safe_dir.h"
 
 namespace gpulse::power {
 namespace fs = std::filesystem;
@@ -119,8 +120,11 @@ WindowsScan ScanWindowsDir(const fs::path& power_dir) {
     bad(dir_rel);
     return out;
   }
+  // Each window is read through the directory's descriptor, without following a link and without
+  // blocking on a FIFO swapped in after the listing (sys/safe_dir.h).
+  auto windows = sys::Dir::OpenNoFollow(dir, /*create=*/false);
   fs::directory_iterator it(dir, ec);
-  if (ec) {
+  if (ec || !windows.ok()) {
     bad(dir_rel);
     return out;
   }
@@ -137,7 +141,8 @@ WindowsScan ScanWindowsDir(const fs::path& power_dir) {
       bad(rel);
       continue;
     }
-    auto doc = ReadJsonFile(it->path());
+    auto text = windows->ReadFile(name, kMaxJsonFileBytes);
+    auto doc = text.ok() ? ParseJsonText(*text) : Result<Json>(text.error());
     Result<WindowFile> w = doc.ok() ? ParseWindowFile(*doc, rel) : Result<WindowFile>(doc.error());
     if (!w.ok()) {
       out.errors.push_back({rel, {std::string(reason::kWindowMalformed)}});

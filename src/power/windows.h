@@ -41,6 +41,9 @@ struct WindowsScan {
 // Parses one window document; the error names the broken rule.
 Result<WindowFile> ParseWindowFile(const Json& doc, const std::string& rel_path);
 bool StatusInvariantsHold(const WindowFile& w);
+// <power_dir>/windows/: a symlinked directory, or an entry that is a link or not a regular *.json
+// file, is window_artifact_path_invalid; each window is read without following a link and without
+// blocking (a FIFO swapped in is malformed, never waited on).
 WindowsScan ScanWindowsDir(const std::filesystem::path& power_dir);
 
 // |end - start - duration| <= max(0.5 s, 1% of duration), with end > start.

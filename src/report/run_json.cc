@@ -1,15 +1,16 @@
 #include "report/run_json.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <deque>
 #include <future>
 #include <iterator>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "sys/safe_dir.h"
 
 namespace gpulse::report {
 namespace {
@@ -381,19 +382,23 @@ Status WriteRunJson(const Run& run, const Report& report, std::FILE* out) {
 }
 
 Status WriteRunJsonFile(const Run& run, const Report& report, const std::string& path) {
-  std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) return Error{ErrorCode::kIo, "cannot write " + tmp + ": " + std::strerror(errno)};
-  Status st = WriteRunJson(run, report, f);
-  if (std::fclose(f) != 0 && st.ok()) st = Error{ErrorCode::kIo, "cannot close " + tmp};
-  if (!st.ok()) {
-    std::remove(tmp.c_str());
-    return Error{ErrorCode::kIo, path + ": " + st.error().message};
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Error{ErrorCode::kIo, "cannot rename " + tmp + " to " + path + ": " + ec.message()};
-  return Status::Ok();
+  // Through the run directory's descriptor: a temp file created O_EXCL, 0644, renamed over the
+  // name; a symbolic link at `path` is refused, never followed (sys/safe_dir.h).
+  auto at = sys::Dir::OpenParent(path);
+  if (!at.ok()) return at.error();
+  const auto& [dir, name] = *at;
+  return dir.WriteAtomic(name, [&](int fd) -> Status {
+    int own = ::dup(fd);  // fclose closes the stream's descriptor; the Dir closes its own
+    std::FILE* f = own < 0 ? nullptr : ::fdopen(own, "w");
+    if (f == nullptr) {
+      if (own >= 0) ::close(own);
+      return Error{ErrorCode::kIo, "cannot write " + path + ": " + std::strerror(errno)};
+    }
+    Status st = WriteRunJson(run, report, f);
+    if (std::fclose(f) != 0 && st.ok()) st = Error{ErrorCode::kIo, "cannot close " + path};
+    if (!st.ok()) return Error{ErrorCode::kIo, path + ": " + st.error().message};
+    return Status::Ok();
+  });
 }
 
 }  // namespace gpulse::report

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sys/safe_dir.h"
+
 extern "C" char** environ;
 
 namespace gpulse::sys {
@@ -47,13 +49,19 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
 Result<pid_t> Spawn(const SpawnOptions& o) {
   std::vector<std::string> args = o.argv, env = Environment(o.env);
   std::vector<char*> argv = Pointers(args), envp = Pointers(env);
-  int out_fd = -1;
+  // The output file is appended to through its directory, never through a symbolic link, and is
+  // created 0644 (sys/safe_dir.h).
+  UniqueFd out;
   if (!o.output.empty()) {
-    out_fd = ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (out_fd < 0)
-      return Error{ErrorCode::kIo,
-                   "cannot open " + o.output.string() + ": " + std::strerror(errno)};
+    auto at = Dir::OpenParent(o.output);
+    auto file =
+        at.ok() ? at->first.OpenFile(at->second, OpenMode::kAppend) : Result<UniqueFd>(at.error());
+    if (!file.ok())
+      return Error{file.error().code,
+                   "cannot open " + o.output.string() + ": " + file.error().message};
+    out = std::move(*file);
   }
+  int out_fd = out ? out->get() : -1;
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   if (out_fd >= 0) {
@@ -79,7 +87,7 @@ Result<pid_t> Spawn(const SpawnOptions& o) {
   int rc = ::posix_spawnp(&pid, argv[0], &files, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&files);
-  if (out_fd >= 0) ::close(out_fd);
+  out.reset();
   if (rc == ENOENT) return Error{ErrorCode::kNotFound, std::strerror(rc)};
   if (rc == EACCES || rc == ENOEXEC) return Error{ErrorCode::kNoPermission, std::strerror(rc)};
   if (rc != 0) return Error{ErrorCode::kIo, std::strerror(rc)};

@@ -27,7 +27,8 @@ struct SpawnOptions {
   std::vector<std::string> argv;                         // argv[0] is searched on PATH
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) environ
   // When set, stdin is /dev/null and stdout and stderr are appended to this file (created 0644,
-  // opened by the parent, so a file that cannot be opened is its own error).
+  // opened by the parent, so a file that cannot be opened is its own error; a symbolic link or a
+  // non-regular file there is refused, never followed: sys/safe_dir.h).
   std::filesystem::path output;
   // A process group of its own, an empty signal mask, and default SIGINT, SIGTERM and SIGXFSZ
   // (the caller may block or ignore them); otherwise the child inherits the caller's.

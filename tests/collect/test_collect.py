@@ -4,6 +4,7 @@ processes on loopback as endpoints, a misbehaving local HTTP server, and the pac
 import json
 import os
 import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -392,15 +393,15 @@ class Lifecycle(CollectTestCase):
         validate(m, "power-manifest.schema.json")
 
     def test_blocked_diagnostics_never_cost_a_sample(self):
-        """scrape-timings.jsonl is a FIFO nobody reads: its writer thread never gets the file open,
-        its queue fills (128) and every further record is dropped; samples.csv is unaffected."""
-        os.makedirs(self.power)
-        os.mkfifo(os.path.join(self.power, "scrape-timings.jsonl"))
+        """The scrape-timings.jsonl writer thread blocks before its first write, as a write to a hung
+        file system would (fault stall_diagnostics): its queue fills (128) and every further record
+        is dropped; samples.csv is unaffected. (A FIFO planted there is refused: HostileFiles.)"""
         with Exporter("--simulate", "8xH100") as e:
             cfg = self.write_config(config_text([("node0", e.port, "/metrics")],
                                                 [("node0", list(range(8)), "agg", 0, 0)], interval_ms=100,
                                                 required=False, concurrencies=(4,)))
-            p = self.collect(cfg, extra=("--duration", "8"))
+            p = self.collect(cfg, extra=("--duration", "8"),
+                             env=dict(os.environ, GPULSE_COLLECT_TEST_FAULT="stall_diagnostics"))
         m = self.manifest()
         self.assertGreater(m["scrape_count"], 64, "more records (two a cycle) than the queue holds: " + p.stderr)
         self.assertNotIn("endpoint_timeout", m["reason_codes"], p.stderr)
@@ -409,6 +410,8 @@ class Lifecycle(CollectTestCase):
         for code in ("collector_exception", "collector_join_timeout"):
             self.assertNotIn(code, m["reason_codes"])
         self.assertIsNotNone(m["samples_sha256"])
+        with open(os.path.join(self.power, "scrape-timings.jsonl")) as f:
+            self.assertEqual(f.read(), "", "the stalled writer wrote nothing, and nobody waited for it")
 
 
 def free_port():
@@ -686,6 +689,197 @@ class WindowCommands(CollectTestCase):
         self.assertEqual(w["status"], "completed")
         self.assertEqual(w["duration"], r["duration"])
         validate(w, "power-window.schema.json")
+
+    def test_python_module_writes_0644_and_refuses_a_symlinked_windows_directory(self):
+        # Issue 13: the module made window files with mkstemp (0600) and wrote through a windows/
+        # that had become a link. Now the one mode, and the link refused with its path.
+        env = self.env()
+        env["PYTHONPATH"] = os.path.join(SOURCE_DIR, "contrib")
+        code = ("import gpulse_window, json, os, sys\n"
+                "os.umask(0o077)\n"
+                "res = os.path.join(os.environ['GPULSE_RESULT_ROOT'], 'results', 'm.json')\n"
+                "json.dump({'ok': True}, open(res, 'w'))\n"
+                "with gpulse_window.MeasurementWindow('sa-bench', 1, res, windows_dir=sys.argv[1]):\n"
+                "    pass\n")
+        windows = os.path.join(self.power, "windows")
+        p = subprocess.run(["/usr/bin/python3", "-c", code, windows], env=env, capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(os.stat(os.path.join(windows, "m.json")).st_mode & 0o777, 0o644)
+        elsewhere = os.path.join(self.dir, "elsewhere")
+        os.makedirs(elsewhere)
+        link = os.path.join(self.power, "windows-link")
+        os.symlink(elsewhere, link)
+        p = subprocess.run(["/usr/bin/python3", "-c", code, link], env=env, capture_output=True, text=True,
+                           timeout=30)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn(f"{link} is a symbolic link: refused", p.stderr)
+        self.assertEqual(os.listdir(elsewhere), [], "nothing written through the link")
+
+
+class HostileFiles(CollectTestCase):
+    """Issue 13: gpulse collect and gpulse window write the package, the log directory and the window
+    state only through real directories and files. A planted symbolic link (or FIFO) is refused with
+    its path and a non-zero exit before anything starts, what it points at stays as it was, nothing
+    already recorded is overwritten, and every artifact file is 0644 whatever the umask."""
+
+    def setUp(self):
+        super().setUp()
+        self.outside = os.path.join(self.dir, "outside")
+        os.makedirs(self.outside)
+        self.precious = os.path.join(self.outside, "precious.txt")
+        with open(self.precious, "w") as f:
+            f.write("precious\n")
+        self.marker = os.path.join(self.dir, "ran")
+
+    def assert_untouched(self):
+        with open(self.precious) as f:
+            self.assertEqual(f.read(), "precious\n", "the link's target is unchanged")
+        self.assertEqual(os.listdir(self.outside), ["precious.txt"], "nothing is created through a link")
+
+    def assert_refused(self, p, path, problem="is a symbolic link"):
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f"{path} {problem}", p.stderr)
+        self.assert_untouched()
+        self.assertFalse(os.path.exists(self.marker), "nothing starts")
+
+    def config(self, subdir="power"):
+        """Refused before any endpoint is polled: the port need not answer."""
+        text = config_text([("node0", free_port(), "/metrics")], [("node0", [0], "agg", 0, 0)], concurrencies=(4,),
+                           required=False, startup=1)
+        return self.write_config(text.replace("storage_subdir: power", f"storage_subdir: {subdir}"))
+
+    def fresh_logs(self):
+        shutil.rmtree(self.logs)
+        os.makedirs(os.path.join(self.logs, "results"))
+
+    def test_planted_links_in_the_package_are_refused_and_their_targets_unchanged(self):
+        cfg = self.config()
+        for name in ("samples.csv", "scrape-timings.jsonl", "manifest.json", "windows"):
+            with self.subTest(name=name):
+                self.fresh_logs()
+                os.makedirs(self.power)
+                link = os.path.join(self.power, name)
+                os.symlink(self.outside if name == "windows" else self.precious, link)
+                p = self.collect(cfg, "touch", self.marker)
+                self.assert_refused(p, link)
+                self.assertTrue(os.path.islink(link), "the link itself is left for the operator to see")
+                if name != "manifest.json":
+                    self.assertFalse(os.path.exists(os.path.join(self.power, "manifest.json")), "no package starts")
+
+    def test_a_fifo_or_a_previous_run_in_the_package_is_refused_at_once(self):
+        cfg = self.config()
+        self.fresh_logs()
+        os.makedirs(self.power)
+        os.mkfifo(os.path.join(self.power, "scrape-timings.jsonl"))
+        t0 = time.monotonic()
+        p = self.collect(cfg, "touch", self.marker, timeout=30)
+        self.assertLess(time.monotonic() - t0, 10, "a FIFO is refused, not waited on")
+        self.assert_refused(p, os.path.join(self.power, "scrape-timings.jsonl"), "is not a regular file")
+        self.fresh_logs()
+        os.makedirs(self.power)
+        with open(os.path.join(self.power, "samples.csv"), "w") as f:
+            f.write(HEADER + "\n1,1000.0,0,node0,0,GPU-a,100.0\n")
+        p = self.collect(cfg, "touch", self.marker)
+        self.assert_refused(p, os.path.join(self.power, "samples.csv"), "already exists")
+        with open(os.path.join(self.power, "samples.csv")) as f:
+            self.assertIn("GPU-a,100.0", f.read(), "rows already recorded are never truncated")
+
+    def test_a_symlinked_storage_subdir_is_refused(self):
+        for subdir, link in (("power", "power"), ("nest/power", "nest")):
+            with self.subTest(subdir=subdir):
+                self.fresh_logs()
+                os.symlink(self.outside, os.path.join(self.logs, link))
+                p = self.collect(self.config(subdir), "touch", self.marker)
+                self.assert_refused(p, os.path.join(self.logs, link))
+
+    def test_planted_links_in_the_log_directory_are_refused(self):
+        cfg = self.config()
+        for name in ("telemetry_dcgm_exporter.node0.out", f"clock_sync_{socket.gethostname()}.out"):
+            with self.subTest(name=name):
+                self.fresh_logs()
+                link = os.path.join(self.logs, name)
+                os.symlink(self.precious, link)
+                p = self.collect(cfg, "touch", self.marker)
+                self.assert_refused(p, link)
+                self.assertFalse(os.path.exists(self.power), "no package is started")
+
+    def window(self, *args, preexec=None):
+        env = dict(os.environ, GPULSE_MEASUREMENT_WINDOW_DIR=os.path.join(self.power, "windows"),
+                   GPULSE_RESULT_ROOT=self.logs)
+        return subprocess.run([GPULSE, "window", *args], capture_output=True, text=True, env=env, timeout=30,
+                              preexec_fn=preexec)
+
+    def test_gpulse_window_refuses_a_symlinked_windows_directory_state_directory_or_window_file(self):
+        result = os.path.join(self.logs, "results", "r1.json")
+        with open(result, "w") as f:
+            f.write('{"x": 1}')
+        begin = ("begin", "--concurrency", "2", "--result", result)
+        run = ("run", "--concurrency", "2", "--result", result, "--", "touch", self.marker)
+        cases = {"windows": self.outside, ".gpulse-window-state": self.outside,
+                 os.path.join("windows", "r1.json"): self.precious}
+        for name, target in cases.items():
+            for args in (begin, run):
+                if name == ".gpulse-window-state" and args is run:
+                    continue  # `run` keeps no state
+                with self.subTest(link=name, command=args[0]):
+                    shutil.rmtree(self.power, ignore_errors=True)
+                    os.makedirs(os.path.join(self.power, "windows"))
+                    link = os.path.join(self.power, name)
+                    if os.path.isdir(link):
+                        os.rmdir(link)
+                    os.symlink(target, link)
+                    p = self.window(*args)
+                    self.assert_refused(p, link)
+        # end: the windows directory is opened before the result file is stamped.
+        shutil.rmtree(self.power)
+        os.makedirs(os.path.join(self.power, "windows"))
+        self.assertEqual(self.window(*begin, preexec=lambda: os.umask(0o077)).returncode, 0)
+        for f in (os.path.join(self.power, ".gpulse-window-state", "r1.json"),
+                  os.path.join(self.power, "windows", "r1.json")):
+            self.assertEqual(oct(os.stat(f).st_mode & 0o777), "0o644", f)
+        os.rename(os.path.join(self.power, "windows"), os.path.join(self.power, "windows.real"))
+        os.symlink(self.outside, os.path.join(self.power, "windows"))
+        p = self.window("end", "--result", result)
+        self.assert_refused(p, os.path.join(self.power, "windows"))
+        with open(result) as f:
+            self.assertEqual(json.load(f), {"x": 1}, "the result file is not stamped for a refused window")
+
+    def test_a_symlinked_result_file_is_not_stamped_through(self):
+        os.makedirs(os.path.join(self.power, "windows"))
+        real = os.path.join(self.logs, "results", "real.json")
+        with open(real, "w") as f:
+            f.write('{"x": 1}')
+        link = os.path.join(self.logs, "results", "r1.json")
+        os.symlink(real, link)
+        p = self.window("run", "--concurrency", "2", "--result", link, "--", "true")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        with open(real) as f:
+            self.assertEqual(json.load(f), {"x": 1})
+        self.assertTrue(os.path.islink(link))
+        [name] = os.listdir(os.path.join(self.power, "windows"))
+        with open(os.path.join(self.power, "windows", name)) as f:
+            w = json.load(f)
+        self.assertEqual(w["status"], "failed")
+        self.assertIn(f"{link} is a symbolic link", w["reason"])
+
+    def test_every_artifact_file_is_0644_under_a_strict_umask(self):
+        self.scenario("node0")
+        command = f"{GPULSE} exporter --simulate {self.dir}/{{hostname}}.yaml -a 127.0.0.1:{{port}}"
+        cfg = self.write_config(config_text([("node0", free_port(), "/metrics")], [("node0", [0], "agg", 0, 0)],
+                                            concurrencies=(4,), launch="local", command=command, clock_sync=True))
+        p = self.collect(cfg, "sh", "-c", window_cmd(4, 2), env=self.synced_clock(), preexec=lambda: os.umask(0o077))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        files = [os.path.join(root, n) for root, _, names in os.walk(self.power) for n in names]
+        files += [os.path.join(self.logs, n) for n in os.listdir(self.logs) if n.endswith(".out")]
+        files.append(os.path.join(self.logs, "results", "sa-bench-c4.json"))  # stamped by gpulse window
+        names = sorted(os.path.relpath(f, self.logs) for f in files)
+        for expected in ("power/manifest.json", "power/samples.csv", "power/scrape-timings.jsonl",
+                         "power/windows/sa-bench-c4.json", "telemetry_dcgm_exporter.node0.out"):
+            self.assertIn(expected, names)
+        self.assertTrue(any(n.startswith("clock_sync_") for n in names), names)
+        modes = {os.path.relpath(f, self.logs): oct(os.stat(f).st_mode & 0o777) for f in files}
+        self.assertEqual(modes, {n: "0o644" for n in modes})
 
 
 if __name__ == "__main__":

@@ -122,6 +122,52 @@ class RecordTest(GpulseTestCase):
         self.assertIn("output directory", p.stderr)
         self.assertFalse(os.path.exists(marker), "the command must not have run")
 
+    def precious(self):
+        outside = os.path.join(self.tmp, "outside")
+        os.makedirs(outside, exist_ok=True)
+        path = os.path.join(outside, "precious.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("precious\n")
+        return path
+
+    def test_planted_links_in_the_run_directory_are_refused_before_the_command_starts(self):
+        """Issue 13: run.json, report.txt and report.html are never written through a link."""
+        precious = self.precious()
+        for name in ("run.json", "report.txt", "report.html"):
+            with self.subTest(name=name):
+                out = os.path.join(self.tmp, "out-" + name)
+                os.makedirs(out)
+                link = os.path.join(out, name)
+                os.symlink(precious, link)
+                marker = os.path.join(self.tmp, "ran-" + name)
+                p = run("record", "--simulate", "1xH200", "-o", out, "--", "touch", marker)
+                self.assertEqual(p.returncode, 125, p.stderr)
+                self.assertIn(f"{link} is a symbolic link", p.stderr)
+                self.assertFalse(os.path.exists(marker), "the command must not have run")
+                self.assertEqual(load(precious), "precious\n", "the link's target is unchanged")
+                self.assertTrue(os.path.islink(link))
+
+    def test_a_link_planted_while_the_command_runs_is_refused_and_the_other_files_written(self):
+        precious = self.precious()
+        out = os.path.join(self.tmp, "out")
+        link = os.path.join(out, "report.txt")
+        p = run("record", "--simulate", "1xH200", "-o", out, "--", "ln", "-s", precious, link)
+        self.assertEqual(p.returncode, 125, p.stderr)
+        self.assertIn(f"{link} is a symbolic link", p.stderr)
+        self.assertEqual(load(precious), "precious\n")
+        validate(json.loads(load(os.path.join(out, "run.json"))), "run.schema.json")
+        self.assertTrue(os.path.isfile(os.path.join(out, "report.html")))
+        self.assertTrue(os.path.islink(link), "refused, not replaced")
+
+    def test_every_file_is_0644_whatever_the_umask(self):
+        out = os.path.join(self.tmp, "out")
+        p = subprocess.run([GPULSE, "record", "--simulate", "1xH200", "-o", out, "--", "true"], capture_output=True,
+                           text=True, timeout=60, preexec_fn=lambda: os.umask(0o077))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(sorted(os.listdir(out)), ["report.html", "report.txt", "run.json"], "no probe or temp file left")
+        for name in os.listdir(out):
+            self.assertEqual(oct(os.stat(os.path.join(out, name)).st_mode & 0o777), "0o644", name)
+
     def test_bad_flags_and_fields_are_rejected(self):
         p = run("record", "--simulate", "1xH200", "-o", self.tmp, "--fields", "DCGM_FI_DEV_XID_BOGUS", "--", "true")
         self.assertEqual(p.returncode, 125)
