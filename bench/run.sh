@@ -27,5 +27,8 @@ echo
 echo "== exporter scrape on a MIG node, 8 GPUs x 7 instances (bench/exporter/mig.py)"
 /usr/bin/python3 bench/exporter/mig.py "$build"
 echo
+echo "== exporter with TLS and basic auth under hostile clients (bench/exporter/hostile.py)"
+/usr/bin/python3 -W ignore::DeprecationWarning bench/exporter/hostile.py "$build"
+echo
 echo "== collector vs Prometheus, 1,024 endpoints x 8 GPUs at 1 s (bench/collector, ~5 min)"
 bash bench/collector/run.sh "$build"

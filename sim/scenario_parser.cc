@@ -93,8 +93,16 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
                                const std::string& default_name) {
   YamlCheck check(source);
   try {
+    // Bounded before a node is built: a scenario of a million GPUs is refused by its size here,
+    // not after 3 GB of nodes, long before the 64-GPU limit is checked.
+    if (auto shape = yaml::CheckShape(text)) {
+      return InvalidArgument(source + ":" + std::to_string(shape->line) + ": " + shape->what + ": refused");
+    }
     YAML::Node doc = YAML::Load(std::string(text));
     if (auto dup = yaml::FindDuplicateKey(doc)) {
+      if (dup->key.front() == '<') {
+        return InvalidArgument(source + ":" + std::to_string(dup->line) + ": " + yaml::Describe(*dup));
+      }
       // The simulator's own message form: file:line:column: key.path: problem.
       std::string key = dup->path.empty() ? dup->key : dup->path + "." + dup->key;
       return InvalidArgument(source + ":" + std::to_string(dup->line) + ":" + std::to_string(dup->column) +

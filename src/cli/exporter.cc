@@ -98,7 +98,12 @@ Subcommand SetupExporter(CLI::App& parent) {
       ->capture_default_str()
       ->check(CLI::Range(1, 3'600'000));
   app->add_option("--max-connections", o->exp.max_connections,
-                  "Connections served at once; more are closed")
+                  "Connections served at once; at the limit the oldest that has not yet passed a "
+                  "request makes room, else a new one is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
+  app->add_option("--max-connections-per-peer", o->exp.max_connections_per_peer,
+                  "Connections from one client address; more are closed")
       ->capture_default_str()
       ->check(CLI::Range(1, 1'000'000));
   app->add_flag("--once", o->once, "Print one /metrics exposition to stdout and exit (no server)");

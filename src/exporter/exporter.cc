@@ -43,7 +43,10 @@ Exporter::Exporter(ExporterOptions options, std::unique_ptr<gpu::Backend> backen
       backend_(std::move(backend)),
       entities_(BuildEntities(backend_->info())) {}
 
-Exporter::~Exporter() { probe_.reset(); }
+Exporter::~Exporter() {
+  probe_.reset();
+  if (reload_thread_.joinable()) reload_thread_.join();
+}
 
 Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
                                                    std::unique_ptr<gpu::Backend> backend,
@@ -51,6 +54,7 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
   net::ServerOptions so;
   so.address = options.address;
   so.max_connections = options.max_connections;
+  so.max_connections_per_peer = options.max_connections_per_peer;
   if (!options.web_config_file.empty()) {
     auto web = net::LoadWebConfig(options.web_config_file);
     if (!web) return web.error();
@@ -119,6 +123,27 @@ std::shared_ptr<const Snapshot> Exporter::ReadNow() {
 }
 
 void Exporter::Reload() {
+  std::lock_guard lock(reload_mu_);
+  if (reloading_) {
+    reload_again_ = true;
+    return;
+  }
+  reloading_ = true;
+  if (reload_thread_.joinable()) reload_thread_.join();  // the previous one has finished
+  reload_thread_ = std::thread([this] {
+    for (;;) {
+      ReloadNow();
+      std::lock_guard l(reload_mu_);
+      if (!reload_again_) {
+        reloading_ = false;
+        return;
+      }
+      reload_again_ = false;
+    }
+  });
+}
+
+void Exporter::ReloadNow() {
   if (options_.counters_file.empty()) {
     Log("SIGHUP: no counters file (-f) to reload; serving the built-in default");
     return;

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/result.h"
@@ -35,6 +36,7 @@ struct ExporterOptions {
   std::optional<std::string> hostname;
   std::string web_config_file;  // "" = plain HTTP, no auth
   std::size_t max_connections = 2048;
+  std::size_t max_connections_per_peer = 256;
   std::string version;
   std::string commit;
 };
@@ -68,7 +70,8 @@ class Exporter {
   void ServeMetrics(net::Respond respond);
   void ServeHealth(net::Respond respond);
   void ServeSnapshot(net::Respond respond);
-  void Reload();
+  void Reload();        // SIGHUP, on the loop: starts or queues a reload on the reload thread
+  void ReloadNow();     // reads and installs the counters file; on the reload thread
   void Install(std::shared_ptr<const CounterSet> counters);
   std::shared_ptr<const MetricsPage> page() const;
   std::shared_ptr<const Snapshot> ReadNow();
@@ -80,6 +83,11 @@ class Exporter {
   std::shared_ptr<const MetricsPage> page_;
   std::vector<FieldIndex> fields_;
   std::unique_ptr<net::Server> server_;
+  // A reload reads a file (which may be slow, or a FIFO an operator planted): never on the loop.
+  std::mutex reload_mu_;  // guards reloading_ and reload_again_
+  bool reloading_ = false;
+  bool reload_again_ = false;  // a SIGHUP came while a reload ran: one more after it
+  std::thread reload_thread_;  // joined by the destructor (and before the next one starts)
   std::unique_ptr<Probe> probe_;  // destroyed first: its thread reads backend_ and posts to server_
 };
 

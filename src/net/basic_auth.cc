@@ -57,11 +57,11 @@ bool BcryptMatches(const std::string& password, const std::string& hash) {
          CRYPTO_memcmp(computed.data(), hash.data(), hash.size()) == 0;
 }
 
-Result<BasicAuth> BasicAuth::Create(std::map<std::string, std::string> users) {
+Result<BasicAuth> BasicAuth::Create(std::map<std::string, std::string> users, Verifier verify) {
   for (const auto& [user, hash] : users) {
-    if (user.empty() || user.find(':') != std::string::npos) {
+    if (user.empty() || user.find(':') != std::string::npos || HasControl(user)) {
       return InvalidArgument("basic_auth_users: user name \"" + user +
-                             "\" must be non-empty and without ':'");
+                             "\" must be non-empty and without ':' or control characters");
     }
     if (!IsBcrypt(hash)) {
       return InvalidArgument("basic_auth_users: the hash of user \"" + user +
@@ -80,38 +80,69 @@ Result<BasicAuth> BasicAuth::Create(std::map<std::string, std::string> users) {
     }
     dummy = std::string(salt) + std::string(60 - std::strlen(salt), 'u');
   }
-  return BasicAuth(std::move(users), std::move(dummy));
+  auto s = std::make_shared<State>();
+  s->users = std::move(users);
+  s->dummy = std::move(dummy);
+  s->verify = std::move(verify);
+  return BasicAuth(std::move(s));
 }
 
-bool BasicAuth::Verify(const std::string& user, const std::string& password) const {
-  auto it = users_.find(user);
-  if (it == users_.end()) {
-    BcryptMatches(password, dummy_);  // the same work as a wrong password; the answer is no
-    return false;
-  }
-  return BcryptMatches(password, it->second);
-}
-
-bool BasicAuth::Check(std::string_view authorization) {
+std::optional<Credentials> ParseBasicAuthorization(std::string_view authorization) {
   constexpr std::string_view kScheme = "Basic ";
-  if (authorization.size() <= kScheme.size()) return false;
+  if (authorization.size() <= kScheme.size()) return std::nullopt;
   for (std::size_t i = 0; i < kScheme.size() - 1; ++i) {
-    if (std::tolower(static_cast<unsigned char>(authorization[i])) != "basic"[i]) return false;
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != "basic"[i]) return std::nullopt;
   }
-  if (authorization[kScheme.size() - 1] != ' ') return false;
+  if (authorization[kScheme.size() - 1] != ' ') return std::nullopt;
   auto decoded = Base64Decode(authorization.substr(kScheme.size()));
-  if (!decoded) return false;
+  if (!decoded) return std::nullopt;
   std::size_t colon = decoded->find(':');
-  if (colon == std::string::npos) return false;
-  std::string user = decoded->substr(0, colon);
-  std::string password = decoded->substr(colon + 1);
-  if (HasControl(user) || HasControl(password)) return false;
-  std::string key = user + '\0' + Sha256(password);
-  if (auto hit = cache_.find(key); hit != cache_.end()) return hit->second;
-  bool ok = Verify(user, password);
-  if (cache_.size() >= kCacheLimit) cache_.clear();
-  cache_.emplace(std::move(key), ok);
+  if (colon == std::string::npos) return std::nullopt;
+  Credentials c{decoded->substr(0, colon), decoded->substr(colon + 1)};
+  if (HasControl(c.user) || HasControl(c.password)) return std::nullopt;
+  return c;
+}
+
+std::variant<BasicAuth::Verdict, BasicAuth::Pending> BasicAuth::Lookup(
+    std::string_view authorization) const {
+  auto creds = ParseBasicAuthorization(authorization);
+  if (!creds) return Verdict::kReject;
+  std::string key = creds->user + '\0' + Sha256(creds->password);
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->good.contains(key)) return Verdict::kAccept;
+    if (state_->bad.contains(key)) return Verdict::kReject;
+  }
+  return Pending{std::move(key), std::move(creds->user), std::move(creds->password)};
+}
+
+bool BasicAuth::Verify(const Pending& p) const {
+  auto it = state_->users.find(p.user);
+  bool known = it != state_->users.end();
+  // An unknown user is checked against the dummy hash: the same work as a wrong password.
+  bool ok = state_->verify(p.password, known ? it->second : state_->dummy) && known;
+  std::lock_guard lock(state_->mu);
+  ++state_->runs;
+  auto& cache = ok ? state_->good : state_->bad;
+  if (cache.size() >= kCacheLimit) cache.clear();
+  cache.insert(p.key);
   return ok;
+}
+
+bool BasicAuth::Check(std::string_view authorization) const {
+  auto v = Lookup(authorization);
+  if (const Verdict* d = std::get_if<Verdict>(&v)) return *d == Verdict::kAccept;
+  return Verify(std::get<Pending>(v));
+}
+
+std::size_t BasicAuth::cached() const {
+  std::lock_guard lock(state_->mu);
+  return state_->good.size() + state_->bad.size();
+}
+
+std::size_t BasicAuth::bcrypt_runs() const {
+  std::lock_guard lock(state_->mu);
+  return state_->runs;
 }
 
 }  // namespace gpulse::net

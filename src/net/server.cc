@@ -1,17 +1,24 @@
 #include "net/server.h"
 
+#include <malloc.h>
 #include <openssl/ssl.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <thread>
+#include <unordered_map>
 #include <unordered_set>
+#include <variant>
 
 #include "net/asio.h"  // first of the Boost headers: see the comment there
 #include "net/basic_auth.h"
 #include "net/http_util.h"
+#include "net/tls_socket.h"
+#include "net/work_pool.h"
 
 namespace gpulse::net {
 namespace {
@@ -58,6 +65,13 @@ Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsSettings& t)
     return InvalidArgument("TLS: key_file \"" + t.key_file + "\" does not match cert_file \"" +
                            t.cert_file + "\"");
   }
+  // Idle connections give their 16 KiB read and write buffers back (tls_socket.h); a partial write
+  // is retried from where it stopped.
+  SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
+                               SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // Resumption by session tickets only, as Go's TLS (the exporter-toolkit) does: a server-side
+  // cache would keep about 1 KB for every client that ever connected.
+  SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_min_proto_version(native, OpensslVersion(t.min_version));
   if (t.max_version) SSL_CTX_set_max_proto_version(native, OpensslVersion(*t.max_version));
   if (t.client_auth != ClientAuth::kNone) {
@@ -89,9 +103,16 @@ struct Server::Impl {
   // Members session destructors touch come first: they outlive the io_context, whose destruction
   // destroys the sessions still referenced by pending handlers.
   std::unordered_set<SessionBase*> sessions;
+  std::unordered_map<std::string, std::size_t> per_peer;       // open connections by address
+  std::unordered_map<std::string, std::size_t> auth_in_flight;  // bcrypt checks by address
+  std::size_t unproven = 0;  // sessions that have not yet passed a request (TLS, auth included)
+  std::uint64_t next_seq = 0;
+  std::size_t peak_since_trim = 0;
+  bool trim_armed = false;
   bool draining = false;
   bool destroying = false;
-  std::atomic<std::uint64_t> accepted{0}, rejected{0}, requests{0}, open{0};
+  std::atomic<std::uint64_t> accepted{0}, rejected{0}, requests{0}, open{0}, evicted{0},
+      auth_busy{0};
   std::unique_ptr<asio::ssl::context> ssl;
 
   asio::io_context ioc{1};
@@ -99,85 +120,163 @@ struct Server::Impl {
   asio::signal_set signals{ioc};
   asio::steady_timer drain_timer{ioc};
   asio::steady_timer accept_retry{ioc};
+  asio::steady_timer trim_timer{ioc};
   std::map<int, std::function<void()>> on_signal;
 
   ServerOptions opt;
   Handler handler;
   std::optional<BasicAuth> auth;
   std::string local;
+  // After ioc: destroyed first, so a check finishing during destruction can still post to ioc.
+  std::unique_ptr<WorkPool> auth_pool;
 
   ~Impl() { destroying = true; }
 
   void DoAccept();
   void OnAccept(boost::system::error_code ec, tcp::socket socket);
+  bool MakeRoom();
   void WaitSignal();
   void BeginShutdown();
   void SessionGone();
+  void MaybeTrim();
 };
 
 class SessionBase {
  public:
-  explicit SessionBase(Server::Impl& srv) : srv_(srv) {
+  SessionBase(Server::Impl& srv, std::string peer)
+      : srv_(srv), peer_(std::move(peer)), seq_(srv.next_seq++) {
     srv_.sessions.insert(this);
+    ++srv_.per_peer[peer_];
+    ++srv_.unproven;
     ++srv_.open;
+    srv_.peak_since_trim = std::max(srv_.peak_since_trim, srv_.sessions.size());
   }
   virtual ~SessionBase() { Deregister(); }
   SessionBase(const SessionBase&) = delete;
   SessionBase& operator=(const SessionBase&) = delete;
   virtual void CloseIfIdle() = 0;
+  virtual void CloseNow() = 0;
+  bool proven() const { return proven_; }
+  std::uint64_t seq() const { return seq_; }
 
  protected:
+  // The connection has passed a request (its TLS handshake and authentication included): it now
+  // counts against the limit for good, instead of being the first to go when the server is full.
+  void Prove() {
+    if (proven_ || !registered_) return;
+    proven_ = true;
+    --srv_.unproven;
+  }
+
   // Called when the socket closes (a Respond callback may keep the object alive longer): the
-  // connection no longer counts against the limit or holds up a drain.
+  // connection no longer counts against the limits or holds up a drain.
   void Deregister() {
     if (!registered_) return;
     registered_ = false;
     srv_.sessions.erase(this);
+    if (auto it = srv_.per_peer.find(peer_); it != srv_.per_peer.end() && --it->second == 0)
+      srv_.per_peer.erase(it);
+    if (!proven_) --srv_.unproven;
     --srv_.open;
     srv_.SessionGone();
   }
 
   Server::Impl& srv_;
+  const std::string peer_;  // the client's address without the port
 
  private:
+  const std::uint64_t seq_;
   bool registered_ = true;
+  bool proven_ = false;
 };
 
 template <class Stream>
 class Session final : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(Server::Impl& srv, Stream stream, std::string remote)
-      : SessionBase(srv), stream_(std::move(stream)), remote_(std::move(remote)) {}
+  Session(Server::Impl& srv, Stream stream, std::string peer, std::string remote)
+      : SessionBase(srv, std::move(peer)),
+        stream_(std::move(stream)),
+        remote_(std::move(remote)),
+        deadline_(srv.ioc),
+        born_(std::chrono::steady_clock::now()) {}
 
   void Start() {
     if constexpr (kTls) {
       idle_ = true;
-      Lowest().expires_after(srv_.opt.read_timeout);
-      stream_.async_handshake(asio::ssl::stream_base::server,
-                              [self = this->shared_from_this()](boost::system::error_code ec) {
-                                self->idle_ = false;
-                                if (ec) return self->Close();
-                                self->DoRead();
-                              });
+      // A client that connects and sends nothing, or stalls its handshake, is gone long before the
+      // idle timeout: it holds a slot no real scraper can use.
+      ArmAt(born_ + std::min({srv_.opt.handshake_timeout, srv_.opt.first_request_timeout,
+                              srv_.opt.read_timeout}));
+      stream_.async_handshake([self = this->shared_from_this()](boost::system::error_code ec) {
+        self->idle_ = false;
+        if (ec) return self->Close();
+        self->WaitRequest();
+      });
     } else {
-      DoRead();
+      WaitRequest();
     }
   }
 
   void CloseIfIdle() override {
     if (idle_) Close();
   }
+  void CloseNow() override { Close(); }
 
  private:
-  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+  static constexpr bool kTls = std::is_same_v<Stream, TlsSocket>;
 
-  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+  tcp::socket& Lowest() {
+    if constexpr (kTls) {
+      return stream_.socket();
+    } else {
+      return stream_;
+    }
+  }
+
+  // A deadline handler already queued when the deadline is re-armed or disarmed still runs without
+  // an error: the generation tells it that it is stale.
+  void ArmAt(std::chrono::steady_clock::time_point when) {
+    ++deadline_gen_;
+    deadline_.expires_at(when);
+    deadline_.async_wait([self = this->shared_from_this(), gen = deadline_gen_](boost::system::error_code ec) {
+      if (!ec && gen == self->deadline_gen_) self->Close();
+    });
+  }
+  void Disarm() {
+    ++deadline_gen_;
+    deadline_.cancel();
+  }
+  void Arm(std::chrono::milliseconds d) { ArmAt(std::chrono::steady_clock::now() + d); }
 
   void Close() {
+    if (!Lowest().is_open()) return Deregister();
+    if constexpr (kTls) stream_.ShutdownNow();
     boost::system::error_code ec;
-    Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
-    Lowest().close();
+    Lowest().shutdown(tcp::socket::shutdown_both, ec);
+    Lowest().close(ec);
+    Disarm();
     Deregister();
+  }
+
+  // Between requests a connection holds no parser and no buffer: it waits for the socket to become
+  // readable and only then reads. The first request must arrive within first_request_timeout of
+  // the connect; later ones within read_timeout of the previous response.
+  void WaitRequest() {
+    if (srv_.draining) return Close();
+    idle_ = true;
+    if (proven()) {
+      Arm(srv_.opt.read_timeout);
+    } else {
+      ArmAt(born_ + std::min(srv_.opt.first_request_timeout, srv_.opt.read_timeout));
+    }
+    bool buffered = buffer_.size() != 0;
+    if constexpr (kTls) buffered = buffered || stream_.pending();
+    if (buffered) return DoRead();  // a pipelined request is already here
+    Lowest().async_wait(tcp::socket::wait_read,
+                        [self = this->shared_from_this()](boost::system::error_code ec) {
+                          if (ec) return self->Close();
+                          self->DoRead();
+                        });
   }
 
   void DoRead() {
@@ -185,8 +284,6 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(srv_.opt.max_header_bytes));
     parser_->body_limit(srv_.opt.max_body_bytes);
-    idle_ = true;
-    Lowest().expires_after(srv_.opt.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      [self = this->shared_from_this()](boost::system::error_code ec, std::size_t) {
                        self->OnRead(ec);
@@ -195,6 +292,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void OnRead(boost::system::error_code ec) {
     idle_ = false;
+    Disarm();  // the request is here: the handler takes the time it takes, as before
     if (ec == http::error::header_limit) return Reject(431, "request header too large");
     if (ec == http::error::body_limit) return Reject(413, "request body too large");
     if (ec) return Close();  // end of stream, timeout, reset, malformed request
@@ -203,11 +301,60 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     keep_alive_ = req.keep_alive() && !srv_.draining;
     head_ = req.method() == http::verb::head;
     // Authentication first: an unauthenticated client learns nothing, not even which methods exist.
-    if (srv_.auth && !srv_.auth->Check(View(req[http::field::authorization]))) {
-      HttpResponse r = TextResponse(401, "Unauthorized");
-      r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"gpulse\"");
-      return Write(std::move(r));
+    if (!srv_.auth) return Dispatch();
+    auto v = srv_.auth->Lookup(View(req[http::field::authorization]));
+    if (auto* d = std::get_if<BasicAuth::Verdict>(&v)) {
+      return *d == BasicAuth::Verdict::kAccept ? Dispatch() : Unauthorized();
     }
+    VerifyOffLoop(std::move(std::get<BasicAuth::Pending>(v)));
+  }
+
+  // bcrypt on the auth pool; the loop serves everyone else meanwhile. A peer may have only a few
+  // checks in flight, and the pool's queue is bounded: past either, the answer is "busy" at once.
+  void VerifyOffLoop(BasicAuth::Pending p) {
+    std::size_t& mine = srv_.auth_in_flight[peer_];
+    if (mine >= srv_.opt.max_auth_checks_per_peer) return Busy(429);
+    ++mine;
+    Arm(srv_.opt.write_timeout);  // a check never outlives its connection's budget
+    Server::Impl* srv = &srv_;
+    bool queued = srv_.auth_pool->TrySubmit([self = this->shared_from_this(), srv, p = std::move(p)]() mutable {
+      bool ok = srv->auth->Verify(p);
+      asio::post(srv->ioc, [self = std::move(self), ok] { self->AfterCheck(ok); });
+    });
+    if (!queued) {
+      DoneChecking();
+      Busy(503);
+    }
+  }
+
+  void DoneChecking() {
+    if (auto it = srv_.auth_in_flight.find(peer_); it != srv_.auth_in_flight.end() && --it->second == 0)
+      srv_.auth_in_flight.erase(it);
+  }
+
+  void AfterCheck(bool ok) {
+    DoneChecking();
+    if (!Lowest().is_open()) return;
+    ok ? Dispatch() : Unauthorized();
+  }
+
+  void Unauthorized() {
+    HttpResponse r = TextResponse(401, "Unauthorized");
+    r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"gpulse\"");
+    Write(std::move(r));
+  }
+
+  void Busy(int status) {
+    ++srv_.auth_busy;
+    HttpResponse r = TextResponse(status, "too many authentication checks in progress; retry");
+    r.headers.emplace_back("Retry-After", "1");
+    keep_alive_ = false;
+    Write(std::move(r));
+  }
+
+  void Dispatch() {
+    Prove();
+    const auto& req = parser_->get();
     if (req.method() != http::verb::get && !head_) {
       HttpResponse r = TextResponse(405, "only GET and HEAD are served");
       r.headers.emplace_back("Allow", "GET, HEAD");
@@ -234,7 +381,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void Write(HttpResponse r) {
-    if (!Lowest().socket().is_open()) return;
+    if (!Lowest().is_open()) return;
     res_ = {};
     res_.version(11);
     res_.result(static_cast<unsigned>(r.status));
@@ -255,7 +402,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     std::size_t length = r.body.size();
     if (!head_) res_.body() = std::move(r.body);
     res_.content_length(length);
-    Lowest().expires_after(srv_.opt.write_timeout);
+    Arm(srv_.opt.write_timeout);
     http::async_write(stream_, res_,
                       [self = this->shared_from_this()](boost::system::error_code ec, std::size_t) {
                         self->OnWrite(ec);
@@ -264,11 +411,18 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void OnWrite(boost::system::error_code ec) {
     if (ec || !keep_alive_) return Close();
-    DoRead();
+    // Nothing of this request stays with an idle connection.
+    res_ = {};
+    parser_.reset();
+    if (buffer_.size() == 0) buffer_.shrink_to_fit();
+    WaitRequest();
   }
 
   Stream stream_;
   std::string remote_;
+  asio::steady_timer deadline_;
+  std::uint64_t deadline_gen_ = 0;
+  const std::chrono::steady_clock::time_point born_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
@@ -284,6 +438,22 @@ void Server::Impl::DoAccept() {
   });
 }
 
+// At the limit, the oldest connection that has not yet passed a request (an idle TCP connection,
+// a stalled handshake, a client that only sends wrong passwords) makes room for the new one:
+// connections that never prove themselves cannot lock real scrapers out. False when every open
+// connection has passed a request.
+bool Server::Impl::MakeRoom() {
+  if (unproven == 0) return false;
+  SessionBase* oldest = nullptr;
+  for (SessionBase* s : sessions) {
+    if (!s->proven() && (oldest == nullptr || s->seq() < oldest->seq())) oldest = s;
+  }
+  if (oldest == nullptr) return false;
+  ++evicted;
+  oldest->CloseNow();
+  return true;
+}
+
 void Server::Impl::OnAccept(boost::system::error_code ec, tcp::socket socket) {
   if (ec == asio::error::operation_aborted || draining) return;
   if (ec) {  // e.g. out of file descriptors: back off instead of spinning
@@ -294,24 +464,27 @@ void Server::Impl::OnAccept(boost::system::error_code ec, tcp::socket socket) {
     return;
   }
   ++accepted;
-  if (sessions.size() >= opt.max_connections) {
+  boost::system::error_code ignored;
+  std::string peer, remote;
+  if (auto ep = socket.remote_endpoint(ignored); !ignored) {
+    peer = ep.address().to_string();
+    remote = FormatEndpoint(ep);
+  }
+  auto it = per_peer.find(peer);
+  bool peer_full = it != per_peer.end() && it->second >= opt.max_connections_per_peer;
+  if (peer_full || (sessions.size() >= opt.max_connections && !MakeRoom())) {
     ++rejected;
-    boost::system::error_code ignored;
     socket.close(ignored);
     return DoAccept();
   }
-  boost::system::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
-  std::string remote;
-  if (auto ep = socket.remote_endpoint(ignored); !ignored) remote = FormatEndpoint(ep);
   if (ssl) {
-    using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-    std::make_shared<Session<TlsStream>>(
-        *this, TlsStream(beast::tcp_stream(std::move(socket)), *ssl), std::move(remote))
+    std::make_shared<Session<TlsSocket>>(*this, TlsSocket(std::move(socket), ssl->native_handle()),
+                                         std::move(peer), std::move(remote))
         ->Start();
   } else {
-    std::make_shared<Session<beast::tcp_stream>>(*this, beast::tcp_stream(std::move(socket)),
-                                                 std::move(remote))
+    std::make_shared<Session<tcp::socket>>(*this, std::move(socket), std::move(peer),
+                                           std::move(remote))
         ->Start();
   }
   DoAccept();
@@ -342,7 +515,24 @@ void Server::Impl::BeginShutdown() {
 }
 
 void Server::Impl::SessionGone() {
-  if (draining && !destroying && sessions.empty()) drain_timer.cancel();
+  if (destroying) return;
+  if (draining && sessions.empty()) drain_timer.cancel();
+  MaybeTrim();
+}
+
+// After a burst of connections (at least 256 more than are open now) has closed, hands the freed
+// heap back to the system a second later: glibc keeps it otherwise, and an exporter that once held
+// 2,048 connections would hold their memory for good.
+void Server::Impl::MaybeTrim() {
+  if (trim_armed || peak_since_trim < sessions.size() + 256) return;
+  trim_armed = true;
+  trim_timer.expires_after(std::chrono::seconds(1));
+  trim_timer.async_wait([this](boost::system::error_code ec) {
+    trim_armed = false;
+    if (ec) return;
+    malloc_trim(0);
+    peak_since_trim = sessions.size();
+  });
 }
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -358,9 +548,11 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options, Handler ha
     impl->ssl = std::move(ctx).value();
   }
   if (!options.web.basic_auth_users.empty()) {
-    auto auth = BasicAuth::Create(options.web.basic_auth_users);
+    auto auth = BasicAuth::Create(options.web.basic_auth_users, options.verify_password);
     if (!auth) return auth.error();
     impl->auth.emplace(std::move(auth).value());
+    std::size_t threads = std::clamp<std::size_t>(std::thread::hardware_concurrency() / 2, 1, 2);
+    impl->auth_pool = std::make_unique<WorkPool>(threads, options.max_auth_queue);
   }
   boost::system::error_code ec;
   tcp::resolver resolver(impl->ioc);
@@ -426,6 +618,8 @@ ServerStats Server::stats() const {
   s.connections_accepted = impl_->accepted.load();
   s.connections_rejected = impl_->rejected.load();
   s.requests = impl_->requests.load();
+  s.connections_evicted = impl_->evicted.load();
+  s.auth_busy = impl_->auth_busy.load();
   return s;
 }
 

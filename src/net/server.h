@@ -2,10 +2,16 @@
 // a slow, idle or malicious client costs a socket and a few kilobytes, never a thread, and never
 // delays another client's scrape.
 //
-// Limits: connections (over the limit a new connection is closed at once), request header size
-// (431), request body size (413), a read timeout for each request (idle keep-alive connections and
-// slow-loris clients are closed), a write timeout (a client that stops reading is dropped). Only
-// GET and HEAD are served (405 otherwise). Optional TLS and basic authentication (web_config.h).
+// Limits: connections in all and per client address (over either a new connection is closed at
+// once, except that at the global limit the oldest connection that has not yet passed a request
+// makes room), request header size (431), request body size (413), a TLS handshake deadline and a
+// first-request deadline from the connect (both well below the idle timeout), a read timeout for
+// each later request (idle keep-alive connections and slow-loris clients are closed), a write
+// timeout (a client that stops reading is dropped). Only GET and HEAD are served (405 otherwise),
+// after authentication. Optional TLS and basic authentication (web_config.h): bcrypt runs on a
+// small pool of worker threads, never on the loop, with a bounded queue (503 when full) and a few
+// checks per client address (429 past that). An idle connection holds no request buffers and, with
+// TLS, no OpenSSL record buffers; memory freed after a burst of connections is returned.
 //
 // Thread-safety: Create, Run and the destructor from one thread; Post, Shutdown, OnSignal's
 // callbacks and the Respond callbacks handed to the handler are safe from any thread.
@@ -22,6 +28,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "net/basic_auth.h"
 #include "net/http_types.h"
 #include "net/web_config.h"
 
@@ -32,11 +39,17 @@ struct ServerOptions {
   std::size_t max_connections = 2048;
   std::size_t max_header_bytes = 8 * 1024;
   std::size_t max_body_bytes = 4 * 1024;
-  std::chrono::milliseconds read_timeout{30'000};   // waiting for and reading one request
+  std::size_t max_connections_per_peer = 256;  // from one client address
+  std::size_t max_auth_checks_per_peer = 4;    // bcrypt checks in flight for one client address
+  std::size_t max_auth_queue = 64;             // bcrypt checks waiting for the pool
+  std::chrono::milliseconds handshake_timeout{5'000};       // connect to TLS handshake done
+  std::chrono::milliseconds first_request_timeout{10'000};  // connect to the first whole request
+  std::chrono::milliseconds read_timeout{30'000};  // waiting for and reading each later request
   std::chrono::milliseconds write_timeout{10'000};  // writing one response
   std::chrono::milliseconds drain_timeout{5'000};  // Shutdown: longest wait for responses in flight
   int gzip_level = 1;
   WebConfig web;  // TLS, basic auth, extra headers
+  BasicAuth::Verifier verify_password = BcryptMatches;  // how basic auth checks; tests substitute
 };
 
 struct ServerStats {
@@ -44,6 +57,8 @@ struct ServerStats {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_rejected = 0;  // over max_connections
   std::uint64_t requests = 0;
+  std::uint64_t connections_evicted = 0;  // closed at the limit to make room, never having passed a request
+  std::uint64_t auth_busy = 0;            // 429 and 503 answers for authentication checks
 };
 
 class Server {

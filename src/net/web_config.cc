@@ -203,6 +203,9 @@ Result<WebConfig> ParseWebConfig(const std::string& yaml, const std::string& bas
                                  const std::string& origin) {
   Checker c(origin, base_dir);
   try {
+    if (auto shape = yaml::CheckShape(yaml)) {
+      return InvalidArgument(origin + ":" + std::to_string(shape->line) + ": " + shape->what + ": refused");
+    }
     YAML::Node root = YAML::Load(yaml);
     if (auto dup = yaml::FindDuplicateKey(root)) {
       return InvalidArgument(origin + ":" + std::to_string(dup->line) + ": " + yaml::Describe(*dup));

@@ -10,6 +10,7 @@
 
 #include "power/contract.h"
 #include "power/exporter_launch.h"
+#include "sys/regular_file.h"
 #include "sys/strict_yaml.h"
 
 namespace gpulse::power {
@@ -284,6 +285,9 @@ CollectConfig Parse(const YAML::Node& root) {
 
 Result<CollectConfig> ParseCollectConfig(std::string_view text) {
   try {
+    if (auto shape = yaml::CheckShape(text)) {
+      return InvalidArgument("config: line " + std::to_string(shape->line) + ": " + shape->what + ": refused");
+    }
     YAML::Node root = YAML::Load(std::string(text));
     if (auto dup = yaml::FindDuplicateKey(root)) {
       return InvalidArgument("config: line " + std::to_string(dup->line) + ": " + yaml::Describe(*dup));
@@ -298,11 +302,10 @@ Result<CollectConfig> ParseCollectConfig(std::string_view text) {
 }
 
 Result<CollectConfig> LoadCollectConfig(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("config: cannot read " + path.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto c = ParseCollectConfig(ss.str());
+  // A regular file of at most 1 MiB, opened without blocking (a FIFO or /dev/zero is refused).
+  auto text = sys::ReadRegularFile(path.string());
+  if (!text) return Error{text.error().code, "config: cannot read: " + text.error().message};
+  auto c = ParseCollectConfig(*text);
   if (!c.ok()) return InvalidArgument(path.string() + ": " + c.error().message);
   return c;
 }

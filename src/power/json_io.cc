@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <system_error>
+
+#include "sys/regular_file.h"
 
 namespace gpulse::power {
 namespace {
@@ -51,6 +52,7 @@ Result<Json> ParseJsonText(std::string_view text) {
   // JSON text is not preceded by a byte-order mark (RFC 8259 §8.1); Python's json, which the
   // upstream validator uses, refuses one, so gpulse does too instead of skipping it silently.
   if (text.starts_with("\xEF\xBB\xBF")) return InvalidArgument("starts with a UTF-8 byte-order mark");
+  if (auto why = CheckJsonShape(text, kPowerJsonLimits)) return InvalidArgument(*why);
   std::string prepared;
   if (auto why = Prepare(text, prepared)) return InvalidArgument(*why);
   try {
@@ -61,21 +63,11 @@ Result<Json> ParseJsonText(std::string_view text) {
 }
 
 Result<Json> ReadJsonFile(const std::filesystem::path& path) {
-  std::error_code ec;
-  auto st = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(st)) return NotFound(path.string() + " does not exist");
-  if (!std::filesystem::is_regular_file(st))
-    return Error{ErrorCode::kIo, path.string() + " is not a regular file"};
-  auto size = std::filesystem::file_size(path, ec);
-  if (ec) return Error{ErrorCode::kIo, path.string() + ": " + ec.message()};
-  if (size > kMaxJsonFileBytes) return InvalidArgument(path.string() + " is larger than 64 MiB");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{ErrorCode::kIo, path.string() + ": cannot open"};
-  std::string text(size, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(size));
-  if (in.gcount() != static_cast<std::streamsize>(size))
-    return Error{ErrorCode::kIo, path.string() + ": short read"};
-  return ParseJsonText(text);
+  // A regular file only, opened without blocking (a FIFO swapped in after a type check would hang
+  // validate-power and energy), at most 64 MiB.
+  auto text = sys::ReadRegularFile(path.string(), kMaxJsonFileBytes);
+  if (!text) return text.error();
+  return ParseJsonText(*text);
 }
 
 bool IsStrictInt(const Json& j) { return j.is_number_integer(); }  // excludes bool in nlohmann

@@ -1,7 +1,9 @@
 // Reading untrusted JSON artifacts without ever throwing, and the typed checks the rules need.
 // Python's json writes NaN/Infinity literals; they are read here as the strings "NaN", "Infinity"
 // and "-Infinity", so a field holding one fails its number check by name instead of the whole file
-// failing to parse. Nesting deeper than kMaxJsonDepth is refused (every later walk is recursive).
+// failing to parse. Before parsing, kPowerJsonLimits are checked (core/json_limits.h): nesting
+// deeper than kMaxJsonDepth (every later walk is recursive), more than 2,000,000 values, more than
+// 64 MiB.
 // Thread-safe: pure functions.
 #pragma once
 
@@ -12,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/json_limits.h"
 #include "core/result.h"
 
 namespace gpulse::power {
@@ -20,9 +23,11 @@ using Json = nlohmann::json;
 
 inline constexpr int kMaxJsonDepth = 256;
 inline constexpr uint64_t kMaxJsonFileBytes = 64u << 20;
+inline constexpr JsonLimits kPowerJsonLimits{kMaxJsonFileBytes, kMaxJsonDepth, 2'000'000};
 
-// kNotFound when absent; kIo when unreadable; kInvalidArgument with the parser's message when the
-// text is not JSON (invalid UTF-8 included), too deep or too big.
+// kNotFound when absent; kNoPermission or kIo when unreadable; kInvalidArgument when not a regular
+// file (read without blocking), larger than 64 MiB, or not JSON (invalid UTF-8 included, too deep,
+// too many values: the parser's message or the limit).
 Result<Json> ReadJsonFile(const std::filesystem::path& path);
 Result<Json> ParseJsonText(std::string_view text);
 

@@ -5,7 +5,9 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 
+#include "core/json_limits.h"
 #include "core/result.h"
 #include "report/derive.h"
 #include "report/run.h"
@@ -22,7 +24,13 @@ Status WriteRunJson(const Run& run, const Report& report, std::FILE* out);
 Status WriteRunJsonFile(const Run& run, const Report& report, const std::string& path);
 
 // Reads the raw parts of run.json (run, devices, timelines, events) back into a Run. Derived
-// sections are ignored: callers derive them again. Errors name the file and the problem.
+// sections are ignored: callers derive them again. Errors name the file and the problem. Only a
+// regular file is read, and kRunJsonLimits are checked before parsing (docs/formats.md "Limits").
 Result<Run> ReadRunJsonFile(const std::string& path);
+// The same for text already read; `origin` names it in errors.
+Result<Run> ParseRunJson(std::string_view text, const std::string& origin);
+
+// 4 GiB and 256 million values: about ten million GPU samples, a day of 8 GPUs at 10 Hz.
+inline constexpr JsonLimits kRunJsonLimits{4ull << 30, 64, 256'000'000};
 
 }  // namespace gpulse::report

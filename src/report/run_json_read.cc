@@ -1,10 +1,10 @@
 // Reading run.json back into a Run (see run_json.h). nlohmann throws on type mismatches; those are
 // caught here and become an error value naming the file and the JSON path.
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "report/run_json.h"
+#include "sys/regular_file.h"
 
 namespace gpulse::report {
 namespace {
@@ -194,15 +194,22 @@ Run ParseRun(const json& j) {
 
 }  // namespace
 
-Result<Run> ReadRunJsonFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("cannot open " + path);
+Result<Run> ParseRunJson(std::string_view text, const std::string& origin) {
+  if (auto why = CheckJsonShape(text, kRunJsonLimits)) {
+    return InvalidArgument(origin + ": not read: " + *why);
+  }
   try {
-    json j = json::parse(in);
+    json j = json::parse(text);
     return ParseRun(j);
   } catch (const std::exception& e) {
-    return InvalidArgument(path + ": not a gpulse run.json: " + e.what());
+    return InvalidArgument(origin + ": not a gpulse run.json: " + e.what());
   }
+}
+
+Result<Run> ReadRunJsonFile(const std::string& path) {
+  auto text = sys::ReadRegularFile(path, kRunJsonLimits.max_bytes);
+  if (!text) return text.error();
+  return ParseRunJson(*text, path);
 }
 
 }  // namespace gpulse::report

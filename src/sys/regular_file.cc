@@ -27,9 +27,10 @@ Result<std::string> ReadRegularFile(const std::string& path, std::size_t max_byt
   if (!S_ISREG(st.st_mode)) return InvalidArgument("\"" + path + "\" is not a regular file");
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
     return InvalidArgument("\"" + path + "\" is " + std::to_string(st.st_size) + " bytes, more than the " +
-                           std::to_string(max_bytes) + " a configuration file may have");
+                           std::to_string(max_bytes) + " bytes gpulse reads from such a file");
   }
   std::string out;
+  out.reserve(static_cast<std::size_t>(st.st_size));
   char buf[65536];
   for (;;) {
     ssize_t n = ::read(fd.get(), buf, sizeof buf);
@@ -38,7 +39,7 @@ Result<std::string> ReadRegularFile(const std::string& path, std::size_t max_byt
     if (n == 0) break;
     if (out.size() + static_cast<std::size_t>(n) > max_bytes) {  // grew while being read
       return InvalidArgument("\"" + path + "\" is larger than the " + std::to_string(max_bytes) +
-                             " bytes a configuration file may have");
+                             " bytes gpulse reads from such a file");
     }
     out.append(buf, static_cast<std::size_t>(n));
   }

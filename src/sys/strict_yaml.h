@@ -7,8 +7,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace gpulse::yaml {
 
@@ -20,9 +22,26 @@ struct DuplicateKey {
   int first_line = 0;  // 1-based line of its first occurrence
 };
 
-// The first repeated key in document order, anywhere in `root`, or nullopt. Nesting deeper than 64
-// levels (or an alias cycle) is reported as a repeated key "<too deep>" at the offending node.
-std::optional<DuplicateKey> FindDuplicateKey(const YAML::Node& root);
+// Bounds on a YAML document, checked before yaml-cpp builds a node (docs/formats.md "Limits").
+struct Limits {
+  int max_depth = 64;                 // nested mappings and sequences
+  std::size_t max_nodes = 100'000;    // scalars, mappings, sequences and aliases
+};
+
+struct ShapeProblem {
+  std::string what;  // "nesting deeper than 64 levels", "more than 100000 nodes"
+  int line = 0;      // 1-based, where the limit was passed
+};
+
+// Reads the first document of `text` as parser events, building nothing, and stops at the first
+// limit passed. Throws YAML::Exception on a syntax error, as YAML::Load would.
+std::optional<ShapeProblem> CheckShape(std::string_view text, const Limits& limits = {});
+
+// The first repeated key in document order, anywhere in `root`, or nullopt. Nesting deeper than
+// `limits.max_depth` (or an alias cycle) is reported as a repeated key "<too deep>", and a walk
+// that meets more than `limits.max_nodes` nodes (aliases expanded: a "billion laughs" file) as
+// "<too many nodes>", at the offending node.
+std::optional<DuplicateKey> FindDuplicateKey(const YAML::Node& root, const Limits& limits = {});
 
 // "duplicate key \"k\" in a.b (first at line 3)": the message part callers prefix with file:line.
 std::string Describe(const DuplicateKey& d);

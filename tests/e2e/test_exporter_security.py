@@ -3,6 +3,7 @@ certificate made at run time with the openssl command, bcrypt users, minimum TLS
 import base64
 import os
 import shutil
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -58,6 +59,42 @@ class SecurityTest(GpulseTestCase):
             self.assertEqual(e.get("/health", auth("alice", "s3cret"), context=ctx)[0], 200)
             with self.assertRaises((ssl.SSLError, urllib.error.URLError)):
                 e.get("/metrics", auth("alice", "s3cret"), context=ssl.create_default_context())  # untrusted CA
+
+    def test_idle_connections_cannot_lock_out_scrapes(self):
+        # Issue 13: connection slots were taken before TLS and authentication, so idle TCP
+        # connections to the TLS port refused every scrape until the 30 s read timeout. Now one that
+        # has never passed a request makes room at the limit, and its handshake deadline (5 s) closes
+        # it long before the idle timeout.
+        web = self.web_config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                              f"basic_auth_users:\n  alice: {HASH}\n")
+        with Exporter("--simulate", "1xH200", "--web-config-file", web, "--max-connections", "8") as e:
+            idle = [socket.create_connection(("127.0.0.1", e.port), timeout=20) for _ in range(8)]
+            try:
+                ctx = tls_context(self.ca)
+                for _ in range(3):
+                    self.assertEqual(e.get("/metrics", auth("alice", "s3cret"), context=ctx)[0], 200)
+                self.assertEqual(idle[-1].recv(1), b"", "closed by the handshake deadline, not after 30 s")
+            finally:
+                for s in idle:
+                    s.close()
+
+    def test_connections_per_client_address_are_limited(self):
+        web = self.web_config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n")
+        with Exporter("--simulate", "1xH200", "--web-config-file", web, "--max-connections-per-peer", "2") as e:
+            port = e.port
+            held = [socket.create_connection(("127.0.0.1", port), timeout=20) for _ in range(2)]
+            try:
+                third = socket.create_connection(("127.0.0.1", port), timeout=20)
+                self.assertEqual(third.recv(1), b"", "the third from 127.0.0.1 is closed at once")
+                third.close()
+                other = socket.create_connection(("127.0.0.1", port), timeout=20, source_address=("127.0.0.2", 0))
+                tls = tls_context(self.ca).wrap_socket(other, server_hostname="127.0.0.1")
+                tls.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                self.assertTrue(tls.recv(64).startswith(b"HTTP/1.1 200"))
+                tls.close()
+            finally:
+                for s in held:
+                    s.close()
 
     def test_min_version_refuses_older_clients(self):
         web = self.web_config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"

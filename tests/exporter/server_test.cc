@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,10 +21,17 @@ namespace {
 // A blocking client socket with a receive timeout, so a test can never hang.
 class Client {
  public:
-  explicit Client(const std::string& address) {
+  // `from`: the local address to connect from (any of 127.0.0.0/8 is loopback).
+  explicit Client(const std::string& address, const char* from = nullptr) {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
     timeval tv{10, 0};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (from != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      inet_pton(AF_INET, from, &local.sin_addr);
+      bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local);
+    }
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))));
@@ -230,6 +238,144 @@ TEST_F(ServerTest, ShutdownClosesIdleConnectionsAndFinishesResponsesInFlight) {
   loop.join();
   parked.clear();  // Respond callbacks must not outlive the server (server.h)
   server.reset();
+}
+
+// alice:s3cret, alice:block (the stand-in verifier holds it until released), alice:wrong.
+constexpr const char* kAliceHash = "$2b$04$ha0KYCrOY6At92i6QaM6heiRC81At8JE1DGtkrDPXhfZBh/BPrIg6";
+const std::string kGood = "Authorization: Basic YWxpY2U6czNjcmV0\r\n";
+const std::string kBlock = "Authorization: Basic YWxpY2U6YmxvY2s=\r\n";
+const std::string kWrong = "Authorization: Basic YWxpY2U6d3Jvbmc=\r\n";
+
+// A password check that blocks on "block" until Release: a bcrypt that takes as long as the test
+// wants. Before issue 13 bcrypt ran on the loop thread and every other client waited behind it.
+struct BlockingVerifier {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> entered;
+  BasicAuth::Verifier Make() {
+    return [this](const std::string& password, const std::string& hash) {
+      if (password == "block") {
+        entered.set_value();
+        released.wait();
+        return false;
+      }
+      return BcryptMatches(password, hash);
+    };
+  }
+};
+
+TEST_F(ServerTest, APasswordCheckInProgressDoesNotStallOtherClients) {
+  BlockingVerifier v;
+  ServerOptions o;
+  o.web.basic_auth_users = {{"alice", kAliceHash}};
+  o.verify_password = v.Make();
+  Start(o, Hello());
+  Client good(server->local_address());
+  good.Send(Get("/a", kGood));
+  ASSERT_NE(good.Receive("hello /a").find("200 OK"), std::string::npos);
+  Client attacker(server->local_address());
+  attacker.Send(Get("/x", kBlock));
+  v.entered.get_future().wait();  // the check is running, on a worker thread
+  good.Send(Get("/b", kGood));      // verified before: answered from the cache, at once
+  EXPECT_NE(good.Receive("hello /b").find("200 OK"), std::string::npos);
+  Client anonymous(server->local_address());
+  anonymous.Send(Get("/c"));
+  EXPECT_NE(anonymous.Receive("Unauthorized").find("401"), std::string::npos);
+  v.release.set_value();
+  EXPECT_NE(attacker.Receive("Unauthorized").find("401"), std::string::npos);
+}
+
+TEST_F(ServerTest, ChecksPerClientAddressAreBounded) {
+  BlockingVerifier v;
+  ServerOptions o;
+  o.web.basic_auth_users = {{"alice", kAliceHash}};
+  o.verify_password = v.Make();
+  o.max_auth_checks_per_peer = 1;
+  Start(o, Hello());
+  Client first(server->local_address());
+  first.Send(Get("/x", kBlock));
+  v.entered.get_future().wait();
+  Client second(server->local_address());
+  second.Send(Get("/y", kWrong));
+  std::string r = second.Receive();
+  EXPECT_NE(r.find("429"), std::string::npos) << r;
+  EXPECT_NE(r.find("Retry-After: 1"), std::string::npos) << r;
+  Client elsewhere(server->local_address(), "127.0.0.2");  // another address has its own budget
+  elsewhere.Send(Get("/z", kGood));
+  v.release.set_value();
+  EXPECT_NE(elsewhere.Receive("hello /z").find("200 OK"), std::string::npos);
+  EXPECT_GE(server->stats().auth_busy, 1u);
+}
+
+TEST_F(ServerTest, AnUnknownUserRunsTheSameCheckAsAWrongPassword) {
+  std::mutex mu;
+  std::vector<std::string> hashes;
+  ServerOptions o;
+  o.web.basic_auth_users = {{"alice", kAliceHash}};
+  o.verify_password = [&](const std::string& password, const std::string& hash) {
+    std::lock_guard lock(mu);
+    hashes.push_back(hash);
+    return BcryptMatches(password, hash);
+  };
+  Start(o, Hello());
+  Client c(server->local_address());
+  c.Send(Get("/a", kWrong));
+  EXPECT_NE(c.Receive("Unauthorized").find("401"), std::string::npos);
+  c.Send(Get("/b", "Authorization: Basic Ym9iOnMzY3JldA==\r\n"));  // bob:s3cret, no such user
+  EXPECT_NE(c.Receive("Unauthorized").find("401"), std::string::npos);
+  std::lock_guard lock(mu);
+  ASSERT_EQ(hashes.size(), 2u) << "both cost one bcrypt";
+  EXPECT_EQ(hashes[0], kAliceHash);
+  EXPECT_EQ(hashes[1].substr(0, 7), "$2b$04$") << "a dummy hash of the configured cost";
+}
+
+TEST_F(ServerTest, AtTheLimitAConnectionThatNeverSentARequestMakesRoom) {
+  ServerOptions o;
+  o.max_connections = 2;
+  Start(o, Hello());
+  Client idle1(server->local_address()), idle2(server->local_address());
+  Client scraper(server->local_address());  // over the limit: idle1, the oldest, goes
+  scraper.Send(Get("/s"));
+  EXPECT_NE(scraper.Receive("hello /s").find("hello /s"), std::string::npos);
+  EXPECT_TRUE(idle1.ClosedByPeer());
+  EXPECT_GE(server->stats().connections_evicted, 1u);
+}
+
+TEST_F(ServerTest, WrongPasswordsDoNotProveAConnection) {
+  ServerOptions o;
+  o.max_connections = 1;
+  o.web.basic_auth_users = {{"alice", kAliceHash}};
+  Start(o, Hello());
+  Client attacker(server->local_address());
+  attacker.Send(Get("/x", kWrong));
+  EXPECT_NE(attacker.Receive("Unauthorized").find("401"), std::string::npos);
+  Client scraper(server->local_address());
+  scraper.Send(Get("/s", kGood));
+  EXPECT_NE(scraper.Receive("hello /s").find("200 OK"), std::string::npos);
+  EXPECT_TRUE(attacker.ClosedByPeer());
+}
+
+TEST_F(ServerTest, ConnectionsPerClientAddressAreLimited) {
+  ServerOptions o;
+  o.max_connections_per_peer = 2;
+  Start(o, Hello());
+  Client a(server->local_address()), b(server->local_address());
+  a.Send(Get("/a"));
+  ASSERT_NE(a.Receive("hello /a").find("hello /a"), std::string::npos);
+  Client third(server->local_address());
+  EXPECT_TRUE(third.ClosedByPeer());
+  Client other(server->local_address(), "127.0.0.2");
+  other.Send(Get("/o"));
+  EXPECT_NE(other.Receive("hello /o").find("hello /o"), std::string::npos);
+}
+
+TEST_F(ServerTest, TheFirstRequestHasItsOwnDeadlineBelowTheIdleTimeout) {
+  ServerOptions o;
+  o.read_timeout = std::chrono::milliseconds(60'000);  // longer than the client's 10 s wait
+  o.first_request_timeout = std::chrono::milliseconds(200);
+  Start(o, Hello());
+  Client silent(server->local_address());
+  EXPECT_TRUE(silent.ClosedByPeer());
 }
 
 ServerOptions At(const std::string& address) {

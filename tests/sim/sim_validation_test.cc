@@ -174,6 +174,35 @@ TEST_F(SimValidationTest, InvalidScenariosAreRejectedWithAPreciseMessage) {
   }
 }
 
+// Issue 13: a scenario of a million GPUs was parsed whole (3 GB) before the 64-GPU limit was
+// checked; now the node count is checked from parser events before yaml-cpp builds a node. One
+// of 60,000 GPUs (3.5 MiB, under the 4 MiB file cap) must be refused by that count.
+TEST_F(SimValidationTest, AHugeScenarioIsRefusedBeforeItIsBuilt) {
+  std::string yaml = "devices:\n";
+  for (int i = 0; i < 60'000; ++i) yaml += "  - " GPU "\n";
+  TempScenario file("huge.yaml", yaml);
+  ASSERT_EQ(TryLoad(file.path()), NVML_ERROR_UNKNOWN);
+  const std::string why = api.LastError();
+  EXPECT_NE(why.find("more than 100000 nodes: refused"), std::string::npos) << why;
+}
+
+// Aliases are not expanded by the node count of the file, but by every walk over the tree: ten
+// levels of ten aliases each would be 10^10 visits.
+TEST_F(SimValidationTest, AnAliasBombIsRefused) {
+  std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 10; ++i) {
+    std::string prev = "*a" + std::to_string(i - 1);
+    yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev;
+    for (int k = 1; k < 10; ++k) yaml += ", " + prev;
+    yaml += "]\n";
+  }
+  yaml += "devices: [" GPU "]\n";
+  TempScenario file("bomb.yaml", yaml);
+  ASSERT_EQ(TryLoad(file.path()), NVML_ERROR_UNKNOWN);
+  const std::string why = api.LastError();
+  EXPECT_NE(why.find("too many nodes (aliases expanded)"), std::string::npos) << why;
+}
+
 TEST_F(SimValidationTest, ValidMinimalScenarioLoadsWithDefaults) {
   TempScenario file("minimal.yaml", "devices: [" GPU "]\n");
   Load(file.path());
