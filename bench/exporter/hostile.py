@@ -53,8 +53,9 @@ def free_port():
 
 
 def start(gpulse, web, port):
+    log = open(os.path.join(os.path.dirname(web), "exporter.log"), "w")
     p = subprocess.Popen([gpulse, "exporter", "--simulate", "8xH100", "-a", f"127.0.0.1:{port}",
-                          "--web-config-file", web], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                          "--web-config-file", web], stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -73,8 +74,8 @@ def context():
     return ctx
 
 
-def tls_connect(port, source=None):
-    s = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=(source, 0) if source else None)
+def tls_connect(port, source=None, timeout=30):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0) if source else None)
     return context().wrap_socket(s)
 
 
@@ -100,12 +101,13 @@ def request(s, path, password):
     return head.decode()
 
 
-def attacker(port, source, stop, counts):
-    """Wrong passwords as fast as they are answered, reconnecting when the server closes."""
-    while not stop.is_set():
+def attacker(port, source, deadline, counts):
+    """Wrong passwords as fast as they are answered, reconnecting when the server closes, until the
+    deadline (so the harness always ends, whatever the exporter does)."""
+    while time.monotonic() < deadline:
         try:
-            s = tls_connect(port, source)
-            while not stop.is_set():
+            s = tls_connect(port, source, timeout=5)
+            while time.monotonic() < deadline:
                 status = request(s, "/metrics", secrets.token_hex(8))[9:12]
                 counts[status] = counts.get(status, 0) + 1
                 if status != "401":
@@ -115,10 +117,11 @@ def attacker(port, source, stop, counts):
             time.sleep(0.01)
 
 
-def attack_process(port, stop, out):
+def attack_process(port, seconds, out):
     import threading
     counts = {}
-    threads = [threading.Thread(target=attacker, args=(port, f"127.0.1.{i + 1}", stop, counts))
+    deadline = time.monotonic() + seconds
+    threads = [threading.Thread(target=attacker, args=(port, f"127.0.1.{i + 1}", deadline, counts), daemon=True)
                for i in range(ATTACKERS)]
     for t in threads:
         t.start()
@@ -194,18 +197,19 @@ def main():
         paced_scrape(port, 2)  # warm up: the scraper's credentials are verified once and cached
         for _ in range(a.rounds):
             quiet.append(paced_scrape(port, a.duration))
-            stop, out = multiprocessing.Event(), multiprocessing.Queue()
-            proc = multiprocessing.Process(target=attack_process, args=(port, stop, out))
+            out = multiprocessing.Queue()
+            proc = multiprocessing.Process(target=attack_process, args=(port, a.duration + 2, out), daemon=True)
             proc.start()
             time.sleep(1)
             attacked.append(paced_scrape(port, a.duration))
-            stop.set()
-            for k, v in out.get(timeout=60).items():
+            for k, v in out.get(timeout=a.duration + 30).items():
                 counts[k] = counts.get(k, 0) + v
-            proc.join()
+            proc.join(timeout=30)
         tls_mem = memory(p.pid, port, tls=True)
         tcp_mem = memory(p.pid, port, tls=False)
     finally:
+        if p.poll() is not None:
+            print(f"the exporter ended early (status {p.returncode}): see {d}/exporter.log", file=sys.stderr)
         p.terminate()
         p.wait()
     q, t = median_run(quiet), median_run(attacked)

@@ -1,6 +1,6 @@
 // A TLS server stream for the event loop that keeps next to nothing per idle connection: OpenSSL
-// reads and writes the non-blocking socket itself (SSL_set_fd), with SSL_MODE_RELEASE_BUFFERS, and
-// the loop only waits for readiness. asio::ssl::stream keeps two 17 KiB buffers and a BIO pair per
+// reads and writes the non-blocking socket itself (through the BIO below) with
+// SSL_MODE_RELEASE_BUFFERS, and the loop only waits for readiness. asio::ssl::stream keeps two 17 KiB buffers and a BIO pair per
 // connection for its whole life (about 110 KB each with OpenSSL's own), which made 2,048 idle TLS
 // connections cost 228 MB (issue 13). An AsyncReadStream and AsyncWriteStream, so Beast's HTTP
 // reads and writes run over it unchanged.
@@ -8,14 +8,49 @@
 // Internal to server.cc (it pulls in the Boost headers). Thread-compatible: one loop thread.
 #pragma once
 
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <memory>
 
 #include "net/asio.h"
 
 namespace gpulse::net {
+
+// OpenSSL's socket BIO writes with write(2): a peer that resets the connection while a response is
+// being written would raise SIGPIPE and kill the exporter (found by bench/exporter/hostile.py). This
+// BIO sends with MSG_NOSIGNAL, as Asio does, and otherwise behaves as the socket BIO.
+inline BIO_METHOD* NoSigpipeSocketBio() {
+  static BIO_METHOD* method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                                 "gpulse socket");
+    BIO_meth_set_write(m, [](BIO* b, const char* data, int len) -> int {
+      BIO_clear_retry_flags(b);
+      ssize_t n = ::send(static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(b))), data,
+                         static_cast<std::size_t>(len), MSG_NOSIGNAL);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_write(b);
+      return static_cast<int>(n);
+    });
+    BIO_meth_set_read(m, [](BIO* b, char* data, int len) -> int {
+      BIO_clear_retry_flags(b);
+      ssize_t n = ::recv(static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(b))), data,
+                         static_cast<std::size_t>(len), 0);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
+      return static_cast<int>(n);
+    });
+    BIO_meth_set_ctrl(m, [](BIO*, int cmd, long, void*) -> long { return cmd == BIO_CTRL_FLUSH ? 1 : 0; });
+    BIO_meth_set_create(m, [](BIO* b) -> int {
+      BIO_set_init(b, 1);
+      return 1;
+    });
+    return m;
+  }();
+  return method;
+}
 
 class TlsSocket {
  public:
@@ -120,8 +155,10 @@ class TlsSocket {
       if (first) return s->Continue(self, first, Want::kRead);  // the ClientHello, first
       if (!s->ssl_) {
         s->ssl_.reset(SSL_new(s->ctx_));
-        if (!s->ssl_ || SSL_set_fd(s->ssl_.get(), s->socket_.native_handle()) != 1)
-          return s->Continue(self, false, Want::kFail);
+        BIO* bio = s->ssl_ ? BIO_new(NoSigpipeSocketBio()) : nullptr;
+        if (bio == nullptr) return s->Continue(self, false, Want::kFail);
+        BIO_set_data(bio, reinterpret_cast<void*>(static_cast<std::intptr_t>(s->socket_.native_handle())));
+        SSL_set_bio(s->ssl_.get(), bio, bio);  // the SSL owns it; the socket stays Asio's
         SSL_set_accept_state(s->ssl_.get());
       }
       ERR_clear_error();

@@ -1,5 +1,7 @@
 #include "net/work_pool.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -38,9 +40,13 @@ std::size_t WorkPool::queued() const {
 }
 
 void WorkPool::Work() {
-  // Linux schedules threads one by one: raising this thread's nice value (allowed without
-  // privileges) leaves the event loop at the process' priority.
-  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  // Linux schedules threads one by one. SCHED_IDLE (allowed without privileges) runs this thread
+  // only on time no normal thread wants, and a normal thread that wakes preempts it at once: the
+  // event loop never waits behind a bcrypt. Where it is refused, nice +10.
+  sched_param none{};
+  if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) != 0) {
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  }
   for (;;) {
     std::function<void()> job;
     {

@@ -1,7 +1,7 @@
 // A small pool of worker threads with a bounded queue, for work that must never run on the
 // server's event-loop thread (bcrypt: tens of milliseconds a check). Submitting never blocks: when
 // the queue is full the job is refused and the caller answers "busy" at once, so a flood of work
-// costs the flooder, not the loop. Workers run at a lower scheduling priority (nice +10) than the
+// costs the flooder, not the loop. Workers run under SCHED_IDLE (nice +10 where refused), below the
 // loop, so on a machine with few cores the loop thread still wins the CPU.
 //
 // Thread-safety: TrySubmit from any thread. The destructor lets running jobs finish, drops the

@@ -4,9 +4,11 @@ import base64
 import os
 import shutil
 import socket
+import struct
 import ssl
 import subprocess
 import tempfile
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -77,6 +79,26 @@ class SecurityTest(GpulseTestCase):
             finally:
                 for s in idle:
                     s.close()
+
+    def test_a_client_that_resets_during_a_response_does_not_kill_the_exporter(self):
+        # Found by bench/exporter/hostile.py: OpenSSL wrote the socket with write(2), so a peer that
+        # reset the connection while a response was being written raised SIGPIPE and the exporter
+        # died. A small receive window keeps the response mid-write when the reset comes.
+        web = self.web_config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n")
+        with Exporter("--simulate", "8xH100", "--web-config-file", web) as e:
+            for _ in range(3):
+                raw = socket.socket()
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                raw.settimeout(20)
+                raw.connect(("127.0.0.1", e.port))
+                tls = tls_context(self.ca).wrap_socket(raw, server_hostname="127.0.0.1")
+                tls.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                self.assertTrue(tls.recv(16).startswith(b"HTTP/1.1 200"))  # the response is being written
+                tls.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                tls.close()  # RST with most of the 36 KB body unsent
+            time.sleep(0.5)
+            self.assertIsNone(e.proc.poll(), "the exporter is still running")
+            self.assertEqual(e.get("/health", context=tls_context(self.ca))[0], 200)
 
     def test_connections_per_client_address_are_limited(self):
         web = self.web_config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n")
