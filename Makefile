@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 BUILD := build
 GPULSE := $(BUILD)/bin/gpulse
 
-.PHONY: deps configure build demo test bench clean format
+.PHONY: deps configure build demo test bench fuzz clean format
 
 deps:
 	bash scripts/install-deps.sh
@@ -25,6 +25,11 @@ test: build
 
 bench: build
 	bash bench/run.sh $(BUILD)
+
+# Every libFuzzer target (tests/fuzz, docs/fuzzing.md) for FUZZ_SECONDS each, in build-fuzz/.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	bash tests/fuzz/run.sh --build --seconds $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD)

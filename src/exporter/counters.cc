@@ -212,8 +212,12 @@ CounterSet DefaultCounters() {
 }
 
 std::string FormatCounters(const CounterSet& set) {
+  // Quoted when a comma, a quote or a blank at either end would not read back as written (unquoted
+  // fields are trimmed; found by fuzzing, issue 13).
   auto quoted = [](const std::string& s) {
-    if (s.find_first_of(",\"") == std::string::npos) return s;
+    bool edge_blank = !s.empty() && (std::isspace(static_cast<unsigned char>(s.front())) ||
+                                     std::isspace(static_cast<unsigned char>(s.back())));
+    if (s.find_first_of(",\"") == std::string::npos && !edge_blank) return s;
     std::string q = "\"";
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
     return q + "\"";

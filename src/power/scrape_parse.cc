@@ -47,7 +47,8 @@ Status ParsePowerLines(std::string_view body, prom::ParseCallbacks cb) {
     if (!MetricNameStart(line.front()))
       return InvalidArgument("line " + std::to_string(line_no) + ": not a sample line");
     if (line.size() > kPowerMetric.size() && line.substr(0, kPowerMetric.size()) == kPowerMetric &&
-        (line[kPowerMetric.size()] == '{' || line[kPowerMetric.size()] == ' ')) {
+        (line[kPowerMetric.size()] == '{' || line[kPowerMetric.size()] == ' ' ||
+         line[kPowerMetric.size()] == '\t')) {  // a tab is a blank too (found by fuzzing, issue 13)
       if (Status st = parser.Feed(with_newline); !st.ok()) return st;
     }
   }

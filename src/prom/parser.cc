@@ -164,6 +164,10 @@ Status Parser::ParseSampleLine(std::string_view line) {
   if (!IsValidMetricName(sample_.name))
     return Fail("bad metric name at \"" + std::string(line.substr(0, 40)) + "\"");
   line.remove_prefix(n);
+  // The name ends at '{' or a blank: "NAME.5" is not NAME with the value .5 (found by fuzzing the
+  // collector's scrape parser against this one, issue 13).
+  if (!line.empty() && line.front() != '{' && !IsBlank(line.front()))
+    return Fail("expected '{' or a blank after the metric name " + std::string(sample_.name));
   line = SkipBlanks(line);
   std::size_t used = 0;
   if (!line.empty() && line.front() == '{') {

@@ -1,6 +1,9 @@
 // Reading run.json back into a Run (see run_json.h). nlohmann throws on type mismatches; those are
 // caught here and become an error value naming the file and the JSON path.
+#include <limits>
 #include <map>
+#include <stdexcept>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 #include "report/run_json.h"
@@ -11,43 +14,64 @@ namespace {
 
 using nlohmann::json;
 
+// nlohmann's get<int>() of a JSON float is a plain cast, undefined behaviour when the number is out
+// of the integer's range ({"schema_version": 2e84}, or -1.5 for an unsigned field; found by
+// fuzzing, issue 13). Integers are read only from JSON integers that fit; anything else throws, and
+// the caller turns it into an error naming the file.
+template <typename T>
+T Get(const json& j) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    bool fits = false;
+    if (j.is_number_unsigned()) {
+      fits = j.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+    } else if (j.is_number_integer()) {
+      std::int64_t v = j.get<std::int64_t>();
+      fits = (std::is_signed_v<T> || v >= 0) &&
+             static_cast<long double>(v) >= static_cast<long double>(std::numeric_limits<T>::min()) &&
+             static_cast<long double>(v) <= static_cast<long double>(std::numeric_limits<T>::max());
+    }
+    if (!fits) throw std::out_of_range("expected an integer that fits, got " + j.dump());
+  }
+  return j.get<T>();
+}
+
 template <typename T>
 std::optional<T> OptGet(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<T>();
+  return Get<T>(*it);
 }
 
 RunInfo ParseRunInfo(const json& r) {
   RunInfo i;
-  i.command = r.at("command").get<std::vector<std::string>>();
-  i.start_unix_ns = r.at("start_unix_ns").get<std::int64_t>();
-  i.end_unix_ns = r.at("end_unix_ns").get<std::int64_t>();
-  i.duration_ns = r.at("duration_ns").get<std::int64_t>();
+  i.command = Get<std::vector<std::string>>(r.at("command"));
+  i.start_unix_ns = Get<std::int64_t>(r.at("start_unix_ns"));
+  i.end_unix_ns = Get<std::int64_t>(r.at("end_unix_ns"));
+  i.duration_ns = Get<std::int64_t>(r.at("duration_ns"));
   i.exit_code = OptGet<int>(r, "exit_code");
   i.exit_signal = OptGet<int>(r, "exit_signal");
-  i.gpulse_exit_code = r.at("gpulse_exit_code").get<int>();
-  i.sample_period_ns = r.at("sample_period_ns").get<std::int64_t>();
-  i.include_descendants = r.at("include_descendants").get<bool>();
-  i.simulated = r.at("simulated").get<bool>();
+  i.gpulse_exit_code = Get<int>(r.at("gpulse_exit_code"));
+  i.sample_period_ns = Get<std::int64_t>(r.at("sample_period_ns"));
+  i.include_descendants = Get<bool>(r.at("include_descendants"));
+  i.simulated = Get<bool>(r.at("simulated"));
   i.scenario = OptGet<std::string>(r, "scenario").value_or("");
-  i.host = r.at("host").get<std::string>();
-  i.gpulse_version = r.at("gpulse_version").get<std::string>();
+  i.host = Get<std::string>(r.at("host"));
+  i.gpulse_version = Get<std::string>(r.at("gpulse_version"));
   i.driver_version = OptGet<std::string>(r, "driver_version");
   i.gpu_unavailable_reason = OptGet<std::string>(r, "gpu_unavailable_reason");
   i.cuda_visible_devices = OptGet<std::string>(r, "cuda_visible_devices");
-  i.device_selection = r.at("device_selection").get<std::string>();
+  i.device_selection = Get<std::string>(r.at("device_selection"));
   i.process_sampling_end_reason = OptGet<std::string>(r, "process_sampling_end_reason");
-  i.skipped_ticks = r.at("skipped_ticks").get<std::int64_t>();
+  i.skipped_ticks = Get<std::int64_t>(r.at("skipped_ticks"));
   return i;
 }
 
 DeviceInfo ParseDevice(const json& d) {
   DeviceInfo i;
-  i.index = d.at("index").get<unsigned>();
-  i.name = d.at("name").get<std::string>();
-  i.uuid = d.at("uuid").get<std::string>();
-  i.pci_bus_id = d.at("pci_bus_id").get<std::string>();
+  i.index = Get<unsigned>(d.at("index"));
+  i.name = Get<std::string>(d.at("name"));
+  i.uuid = Get<std::string>(d.at("uuid"));
+  i.pci_bus_id = Get<std::string>(d.at("pci_bus_id"));
   i.memory_total_bytes = OptGet<std::uint64_t>(d, "memory_total_bytes");
   i.power_limit_watts = OptGet<double>(d, "power_limit_watts");
   i.mig_enabled = OptGet<bool>(d, "mig_enabled");
@@ -56,8 +80,8 @@ DeviceInfo ParseDevice(const json& d) {
 
 GpuSample ParseSample(const json& s) {
   GpuSample g;
-  g.elapsed_ns = s.at("elapsed_ns").get<std::int64_t>();
-  g.device_index = s.at("device_index").get<std::uint32_t>();
+  g.elapsed_ns = Get<std::int64_t>(s.at("elapsed_ns"));
+  g.device_index = Get<std::uint32_t>(s.at("device_index"));
   auto extra = [&](GpuSample::Extra e, const char* key, auto& field) {
     if (auto v = OptGet<std::remove_reference_t<decltype(field)>>(s, key)) {
       field = *v;
@@ -87,9 +111,9 @@ GpuSample ParseSample(const json& s) {
 
 InstanceSample ParseInstanceSample(const json& s) {
   InstanceSample g;
-  g.elapsed_ns = s.at("elapsed_ns").get<std::int64_t>();
-  g.device_index = s.at("device_index").get<std::uint32_t>();
-  g.gpu_instance_id = s.at("gpu_instance_id").get<std::uint32_t>();
+  g.elapsed_ns = Get<std::int64_t>(s.at("elapsed_ns"));
+  g.device_index = Get<std::uint32_t>(s.at("device_index"));
+  g.gpu_instance_id = Get<std::uint32_t>(s.at("gpu_instance_id"));
   g.memory_used_bytes = OptGet<std::uint64_t>(s, "memory_used_bytes");
   g.memory_total_bytes = OptGet<std::uint64_t>(s, "memory_total_bytes");
   return g;
@@ -114,16 +138,16 @@ std::vector<Entity> ParseEntities(const json& list) {
   std::vector<Entity> out;
   for (const json& j : list) {
     Entity e;
-    e.kind = ParseKind(j.at("kind").get<std::string>());
-    e.vendor = j.at("vendor").get<std::string>();
-    e.gpu = j.at("gpu").get<unsigned>();
+    e.kind = ParseKind(Get<std::string>(j.at("kind")));
+    e.vendor = Get<std::string>(j.at("vendor"));
+    e.gpu = Get<unsigned>(j.at("gpu"));
     e.gpu_instance_id = OptGet<unsigned>(j, "gpu_instance_id");
     e.compute_instance_id = OptGet<unsigned>(j, "compute_instance_id");
     e.profile = OptGet<std::string>(j, "profile").value_or("");
     e.name = OptGet<std::string>(j, "name").value_or("");
     e.uuid = OptGet<std::string>(j, "uuid").value_or("");
     e.pci_bus_id = OptGet<std::string>(j, "pci_bus_id").value_or("");
-    e.state = ParseState(j.at("state").get<std::string>());
+    e.state = ParseState(Get<std::string>(j.at("state")));
     e.reason = OptGet<std::string>(j, "reason").value_or("");
     e.lost_unix_ns = OptGet<std::int64_t>(j, "lost_unix_ns");
     EntityKind up = e.kind == EntityKind::kComputeInstance ? EntityKind::kGpuInstance : EntityKind::kGpu;
@@ -143,26 +167,26 @@ std::vector<TimelineAbsence> ParseAbsences(const json& timeline) {
   auto it = timeline.find("absent");
   if (it == timeline.end()) return out;
   for (const json& a : *it) {
-    out.push_back({a.at("device_index").get<std::uint32_t>(),
-                   a.at("unsupported").get<std::vector<std::string>>(),
-                   a.at("failed_samples").get<std::map<std::string, std::uint64_t>>()});
+    out.push_back({Get<std::uint32_t>(a.at("device_index")),
+                   Get<std::vector<std::string>>(a.at("unsupported")),
+                   Get<std::map<std::string, std::uint64_t>>(a.at("failed_samples"))});
   }
   return out;
 }
 
 ResourceSample ParseResource(const json& s) {
   ResourceSample r;
-  r.elapsed_ns = s.at("elapsed_ns").get<std::int64_t>();
-  r.rss_bytes = s.at("rss_bytes").get<std::uint64_t>();
-  r.cpu_user_jiffies = s.at("cpu_user_jiffies").get<std::uint64_t>();
-  r.cpu_system_jiffies = s.at("cpu_system_jiffies").get<std::uint64_t>();
-  r.thread_count = s.at("thread_count").get<std::uint32_t>();
-  r.process_count = s.at("process_count").get<std::uint32_t>();
+  r.elapsed_ns = Get<std::int64_t>(s.at("elapsed_ns"));
+  r.rss_bytes = Get<std::uint64_t>(s.at("rss_bytes"));
+  r.cpu_user_jiffies = Get<std::uint64_t>(s.at("cpu_user_jiffies"));
+  r.cpu_system_jiffies = Get<std::uint64_t>(s.at("cpu_system_jiffies"));
+  r.thread_count = Get<std::uint32_t>(s.at("thread_count"));
+  r.process_count = Get<std::uint32_t>(s.at("process_count"));
   return r;
 }
 
 Run ParseRun(const json& j) {
-  int version = j.at("schema_version").get<int>();
+  int version = Get<int>(j.at("schema_version"));
   if (version != kRunSchemaVersion && version != 1) {
     throw std::runtime_error("unsupported schema_version " + std::to_string(version));
   }
@@ -179,16 +203,16 @@ Run ParseRun(const json& j) {
     run.resource_samples.push_back(ParseResource(s));
   }
   for (const json& x : j.at("xid_events")) {
-    run.xid_events.push_back({x.at("elapsed_ns").get<std::int64_t>(),
-                              x.at("device_index").get<std::uint32_t>(), x.at("xid").get<std::uint64_t>()});
+    run.xid_events.push_back({Get<std::int64_t>(x.at("elapsed_ns")),
+                              Get<std::uint32_t>(x.at("device_index")), Get<std::uint64_t>(x.at("xid"))});
   }
   for (const json& p : j.at("gpu_processes")) {
-    run.gpu_processes.push_back({p.at("device_index").get<std::uint32_t>(), p.at("pid").get<std::uint32_t>(),
+    run.gpu_processes.push_back({Get<std::uint32_t>(p.at("device_index")), Get<std::uint32_t>(p.at("pid")),
                                  OptGet<std::uint64_t>(p, "max_memory_bytes"),
                                  OptGet<std::uint32_t>(p, "gpu_instance_id"),
                                  OptGet<std::uint32_t>(p, "compute_instance_id")});
   }
-  run.clock_ticks_per_second = j.at("clock_ticks_per_second").get<long>();
+  run.clock_ticks_per_second = Get<long>(j.at("clock_ticks_per_second"));
   return run;
 }
 

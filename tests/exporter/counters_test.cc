@@ -126,6 +126,18 @@ TEST(Counters, FormattedSetParsesBackToTheSameSet) {
   EXPECT_EQ(back->labels.size(), 1u);
 }
 
+// Found by fuzzing (issue 13, tests/fuzz/regressions/counters): a help text with blanks at either
+// end was written unquoted and read back trimmed.
+TEST(Counters, AHelpWithBlanksAtItsEndsSurvivesTheRoundTrip) {
+  CounterSet set = DefaultCounters();
+  set.counters[0].help = "  padded help ";
+  set.counters[1].help = "   ";
+  auto back = ParseCounters(FormatCounters(set), "round-trip");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->counters[0].help, "  padded help ");
+  EXPECT_EQ(back->counters[1].help, "   ");
+}
+
 TEST(Counters, ReadFieldsAlwaysIncludeTheXidField) {
   auto set = ParseCounters("DCGM_FI_DEV_GPU_UTIL, gauge, x\n", "f.csv");
   ASSERT_TRUE(set.ok());

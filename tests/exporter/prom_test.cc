@@ -120,6 +120,17 @@ TEST(PromParser, ReadsSamplesLabelsEscapesAndTimestamps) {
   EXPECT_EQ(c.helps[0], "DCGM_FI_DEV_POWER_USAGE|Power draw (in W).");
 }
 
+// Found by fuzzing (issue 13, tests/fuzz/regressions/scrape): "NAME.5" was read as NAME = 0.5.
+TEST(PromParser, AMetricNameEndsAtABraceOrABlank) {
+  Collected c;
+  EXPECT_FALSE(ParseExposition("DCGM_FI_DEV_POWER_USAGE.5\n", c.Callbacks()).ok());
+  EXPECT_FALSE(ParseExposition("up+1\n", c.Callbacks()).ok());
+  Collected tab;
+  ASSERT_TRUE(ParseExposition("up\t1\n", tab.Callbacks()).ok());
+  ASSERT_EQ(tab.lines.size(), 1u);
+  EXPECT_EQ(tab.lines[0], "up|1");
+}
+
 TEST(PromParser, ChunkBoundariesDoNotMatter) {
   Collected whole;
   ASSERT_TRUE(ParseExposition(kBody, whole.Callbacks()).ok());

@@ -47,6 +47,14 @@ TEST(JsonLimits, RunJsonIsBoundedToo) {
       << r.error().message;
 }
 
+// Found by fuzzing (tests/fuzz/regressions/run_json): get<int>() of a float out of range was
+// undefined behaviour; an integer field must hold an integer that fits.
+TEST(JsonLimits, RunJsonIntegersMustBeIntegersThatFit) {
+  auto r = report::ParseRunJson(R"({"schema_version": 2e84})", "run.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("expected an integer that fits"), std::string::npos) << r.error().message;
+}
+
 TEST(YamlLimits, DepthAndNodeCountFromEventsBeforeANodeIsBuilt) {
   yaml::Limits l{3, 20};
   EXPECT_EQ(yaml::CheckShape("a: {b: [1, 2]}\n", l), std::nullopt);

@@ -1,7 +1,7 @@
-// libFuzzer target for the power-package parsers: the samples.csv reader (the fast path and the
-// general parser must agree exactly, and so must one and two threads; one and three threads must
-// agree on the results that do not depend on summation order), and the manifest / window JSON
-// readers with every rule that walks them. The first input byte picks the parser. Any crash,
+// The power-package parsers: the samples.csv reader (the fast path and the general parser must
+// agree exactly, and so must one and two threads; one and three threads must agree on the results
+// that do not depend on summation order), and the manifest / window JSON readers with every rule
+// that walks them. The first input byte picks the parser. Any crash,
 // sanitizer report or disagreement is a bug.
 #include <cstddef>
 #include <cstdint>

@@ -1,0 +1,63 @@
+// The exporter server's request reading (src/net/server.cc): Boost.Beast's request_parser with the
+// server's limits (ServerOptions: 8 KiB of header, 4 KiB of body) over bytes that arrive in
+// fuzzer-chosen read sizes, requests pipelined on one keep-alive connection, and what the server
+// then reads from each request: method, target and path, keep-alive, Accept-Encoding (AcceptsGzip)
+// and the Authorization header (ParseBasicAuthorization; never bcrypt). A request over a limit must
+// fail with that limit's error (the server answers 431 or 413), and an accepted body is within its
+// limit.
+//
+// Input: byte 0 is the read size (0: everything at once), the rest is what the client sends.
+#include <algorithm>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <string>
+
+#include "fuzz/fuzz_util.h"
+#include "fuzz/http_stream.h"
+#include "net/basic_auth.h"
+#include "net/http_util.h"
+#include "net/server.h"
+
+using namespace gpulse;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  const net::ServerOptions opt;
+  fuzz::ByteStream stream(fuzz::Text(data + 1, size - 1), data[0]);
+  beast::flat_buffer buffer;
+  for (int n = 0; n < 64; ++n) {  // a keep-alive connection: one request after another
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
+    parser.body_limit(opt.max_body_bytes);
+    beast::error_code ec;
+    http::read(stream, buffer, parser, ec);
+    if (ec == http::error::header_limit || ec == http::error::body_limit)
+      break;        // 431, 413: closed
+    if (ec) break;  // end of stream or a malformed request: closed
+    FUZZ_CHECK(parser.is_done());
+    const auto& req = parser.get();
+    FUZZ_CHECK(req.body().size() <= opt.max_body_bytes);
+    bool keep_alive = req.keep_alive();
+    bool head = req.method() == http::verb::head;
+    (void)head;
+    if (auto creds = net::ParseBasicAuthorization(View(req[http::field::authorization]))) {
+      FUZZ_CHECK(creds->user.find(':') == std::string::npos);
+    }
+    net::HttpRequest hr;
+    hr.method = std::string(req.method_string());
+    hr.target = std::string(req.target());
+    hr.path = hr.target.substr(0, hr.target.find('?'));
+    hr.accepts_gzip = net::AcceptsGzip(View(req[http::field::accept_encoding]));
+    FUZZ_CHECK(!hr.method.empty());
+    if (!keep_alive) break;
+  }
+  return 0;
+}

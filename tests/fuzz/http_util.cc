@@ -1,0 +1,112 @@
+// The pure helpers of the HTTP layer (src/net/http_util.h), each over hostile text, with the
+// property each must keep:
+//   '0' AcceptsGzip(text): no crash;
+//   '1' Base64Decode(text): a decoded text has the length its padding says;
+//   '2' Base64Decode(encode(bytes)) == bytes (encoded here, RFC 4648);
+//   '3' ParseListenAddress(text): an accepted address written back ("[host]:port", ":port")
+//       parses to the same host and port;
+//   '4' Gzip(bytes) inflates back to bytes (zlib);
+//   '5' StatusReason(a status from the bytes).
+// Input: byte 0 picks the helper (its low three bits: seeds use the digits above), the rest is the
+// text.
+#include "net/http_util.h"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <string>
+
+#include "fuzz/fuzz_util.h"
+
+using namespace gpulse;
+
+namespace {
+
+std::string Encode(std::string_view in) {
+  static constexpr char kDigits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 3 <= in.size(); i += 3) {
+    unsigned n = (static_cast<unsigned char>(in[i]) << 16) |
+                 (static_cast<unsigned char>(in[i + 1]) << 8) |
+                 static_cast<unsigned char>(in[i + 2]);
+    for (int s = 18; s >= 0; s -= 6) out += kDigits[(n >> s) & 63];
+  }
+  if (std::size_t left = in.size() - i) {
+    unsigned n = static_cast<unsigned char>(in[i]) << 16;
+    if (left == 2) n |= static_cast<unsigned char>(in[i + 1]) << 8;
+    out += kDigits[(n >> 18) & 63];
+    out += kDigits[(n >> 12) & 63];
+    out += left == 2 ? kDigits[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string Inflate(const std::string& gz) {
+  z_stream z{};
+  FUZZ_CHECK(inflateInit2(&z, 15 + 16) == Z_OK);
+  std::string out;
+  char buf[4096];
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  z.avail_in = static_cast<uInt>(gz.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+  }
+  inflateEnd(&z);
+  FUZZ_CHECK(rc == Z_STREAM_END);
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  std::string_view text = fuzz::Text(data + 1, size - 1);
+  switch (data[0] & 7) {
+    case 0:
+      (void)net::AcceptsGzip(text);
+      break;
+    case 1:
+      if (auto d = net::Base64Decode(text)) {
+        std::size_t pad = text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
+        FUZZ_CHECK(d->size() == text.size() / 4 * 3 - pad);
+      }
+      break;
+    case 2: {
+      auto d = net::Base64Decode(Encode(text));
+      FUZZ_CHECK(d && *d == text);
+      break;
+    }
+    case 3:
+      if (auto a = net::ParseListenAddress(text); a.ok()) {
+        std::string back =
+            (a->host.empty() ? "" : "[" + a->host + "]") + ":" + std::to_string(a->port);
+        auto again = net::ParseListenAddress(back);
+        FUZZ_CHECK(again.ok());
+        FUZZ_CHECK(again->host == a->host && again->port == a->port);
+      }
+      break;
+    case 4: {
+      int level = 1 + static_cast<int>(text.size() % 9);
+      auto z = net::Gzip(text, level);
+      FUZZ_CHECK(z.ok());
+      FUZZ_CHECK(Inflate(*z) == text);
+      break;
+    }
+    case 5: {
+      int status = 0;
+      std::memcpy(&status, text.data(), std::min(text.size(), sizeof status));
+      (void)net::StatusReason(status);
+      break;
+    }
+    default:
+      break;
+  }
+  return 0;
+}

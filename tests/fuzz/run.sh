@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets of tests/fuzz (docs/fuzzing.md): for each target, first every file of
+# tests/fuzz/regressions/<target>/ once, then fuzzing for SECONDS from its seed corpus
+# (tests/fuzz/corpus/<target>/) plus what earlier runs found (build-fuzz/fuzz/<target>/corpus/).
+# Prints each target's executions per second and total executions; exits 1 naming every target
+# that crashed and its reproducer (build-fuzz/fuzz/<target>/artifacts/).
+#
+# Usage: tests/fuzz/run.sh [--build] [--seconds N] [--runs N] [--only T1,T2,...]
+#   --build     configure (cmake --preset fuzz) when needed and build build-fuzz/ first
+#   --seconds   fuzzing time per target (default $FUZZ_SECONDS, else 60); 0 runs the regressions only
+#   --runs      also stop a target after N executions (the long runs of bench/RESULTS.md)
+#   --only      these targets (names without fuzz_), default all of them
+# Exit 77 (ctest "skipped") when clang++ or libFuzzer is not installed.
+set -uo pipefail
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD="$SRC/build-fuzz"
+OUT="$BUILD/fuzz"
+SECONDS_EACH=${FUZZ_SECONDS:-60}
+BUILD_FIRST=0
+ONLY=""
+RUNS=-1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build) BUILD_FIRST=1 ;;
+    --seconds) SECONDS_EACH=$2; shift ;;
+    --runs) RUNS=$2; shift ;;
+    --only) ONLY=$2; shift ;;
+    *) echo "usage: $0 [--build] [--seconds N] [--runs N] [--only T1,T2,...]" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+# The anchor first: every other rate is read against it (bench/RESULTS.md).
+TARGETS=(anchor exposition exposition_chunks scrape http_request http_response http_util basic_auth
+         counters web_config collect_config scenario visible cgroup procfs run_json field_list
+         power_parsers)
+declare -A MAX_LEN=([exposition]=16384 [exposition_chunks]=16384 [scrape]=16384 [http_request]=16384
+                    [http_response]=8192 [run_json]=16384 [power_parsers]=65536 [web_config]=8192
+                    [collect_config]=8192 [scenario]=8192)
+if [[ -n "$ONLY" ]]; then IFS=, read -r -a TARGETS <<< "$ONLY"; fi
+
+if [[ $BUILD_FIRST == 1 ]]; then
+  probe=$(mktemp -d)
+  trap 'rm -rf "$probe"' EXIT
+  echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' > "$probe/p.cc"
+  if ! command -v clang++ > /dev/null || ! clang++ -fsanitize=fuzzer "$probe/p.cc" -o "$probe/p" 2> /dev/null; then
+    echo "clang++ with libFuzzer (libclang-rt-14-dev) is not installed: skipping"
+    exit 77
+  fi
+  cd "$SRC" || exit 1
+  if [[ ! -f "$BUILD/build.ninja" ]]; then cmake --preset fuzz > /dev/null || exit 1; fi
+  cmake --build --preset fuzz -j "${FUZZ_JOBS:-$(nproc)}" || exit 1
+fi
+
+failures=()
+summary="$OUT/summary.tsv"
+mkdir -p "$OUT"
+printf 'target\texecs_per_s\ttotal_execs\tseconds\n' > "$summary"
+anchor_rate=""
+for t in "${TARGETS[@]}"; do
+  bin="$BUILD/bin/fuzz_$t"
+  [[ -x "$bin" ]] || { echo "no $bin: build with --build (or make fuzz)" >&2; exit 1; }
+  work="$OUT/$t"
+  mkdir -p "$work/corpus" "$work/artifacts"
+  flags=(-rss_limit_mb=2048 -timeout=10 -error_exitcode=1 -timeout_exitcode=1
+         -max_len="${MAX_LEN[$t]:-4096}" -artifact_prefix="$work/artifacts/")
+
+  regressions=("$SRC/tests/fuzz/regressions/$t"/*)
+  if [[ -e "${regressions[0]}" ]]; then
+    if ! "$bin" "${flags[@]}" "${regressions[@]}" > "$work/regressions.log" 2>&1; then
+      tail -n 40 "$work/regressions.log"
+      failures+=("$t: a regression file fails again (log: $work/regressions.log)")
+    fi
+  fi
+  [[ "$SECONDS_EACH" == 0 ]] && continue
+
+  before=$(ls "$work/artifacts" | wc -l)
+  "$bin" "${flags[@]}" -max_total_time="$SECONDS_EACH" -runs="$RUNS" -print_final_stats=1 \
+    "$work/corpus" "$SRC/tests/fuzz/corpus/$t" > "$work/fuzz.log" 2>&1
+  rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log" | tail -n 1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/fuzz.log" | tail -n 1)
+  took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$work/fuzz.log" | tail -n 1)
+  if [[ -z "$took" && -n "$rate" && -n "$execs" && "$rate" != 0 ]]; then took=$(( execs / rate )); fi
+  [[ $t == anchor ]] && anchor_rate=$rate
+  ratio=""
+  if [[ -n "$anchor_rate" && -n "$rate" && "$anchor_rate" != 0 ]]; then
+    ratio=$(awk -v r="$rate" -v a="$anchor_rate" 'BEGIN { printf " (%.4f of the anchor)", r / a }')
+  fi
+  printf '%s\t%s\t%s\t%s\n' "$t" "${rate:-?}" "${execs:-?}" "${took:-?}" >> "$summary"
+  printf 'fuzz_%-18s %8s exec/s %12s execs in %ss%s\n' "$t" "${rate:-?}" "${execs:-?}" "${took:-?}" "$ratio"
+  if [[ $rc != 0 ]]; then
+    tail -n 60 "$work/fuzz.log"
+    new=$(ls -t "$work/artifacts" | head -n $(( $(ls "$work/artifacts" | wc -l) - before )))
+    failures+=("$t: exit $rc, reproducer: $(for f in $new; do printf '%s ' "$work/artifacts/$f"; done)(log: $work/fuzz.log)")
+  fi
+done
+
+if [[ ${#failures[@]} -gt 0 ]]; then
+  echo
+  echo "FAILED:"
+  printf '  %s\n' "${failures[@]}"
+  echo "Reproduce: build-fuzz/bin/fuzz_TARGET REPRODUCER; add it to tests/fuzz/regressions/TARGET/ (docs/fuzzing.md)"
+  exit 1
+fi
+echo "summary: $summary"
