@@ -23,6 +23,19 @@ IDLE_CONNECTIONS = 1000
 ROUNDS = 3
 
 
+def bench_args():
+    """The arguments every exporter bench script takes (BUILD [--duration S] [--rounds N]), the gpulse
+    binary in BUILD and the load average before the run: (args, gpulse, load)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=ROUNDS)
+    a = ap.parse_args()
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    return a, os.path.join(a.build, "bin", "gpulse"), load
+
+
 def median_run(runs):
     """The run with the median p99, and every run's p99 for the record."""
     ordered = sorted(runs, key=lambda r: r["p99"])

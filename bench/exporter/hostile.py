@@ -13,7 +13,6 @@
 
 Usage: /usr/bin/python3 bench/exporter/hostile.py BUILD_DIR [--duration SECONDS] [--rounds N]
 """
-import argparse
 import base64
 import multiprocessing
 import os
@@ -26,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from bench import ROUNDS, median_run, rss_kib, wrk
+from bench import bench_args, median_run, rss_kib, to_ms
 
 PASSWORD = "s3cret"
 ATTACKERS = 32
@@ -140,7 +139,6 @@ def wrk_with_header(url, duration, header):
     here = os.path.dirname(os.path.abspath(__file__))
     out = subprocess.run(["wrk", "-t1", "-c1", f"-d{duration}s", "--latency", "-s", f"{here}/paced.lua",
                           "-H", header, url], capture_output=True, text=True, timeout=duration + 60).stdout
-    from bench import to_ms
     pct = {m.group(1): to_ms(m.group(2)) for m in re.finditer(r"^\s+(50|99)%\s+(\S+)$", out, re.M)}
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     return {"p50": pct["50"], "p99": pct["99"], "errors": non2xx.group(1) if non2xx else "0",
@@ -180,14 +178,7 @@ def memory(pid, port, tls):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("build")
-    ap.add_argument("--duration", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=ROUNDS)
-    a = ap.parse_args()
-    gpulse = os.path.join(a.build, "bin", "gpulse")
-    with open("/proc/loadavg") as f:
-        load = " ".join(f.read().split()[:3])
+    a, gpulse, load = bench_args()
     d = tempfile.mkdtemp(prefix="gpulse-hostile-")
     web = make_files(d)
     port = free_port()

@@ -7,13 +7,12 @@ exporters ROUNDS times and the medians are compared. Two refresh settings: the d
 
 Usage: /usr/bin/python3 bench/exporter/mig.py BUILD_DIR [--duration SECONDS] [--rounds N]
 """
-import argparse
 import os
 import subprocess
 import sys
 import time
 
-from bench import ROUNDS, fetch, free_port, median_run, rss_kib, start_node_exporter, wrk
+from bench import bench_args, fetch, free_port, median_run, rss_kib, start_node_exporter, wrk
 
 
 def start(gpulse, scenario, port, refresh_ms):
@@ -33,14 +32,7 @@ def series(body):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("build")
-    ap.add_argument("--duration", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=ROUNDS)
-    a = ap.parse_args()
-    gpulse = os.path.join(a.build, "bin", "gpulse")
-    with open("/proc/loadavg") as f:
-        load = " ".join(f.read().split()[:3])
+    a, gpulse, load = bench_args()
     procs, urls = {}, {}
     for scenario in ("8xH100", "mig-8xA100"):
         for refresh in (100, 0):

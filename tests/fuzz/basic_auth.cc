@@ -18,22 +18,6 @@ using namespace gpulse;
 
 namespace {
 
-std::string Encode(std::string_view in) {
-  static constexpr char kDigits[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (std::size_t i = 0; i < in.size(); i += 3) {
-    unsigned n = static_cast<unsigned char>(in[i]) << 16;
-    if (i + 1 < in.size()) n |= static_cast<unsigned char>(in[i + 1]) << 8;
-    if (i + 2 < in.size()) n |= static_cast<unsigned char>(in[i + 2]);
-    out += kDigits[(n >> 18) & 63];
-    out += kDigits[(n >> 12) & 63];
-    out += i + 1 < in.size() ? kDigits[(n >> 6) & 63] : '=';
-    out += i + 2 < in.size() ? kDigits[n & 63] : '=';
-  }
-  return out;
-}
-
 bool HasControl(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) {
     auto u = static_cast<unsigned char>(c);
@@ -55,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(!HasControl(creds->user) && !HasControl(creds->password));
     FUZZ_CHECK(creds->user.find(':') == std::string::npos);
     auto again =
-        net::ParseBasicAuthorization("Basic " + Encode(creds->user + ":" + creds->password));
+        net::ParseBasicAuthorization("Basic " + fuzz::Base64Encode(creds->user + ":" + creds->password));
     FUZZ_CHECK(again && again->user == creds->user && again->password == creds->password);
   }
 

@@ -73,6 +73,23 @@ inline void WriteScratch(const std::string& path, std::string_view bytes) {
   ::close(fd);
 }
 
+// Standard base64 with padding: an independent encoder the decoders are checked against.
+inline std::string Base64Encode(std::string_view in) {
+  static constexpr char kDigits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); i += 3) {
+    unsigned n = static_cast<unsigned>(static_cast<unsigned char>(in[i])) << 16;
+    if (i + 1 < in.size()) n |= static_cast<unsigned>(static_cast<unsigned char>(in[i + 1])) << 8;
+    if (i + 2 < in.size()) n |= static_cast<unsigned char>(in[i + 2]);
+    out += kDigits[(n >> 18) & 63];
+    out += kDigits[(n >> 12) & 63];
+    out += i + 1 < in.size() ? kDigits[(n >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? kDigits[n & 63] : '=';
+  }
+  return out;
+}
+
 }  // namespace gpulse::fuzz
 
 #define FUZZ_CHECK(cond) \

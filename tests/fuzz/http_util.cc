@@ -22,28 +22,6 @@ using namespace gpulse;
 
 namespace {
 
-std::string Encode(std::string_view in) {
-  static constexpr char kDigits[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 3 <= in.size(); i += 3) {
-    unsigned n = (static_cast<unsigned char>(in[i]) << 16) |
-                 (static_cast<unsigned char>(in[i + 1]) << 8) |
-                 static_cast<unsigned char>(in[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += kDigits[(n >> s) & 63];
-  }
-  if (std::size_t left = in.size() - i) {
-    unsigned n = static_cast<unsigned char>(in[i]) << 16;
-    if (left == 2) n |= static_cast<unsigned char>(in[i + 1]) << 8;
-    out += kDigits[(n >> 18) & 63];
-    out += kDigits[(n >> 12) & 63];
-    out += left == 2 ? kDigits[(n >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
 std::string Inflate(const std::string& gz) {
   z_stream z{};
   FUZZ_CHECK(inflateInit2(&z, 15 + 16) == Z_OK);
@@ -79,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       break;
     case 2: {
-      auto d = net::Base64Decode(Encode(text));
+      auto d = net::Base64Decode(fuzz::Base64Encode(text));
       FUZZ_CHECK(d && *d == text);
       break;
     }
