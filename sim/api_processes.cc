@@ -2,7 +2,12 @@
 // may call (v1 with 16-byte entries, _v2 and _v3 with 24-byte entries as current headers declare,
 // nvmlDeviceGetRunningProcessDetailList with 32-byte entries) and nvmlDeviceGetProcessUtilization.
 // A MIG handle lists only the processes in its instance.
+#include <unistd.h>
+
 #include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "api_common.h"
@@ -23,15 +28,47 @@ constexpr double kSamplePeriodS = 1.0 / 6.0;
 
 enum class Kind { kCompute, kGraphics, kMps };
 
-std::vector<const Process*> Listed(const DeviceCtx& c, Kind kind) {
-  std::vector<const Process*> out;
+// The descendants of this process (the one that loaded the simulator), breadth first, from
+// /proc/PID/task/TID/children.
+std::vector<unsigned> Descendants() {
+  std::vector<unsigned> out, queue{static_cast<unsigned>(getpid())};
+  for (std::size_t i = 0; i < queue.size() && queue.size() < 4096; ++i) {
+    std::ifstream tasks("/proc/" + std::to_string(queue[i]) + "/task/" + std::to_string(queue[i]) + "/children");
+    unsigned child = 0;
+    while (tasks >> child) {
+      queue.push_back(child);
+      out.push_back(child);
+    }
+  }
+  return out;
+}
+
+// The scenario's processes, a `pid: workload` entry expanded into the workload's processes.
+std::vector<Process> Expanded(const std::vector<Process>& spec) {
+  std::vector<Process> out;
+  for (const Process& p : spec) {
+    if (!p.workload) {
+      out.push_back(p);
+      continue;
+    }
+    for (unsigned pid : Descendants()) {
+      Process q = p;
+      q.pid = pid;
+      out.push_back(q);
+    }
+  }
+  return out;
+}
+
+std::vector<Process> Listed(const DeviceCtx& c, Kind kind) {
+  std::vector<Process> out;
   if (kind == Kind::kMps) return out;  // the simulator runs no MPS server
-  for (const Process& p : c.spec().processes) {
+  for (const Process& p : Expanded(c.spec().processes)) {
     if (c.is_mig() && (p.gpu_instance_id != c.mig().gpu_instance_id ||
                        p.compute_instance_id != c.mig().compute_instance_id)) {
       continue;
     }
-    if (kind == Kind::kCompute ? p.compute : p.graphics) out.push_back(&p);
+    if (kind == Kind::kCompute ? p.compute : p.graphics) out.push_back(p);
   }
   return out;
 }
@@ -50,14 +87,14 @@ template <typename Entry>
 nvmlReturn_t List(nvmlDevice_t device, unsigned* count, Entry* infos, Kind kind) {
   return OnDevice(device, [&](DeviceCtx& c) -> nvmlReturn_t {
     if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    std::vector<const Process*> list = Listed(c, kind);
+    std::vector<Process> list = Listed(c, kind);
     const auto needed = static_cast<unsigned>(list.size());
     if (*count < needed) {
       *count = needed;
       return NVML_ERROR_INSUFFICIENT_SIZE;
     }
     if (needed > 0 && infos == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    for (unsigned i = 0; i < needed; ++i) Fill(*list[i], infos[i]);
+    for (unsigned i = 0; i < needed; ++i) Fill(list[i], infos[i]);
     *count = needed;
     return NVML_SUCCESS;
   });
@@ -121,13 +158,13 @@ nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, nvmlProcessDetailList
       default:
         return NVML_ERROR_INVALID_ARGUMENT;
     }
-    std::vector<const Process*> procs = Listed(c, kind);
+    std::vector<Process> procs = Listed(c, kind);
     const auto needed = static_cast<unsigned>(procs.size());
     if (list->numProcArrayEntries < needed || (needed > 0 && list->procArray == nullptr)) {
       list->numProcArrayEntries = needed;
       return NVML_ERROR_INSUFFICIENT_SIZE;
     }
-    for (unsigned i = 0; i < needed; ++i) Fill(*procs[i], list->procArray[i]);
+    for (unsigned i = 0; i < needed; ++i) Fill(procs[i], list->procArray[i]);
     list->numProcArrayEntries = needed;
     return NVML_SUCCESS;
   });
@@ -142,9 +179,9 @@ nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSampl
     // One sample per sampled process at the latest sampling instant.
     const double stamp_t = std::floor(c.t / kSamplePeriodS) * kSamplePeriodS;
     const auto stamp = static_cast<unsigned long long>(c.sim.UnixMicros(stamp_t));
-    std::vector<const Process*> sampled;
-    for (const Process& p : c.spec().processes) {
-      if (p.sm_util || p.mem_util || p.enc_util || p.dec_util) sampled.push_back(&p);
+    std::vector<Process> sampled;
+    for (const Process& p : Expanded(c.spec().processes)) {
+      if (p.sm_util || p.mem_util || p.enc_util || p.dec_util) sampled.push_back(p);
     }
     if (sampled.empty() || stamp <= last_seen_us) return NVML_ERROR_NOT_FOUND;
     const auto needed = static_cast<unsigned>(sampled.size());
@@ -153,7 +190,7 @@ nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSampl
       return NVML_ERROR_INSUFFICIENT_SIZE;
     }
     for (unsigned i = 0; i < needed; ++i) {
-      const Process& p = *sampled[i];
+      const Process& p = sampled[i];
       utilization[i] = {p.pid,
                         stamp,
                         Percent(p.sm_util),

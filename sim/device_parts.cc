@@ -196,7 +196,11 @@ std::vector<Process> ParseProcesses(const YamlCheck& check, const At& at, const 
     Process p;
     At pid = YamlCheck::Child(item, "pid");
     check.Require(pid);
-    p.pid = static_cast<unsigned>(check.Integer(pid, 1, 4194304));
+    if (pid.node.IsScalar() && pid.node.Scalar() == "workload") {
+      p.workload = true;
+    } else {
+      p.pid = static_cast<unsigned>(check.Integer(pid, 1, 4194304));
+    }
     if (!pids.insert(p.pid).second) check.Fail(pid, "pid is listed twice on this device");
     At mem = YamlCheck::Child(item, "used_memory_mib");
     check.Require(mem);

@@ -96,6 +96,9 @@ struct MigConfig {
 
 struct Process {
   unsigned pid = 0;
+  // `pid: workload`: stands for every descendant of the process that loaded the simulator (the
+  // workload `gpulse record` started), each listed with this entry's memory and utilization.
+  bool workload = false;
   uint64_t used_memory_mib = 0;
   unsigned gpu_instance_id = 0xFFFFFFFFu;  // NVML's "not MIG" value
   unsigned compute_instance_id = 0xFFFFFFFFu;

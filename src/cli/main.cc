@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
+    for (const auto& c : commands) {
+      if (c.app->parsed()) return c.usage_exit_code;
+    }
     return kExitUsage;
   }
   for (auto& c : commands) {

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <array>
+#include <filesystem>
 #include <atomic>
 #include <memory>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include "identity/environment.h"
 #include "identity/runtime_scope.h"
 #include "report/derive.h"
+#include "report/journal.h"
 #include "report/render.h"
 #include "report/run_json.h"
 #include "sampling/recorder.h"
@@ -40,6 +42,7 @@ struct RecordOptions {
   bool include_descendants = false;
   std::string out_dir;
   std::string fields;
+  bool force = false;
   std::vector<std::string> command;
 };
 
@@ -79,21 +82,65 @@ std::string DefaultOutDir() {
 
 constexpr std::array<std::string_view, 3> kOutputFiles = {"run.json", "report.txt", "report.html"};
 
+// The output directory, and whether this run created it (a run that never starts removes it).
+struct OutDir {
+  sys::Dir dir;
+  bool created = false;
+};
+
+// Says so when DIR is a symbolic link: the run is written where it points, never silently.
+void NoteSymlink(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p(dir);
+  while (p.has_relative_path() && !p.has_filename()) p = p.parent_path();  // "out/" -> "out"
+  if (!std::filesystem::is_symlink(p, ec)) return;
+  auto target = std::filesystem::read_symlink(p, ec);
+  fmt::print(stderr, "gpulse record: note: output directory {} is a symbolic link to {}; writing there\n", dir,
+             ec ? std::string("?") : target.string());
+}
+
+// An earlier run's files in DIR: refused (exit 125) unless --force, which removes them first so
+// nothing of the old run mixes with the new one.
+Status ClaimOutDir(const sys::Dir& out, const std::string& dir, bool force) {
+  std::vector<std::string_view> names(kOutputFiles.begin(), kOutputFiles.end());
+  names.push_back(report::kJournalName);
+  for (std::string_view name : names) {
+    if (Status s = out.RefuseNonRegular(name); !s.ok()) return s.error();
+    auto type = out.TypeOf(name);
+    if (!type.ok() || *type == sys::EntryType::kMissing) continue;
+    if (!force) {
+      return Error{ErrorCode::kInvalidArgument,
+                   "output directory " + dir + " holds an earlier run (" + std::string(name) +
+                       "); choose another -o or pass --force to replace it"};
+    }
+    if (Status s = out.Remove(name); !s.ok()) return s.error();
+  }
+  return Status::Ok();
+}
+
 // Creates DIR (as named; the components it makes are opened O_NOFOLLOW) and proves it writable
 // before CMD starts. A symbolic link or non-regular file where a report goes is refused now, with
 // its path, so CMD never runs for a report that could not be written; the writes refuse it again.
-Result<sys::Dir> PrepareOutDir(const std::string& dir) {
+Result<OutDir> PrepareOutDir(const std::string& dir, bool force) {
+  std::error_code ec;
+  bool existed = std::filesystem::exists(dir, ec);
+  NoteSymlink(dir);
   auto out = sys::Dir::OpenRoot(dir, /*create=*/true);
   if (!out.ok())
     return Error{out.error().code, "output directory " + dir + ": " + out.error().message};
-  for (std::string_view name : kOutputFiles)
-    if (Status s = out->RefuseNonRegular(name); !s.ok()) return s.error();
+  if (Status s = ClaimOutDir(*out, dir, force); !s.ok()) return s.error();
   constexpr std::string_view kProbe = ".gpulse-write-test";
   if (Status s = out->WriteAtomic(kProbe, "x"); !s.ok())
     return Error{ErrorCode::kIo,
                  "output directory " + dir + " is not writable: " + s.error().message};
   (void)out->Remove(kProbe);
-  return out;
+  return OutDir{*out, !existed};
+}
+
+// A run that never started leaves nothing behind: its journal, and DIR when this run made it.
+void Abandon(const OutDir& out, const std::string& dir) {
+  (void)out.dir.Remove(report::kJournalName);
+  if (out.created) ::rmdir(dir.c_str());
 }
 
 Result<std::vector<FieldIndex>> OptionalFields(const std::string& list) {
@@ -175,6 +222,48 @@ std::string Hostname() {
   return buf;
 }
 
+// The three report files, each written whole under a temporary name and renamed. Every failure is
+// reported with its file; true when all three were written.
+bool WriteReports(const sys::Dir& out, const report::Run& run, const report::Report& rep, const std::string& text) {
+  bool ok = true;
+  for (Status st : {report::WriteRunJsonFile(run, rep, out.PathOf(kOutputFiles[0])),
+                    out.WriteAtomic(kOutputFiles[1], text),
+                    out.WriteAtomic(kOutputFiles[2], report::RenderHtml(run, rep))}) {
+    if (!st.ok()) {
+      fmt::print(stderr, "gpulse record: {}\n", st.error().message);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+// Opens the GPUs and fills what the run knows before CMD starts. nullopt: gpulse cannot record
+// (the message is printed), e.g. a --simulate scenario that cannot be loaded.
+std::optional<std::unique_ptr<gpu::Backend>> OpenGpus(const RecordOptions& o, report::Run& run) {
+  auto backend = gpu::OpenBackend(o.gpu);
+  if (!backend && backend.error().code != ErrorCode::kUnavailable) {  // e.g. a bad --simulate
+    fmt::print(stderr, "gpulse record: {}\n", backend.error().message);
+    return std::nullopt;
+  }
+  if (!backend) {
+    run.info.gpu_unavailable_reason = backend.error().message;
+    return std::unique_ptr<gpu::Backend>();
+  }
+  gpu::Backend* b = backend->get();
+  run.entities = WorkloadEntities(b->info(), run.info);
+  for (const Entity& e : run.entities) {
+    if (e.kind == EntityKind::kGpu && e.device_pos) run.devices.push_back(b->info().devices[*e.device_pos]);
+  }
+  run.info.simulated = b->info().simulated;
+  run.info.scenario = b->info().scenario;
+  run.info.driver_version = b->info().driver_version;
+  if (run.devices.empty()) {
+    run.info.gpu_unavailable_reason = b->info().devices.empty() ? NoReadableGpu(b->info())
+                                                                : "the workload sees no GPU";
+  }
+  return std::move(backend).value();
+}
+
 int Run(RecordOptions& o) {
   auto fields = OptionalFields(o.fields);
   if (!fields) {
@@ -182,42 +271,31 @@ int Run(RecordOptions& o) {
     return kExitRecordFailed;
   }
   if (o.out_dir.empty()) o.out_dir = DefaultOutDir();
-  auto out = PrepareOutDir(o.out_dir);
-  if (!out) {
-    fmt::print(stderr, "gpulse record: {}\n", out.error().message);
-    return kExitRecordFailed;
-  }
   report::Run run;
   run.info.command = o.command;
   run.info.host = Hostname();
   run.info.gpulse_version = VersionString();
   run.clock_ticks_per_second = sysconf(_SC_CLK_TCK);
-  auto backend = gpu::OpenBackend(o.gpu);
-  if (!backend && backend.error().code != ErrorCode::kUnavailable) {  // e.g. a bad --simulate
-    fmt::print(stderr, "gpulse record: {}\n", backend.error().message);
+  auto backend = OpenGpus(o, run);
+  if (!backend) return kExitRecordFailed;
+  auto out = PrepareOutDir(o.out_dir, o.force);
+  if (!out) {
+    fmt::print(stderr, "gpulse record: {}\n", out.error().message);
     return kExitRecordFailed;
   }
-  gpu::Backend* b = backend ? backend->get() : nullptr;
-  if (b != nullptr) {
-    run.entities = WorkloadEntities(b->info(), run.info);
-    for (const Entity& e : run.entities) {
-      if (e.kind == EntityKind::kGpu && e.device_pos) run.devices.push_back(b->info().devices[*e.device_pos]);
-    }
-    run.info.simulated = b->info().simulated;
-    run.info.scenario = b->info().scenario;
-    run.info.driver_version = b->info().driver_version;
-    if (run.devices.empty()) {
-      run.info.gpu_unavailable_reason = b->info().devices.empty() ? NoReadableGpu(b->info())
-                                                                  : "the workload sees no GPU";
-    }
-  } else {
-    run.info.gpu_unavailable_reason = backend.error().message;
+  auto journal = report::JournalWriter::Create(out->dir, report::kJournalName);
+  if (!journal) {
+    fmt::print(stderr, "gpulse record: {}\n", journal.error().message);
+    Abandon(*out, o.out_dir);
+    return kExitRecordFailed;
   }
 
   InstallHandlers();
   auto child = sys::ChildProcess::Spawn(o.command);
   if (!child) {
     fmt::print(stderr, "gpulse record: {}\n", child.error().message);
+    journal->reset();
+    Abandon(*out, o.out_dir);
     return child.error().code == ErrorCode::kNoPermission ? kExitCannotExecute : kExitNotFound;
   }
   g_child_pid.store(child->pid());
@@ -225,27 +303,28 @@ int Run(RecordOptions& o) {
   ro.period_ns = static_cast<std::int64_t>(o.interval_ms) * 1'000'000;
   ro.include_descendants = o.include_descendants;
   ro.optional_fields = *fields;
-  sampling::Recorder recorder(ro, b, &g_child_exited);
-  sys::ExitStatus status = recorder.Record(*child, run);
+  sampling::Recorder recorder(ro, backend->get(), &g_child_exited);
+  sys::ExitStatus status = recorder.Record(*child, run, journal->get());
   g_child_pid.store(0);
   run.info.exit_code = status.code;
   run.info.exit_signal = status.signal;
   run.info.gpulse_exit_code = status.ShellCode();
 
+  bool ok = true;
+  if (Status st = (*journal)->Finish(run); !st.ok()) {
+    fmt::print(stderr, "gpulse record: journal: {}\n", st.error().message);
+    ok = false;
+  }
   report::Report rep = report::Derive(run);
   std::string text = report::RenderText(run, rep);
-  bool ok = true;
-  for (Status st : {report::WriteRunJsonFile(run, rep, out->PathOf(kOutputFiles[0])),
-                    out->WriteAtomic(kOutputFiles[1], text),
-                    out->WriteAtomic(kOutputFiles[2], report::RenderHtml(run, rep))}) {
-    if (!st.ok()) {
-      fmt::print(stderr, "gpulse record: {}\n", st.error().message);
-      ok = false;
-    }
-  }
+  ok = WriteReports(out->dir, run, rep, text) && ok;
   fmt::print("{}", text);
-  if (ok) fmt::print("Wrote {}/run.json, report.txt and report.html\n", o.out_dir);
-  if (!ok) return kExitRecordFailed;
+  if (!ok) {
+    fmt::print(stderr, "gpulse record: not every file was written (see above); exit 125\n");
+    return kExitRecordFailed;
+  }
+  (void)out->dir.Remove(report::kJournalName);  // run.json now holds everything the journal did
+  fmt::print("Wrote {}/run.json, report.txt and report.html\n", o.out_dir);
   return status.ShellCode();
 }
 
@@ -262,12 +341,13 @@ Subcommand SetupRecord(CLI::App& parent) {
   app->add_flag("--include-descendants", o->include_descendants,
                 "Sum RSS, CPU and threads over CMD's whole descendant tree");
   app->add_option("-o,--output", o->out_dir, "Output directory (default: ./gpulse-record-DATE-TIME)");
+  app->add_flag("--force", o->force, "Replace an earlier run in the output directory");
   app->add_option("--fields", o->fields,
                   "Optional timeline fields to record (default: all of them; see docs/record.md)");
   app->add_option("command", o->command, "The command to run, after --")->required();
   app->footer("Exit status: CMD's, 128+N when CMD died of signal N, 126/127 when CMD cannot be "
               "executed/found, 125 when gpulse itself fails.");
-  return {app, [o] { return Run(*o); }};
+  return {app, [o] { return Run(*o); }, kExitRecordFailed};
 }
 
 }  // namespace gpulse::cli

@@ -19,6 +19,9 @@ inline constexpr int kExitUsage = 2;    // bad flags, field names, files or conf
 struct Subcommand {
   CLI::App* app = nullptr;      // owned by the parent app
   std::function<int()> run;     // called once when `app` was the parsed subcommand
+  // What a bad flag of this subcommand exits with (`record` uses 125, as env(1) and timeout(1) do,
+  // so its own failures cannot be mistaken for CMD's exit code).
+  int usage_exit_code = kExitUsage;
 };
 
 using SetupFn = Subcommand (*)(CLI::App& parent);

@@ -166,7 +166,7 @@ class DeviceBuilder {
     // The counter over the first and last samples that have it.
     if (first_energy_ && last_energy_ && last_energy_->first > first_energy_->first &&
         last_energy_->second >= first_energy_->second) {
-      e.counter_millijoules = static_cast<double>(last_energy_->second - first_energy_->second);
+      e.counter_millijoules = last_energy_->second - first_energy_->second;
     }
     if (integrated_) e.integrated_millijoules = integral_mj_;
     if (e.counter_millijoules) {
@@ -176,11 +176,12 @@ class DeviceBuilder {
       bool same_span = integrated_ && !power_gap_ && first_power_ns_ == first_energy_->first &&
                        last_power_ns_ == last_energy_->first;
       if (*e.counter_millijoules > 0 && same_span) {
-        e.relative_difference = (integral_mj_ - *e.counter_millijoules) / *e.counter_millijoules;
+        double counter = static_cast<double>(*e.counter_millijoules);
+        e.relative_difference = (integral_mj_ - counter) / counter;
       }
     } else if (integrated_) {
-      e.source = EnergySource::kIntegrated;
-      e.millijoules = integral_mj_;
+      e.source = EnergySource::kIntegratedFallback;
+      e.millijoules = static_cast<std::uint64_t>(std::llround(std::max(0.0, integral_mj_)));
     }
     return e;
   }
@@ -255,13 +256,17 @@ ResourceReport DeriveResource(const Run& run) {
     double used = static_cast<double>(jiffies(s.back())) - static_cast<double>(jiffies(s.front()));
     r.cpu_mean_percent = used / static_cast<double>(run.clock_ticks_per_second) / wall_s * 100.0;
   }
+  if (run.clock_ticks_per_second > 0) {
+    r.cpu_seconds = static_cast<double>(s.back().cpu_user_jiffies + s.back().cpu_system_jiffies) /
+                    static_cast<double>(run.clock_ticks_per_second);
+  }
   return r;
 }
 
 }  // namespace
 
 const char* EnergySourceName(EnergySource s) {
-  return s == EnergySource::kCounter ? "counter" : "integrated";
+  return s == EnergySource::kCounter ? "counter" : "integrated_fallback";
 }
 
 std::string ClockReasonName(int bit) {
@@ -288,7 +293,7 @@ Report Derive(const Run& run) {
   GpuReport& g = report.gpu;
   g.aggregates = cluster.Build();
   g.device_count = devices.size();
-  bool any_counter = false, any_integrated = false;
+  bool any_integrated = false;
   for (const auto& [index, builder] : devices) {
     DeviceReport d = builder.Build(index);
     for (const DeviceInfo& info : run.devices) {
@@ -302,12 +307,12 @@ Report Derive(const Run& run) {
     }
     if (d.energy.millijoules) {
       g.energy_millijoules = g.energy_millijoules.value_or(0) + *d.energy.millijoules;
-      (*d.energy.source == EnergySource::kCounter ? any_counter : any_integrated) = true;
+      any_integrated = any_integrated || *d.energy.source == EnergySource::kIntegratedFallback;
     }
     g.per_device.push_back(std::move(d));
   }
-  if (any_counter || any_integrated) {
-    g.energy_source = any_counter && any_integrated ? "mixed" : (any_counter ? "counter" : "integrated");
+  if (g.energy_millijoules) {
+    g.energy_source = any_integrated ? EnergySource::kIntegratedFallback : EnergySource::kCounter;
   }
   g.per_instance = DeriveInstances(run);
   report.resource = DeriveResource(run);

@@ -30,14 +30,16 @@ struct GpuAggregates {
   std::optional<std::uint32_t> temperature_max_celsius;
 };
 
-enum class EnergySource { kCounter, kIntegrated };
+// Where an energy figure came from, as inferscope names it: the hardware counter, or the
+// trapezoidal integral of power draw when the counter is missing ("integrated_fallback").
+enum class EnergySource { kCounter, kIntegratedFallback };
 
 struct DeviceEnergy {
-  std::optional<double> counter_millijoules;     // last − first hardware counter reading
-  std::optional<double> integrated_millijoules;  // trapezoidal integral of power draw
-  std::optional<EnergySource> source;            // which one is reported (counter preferred)
-  std::optional<double> millijoules;             // the reported value
-  std::optional<double> relative_difference;     // (integrated − counter) / counter, when both
+  std::optional<std::uint64_t> counter_millijoules;  // last − first hardware counter reading
+  std::optional<double> integrated_millijoules;      // trapezoidal integral of power draw
+  std::optional<EnergySource> source;                // which one is reported (counter preferred)
+  std::optional<std::uint64_t> millijoules;          // the reported value, whole millijoules
+  std::optional<double> relative_difference;         // (integrated − counter) / counter, when both
 };
 
 struct MinMaxMean {
@@ -83,8 +85,10 @@ struct InstanceReport {
 struct GpuReport {
   std::uint64_t device_count = 0;
   GpuAggregates aggregates;  // cluster-wide, over every sample of every device
-  std::optional<double> energy_millijoules;  // sum of per-device reported energy
-  std::optional<std::string> energy_source;  // "counter", "integrated" or "mixed"
+  std::optional<std::uint64_t> energy_millijoules;  // sum of per-device reported energy
+  // kCounter when every device with energy used the counter, else kIntegratedFallback (the
+  // weakest link governs, as in inferscope).
+  std::optional<EnergySource> energy_source;
   std::vector<DeviceReport> per_device;      // device index order
   std::vector<InstanceReport> per_instance;  // (device index, GI id) order
 };
@@ -94,6 +98,9 @@ struct ResourceReport {
   std::optional<std::uint64_t> rss_min_bytes, rss_max_bytes, rss_mean_bytes, rss_final_bytes;
   std::optional<std::uint32_t> thread_min, thread_max;
   std::optional<double> cpu_mean_percent;  // may exceed 100; absent with fewer than 2 samples
+  // The tree's CPU time at the last sample (every process starts at 0), in seconds; what
+  // /usr/bin/time reports as user + system for the same command.
+  std::optional<double> cpu_seconds;
 };
 
 struct Report {

@@ -1,104 +1,29 @@
-// The HTML report: one self-contained file (inline CSS and SVG, no network, no external script) with
-// the summary tables and, per device, time-series plots of utilization, memory, power and
-// temperature on one time axis shared by every plot, plus the process RSS/CPU plot.
+// The HTML report: one self-contained file (inline CSS and SVG, no network, no external script)
+// with the summary tables, the process tree's RSS/CPU plots and one row per device: its
+// utilization, memory, power and temperature plots side by side on one time axis shared by every
+// plot, and the events strip (XIDs, throttling, loss) under them. The SVG pieces are in
+// html_plot.cc.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <map>
+#include <limits>
 
+#include "report/html_events.h"
+#include "report/html_plot.h"
 #include "report/render.h"
 
 namespace gpulse::report {
 namespace {
 
-constexpr int kWidth = 640, kHeight = 160, kLeft = 56, kRight = 12, kTop = 22, kBottom = 24;
-constexpr std::size_t kMaxPoints = 800;  // per series; longer timelines are averaged into buckets
+using html::Canvas;
+using html::Escape;
+using html::Event;
+using html::PlotSpec;
+using html::Series;
 
-std::string Escape(std::string_view s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
-struct Point {
-  double x, y;
-};
-
-std::vector<Point> Downsample(const std::vector<Point>& in) {
-  if (in.size() <= kMaxPoints) return in;
-  std::vector<Point> out;
-  std::size_t per = (in.size() + kMaxPoints - 1) / kMaxPoints;
-  for (std::size_t i = 0; i < in.size(); i += per) {
-    std::size_t end = std::min(in.size(), i + per);
-    double sx = 0, sy = 0;
-    for (std::size_t k = i; k < end; ++k) {
-      sx += in[k].x;
-      sy += in[k].y;
-    }
-    out.push_back({sx / (end - i), sy / (end - i)});
-  }
-  return out;
-}
-
-struct Series {
-  std::string name;
-  std::string color;
-  std::vector<Point> points;
-};
-
-// One plot: x from 0 to x_max seconds (shared by every plot of the report), y from 0 to the data's
-// maximum (or y_max when given).
-std::string Plot(const std::string& title, const std::string& unit, const std::vector<Series>& series,
-                 double x_max, std::optional<double> y_max = std::nullopt) {
-  double top = y_max.value_or(0);
-  for (const Series& s : series) {
-    for (const Point& p : s.points) top = std::max(top, p.y);
-  }
-  if (top <= 0) top = 1;
-  if (x_max <= 0) x_max = 1;
-  const double w = kWidth - kLeft - kRight, h = kHeight - kTop - kBottom;
-  auto X = [&](double x) { return kLeft + x / x_max * w; };
-  auto Y = [&](double y) { return kTop + h - y / top * h; };
-  std::string o = fmt::format(
-      "<svg class=\"plot\" data-title=\"{0}\" width=\"{1}\" height=\"{2}\" viewBox=\"0 0 {1} {2}\" "
-      "role=\"img\" aria-label=\"{0}\">\n",
-      Escape(title), kWidth, kHeight);
-  o += fmt::format("<text x=\"{}\" y=\"14\" class=\"title\">{} ({})</text>\n", kLeft, Escape(title), Escape(unit));
-  o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"frame\"/>\n", kLeft, kTop, w, h);
-  for (int i = 0; i <= 2; ++i) {
-    double v = top * i / 2;
-    o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"end\">{:.4g}</text>\n", kLeft - 4, Y(v) + 4, v);
-  }
-  for (int i = 0; i <= 4; ++i) {
-    double v = x_max * i / 4;
-    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"tick\" text-anchor=\"middle\">{:.3g} s</text>\n", X(v),
-                     kHeight - 6, v);
-  }
-  int legend_x = kLeft + 200;
-  for (const Series& s : series) {
-    std::string pts;
-    for (const Point& p : Downsample(s.points)) pts += fmt::format("{:.1f},{:.1f} ", X(p.x), Y(p.y));
-    o += fmt::format("<polyline class=\"series\" data-series=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n",
-                     Escape(s.name), s.color, pts);
-    o += fmt::format("<text x=\"{}\" y=\"14\" class=\"legend\" fill=\"{}\">{}</text>\n", legend_x, s.color, Escape(s.name));
-    legend_x += 120;
-  }
-  if (series.empty() || std::all_of(series.begin(), series.end(), [](const Series& s) { return s.points.empty(); })) {
-    o += fmt::format("<text x=\"{}\" y=\"{}\" class=\"na\">n/a</text>\n", kLeft + w / 2, kTop + h / 2);
-  }
-  o += "</svg>\n";
-  return o;
-}
+constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();  // a gap in the plot
 
 std::string Row(const std::vector<std::string>& cells, const char* tag = "td") {
   std::string o = "<tr>";
@@ -119,109 +44,215 @@ std::string Summary(const Run& run, const Report& r) {
   o += Row({"command", cmd});
   o += Row({"duration", fmt::format("{:.3f} s", i.duration_ns / 1e9)});
   o += Row({"exit", i.exit_signal ? fmt::format("signal {}", *i.exit_signal)
-                                  : i.exit_code ? fmt::format("code {}", *i.exit_code) : "did not start"});
+                    : i.exit_code ? fmt::format("code {}", *i.exit_code)
+                                  : "did not start"});
   o += Row({"sample period", fmt::format("{} ms", i.sample_period_ns / 1'000'000)});
   if (i.simulated) o += Row({"GPUs", "simulated (scenario " + i.scenario + ")"});
-  if (i.gpu_unavailable_reason) o += Row({"GPU", "no GPU samples collected: " + *i.gpu_unavailable_reason});
+  if (i.gpu_unavailable_reason)
+    o += Row({"GPU", "no GPU samples collected: " + *i.gpu_unavailable_reason});
   const ResourceReport& p = r.resource;
   auto bytes = [](std::uint64_t b) { return FormatBytes(b); };
-  o += Row({"process RSS peak / mean", Or<std::uint64_t>(p.rss_max_bytes, bytes) + " / " + Or<std::uint64_t>(p.rss_mean_bytes, bytes)});
-  o += Row({"process CPU mean", Or<double>(p.cpu_mean_percent, [](double v) { return fmt::format("{:.0f}%", v); })});
-  o += Row({"GPU energy", Or<double>(r.gpu.energy_millijoules, [](double v) { return fmt::format("{:.1f} J", v / 1000); }) +
-                              (r.gpu.energy_source ? " (" + *r.gpu.energy_source + ")" : "")});
+  o += Row({"process RSS peak / mean", Or<std::uint64_t>(p.rss_max_bytes, bytes) + " / " +
+                                           Or<std::uint64_t>(p.rss_mean_bytes, bytes)});
+  o += Row({"process CPU mean",
+            Or<double>(p.cpu_mean_percent, [](double v) { return fmt::format("{:.0f}%", v); })});
+  auto joules = [](std::uint64_t mj) { return fmt::format("{:.1f} J", mj / 1000.0); };
+  o += Row({"GPU energy", Or<std::uint64_t>(r.gpu.energy_millijoules, joules) +
+                              (r.gpu.energy_source
+                                   ? std::string(" (") + EnergySourceName(*r.gpu.energy_source) + ")"
+                                   : "")});
   o += "</table>\n";
   if (r.gpu.per_device.empty()) return o;
   o += "<table class=\"devices\">\n";
-  o += Row({"GPU", "UUID", "samples", "VRAM peak", "SM mean", "power mean", "temp peak", "energy"}, "th");
+  o += Row({"GPU", "UUID", "samples", "VRAM peak", "SM mean", "power mean", "temp peak", "energy"},
+           "th");
   for (const DeviceReport& d : r.gpu.per_device) {
     const GpuAggregates& a = d.aggregates;
-    o += Row({std::to_string(d.device_index), d.uuid, std::to_string(a.sample_count),
-              Or<std::uint64_t>(a.memory_used_max_bytes, bytes),
-              Or<std::uint32_t>(a.utilization_mean_percent, [](std::uint32_t v) { return fmt::format("{}%", v); }),
-              Or<std::uint32_t>(a.power_mean_milliwatts, [](std::uint32_t v) { return fmt::format("{:.1f} W", v / 1000.0); }),
-              Or<std::uint32_t>(a.temperature_max_celsius, [](std::uint32_t v) { return fmt::format("{} C", v); }),
-              Or<double>(d.energy.millijoules, [](double v) { return fmt::format("{:.1f} J", v / 1000); })});
+    o +=
+        Row({std::to_string(d.device_index), d.uuid, std::to_string(a.sample_count),
+             Or<std::uint64_t>(a.memory_used_max_bytes, bytes),
+             Or<std::uint32_t>(a.utilization_mean_percent,
+                               [](std::uint32_t v) { return fmt::format("{}%", v); }),
+             Or<std::uint32_t>(a.power_mean_milliwatts,
+                               [](std::uint32_t v) { return fmt::format("{:.1f} W", v / 1000.0); }),
+             Or<std::uint32_t>(a.temperature_max_celsius,
+                               [](std::uint32_t v) { return fmt::format("{} C", v); }),
+             Or<std::uint64_t>(d.energy.millijoules,
+                               [](std::uint64_t v) { return fmt::format("{:.1f} J", v / 1000.0); })});
   }
   return o + "</table>\n";
 }
 
-std::string DeviceGroup(const Run& run, const DeviceReport& d, double x_max) {
+const DeviceInfo* FindDevice(const Run& run, std::uint32_t index) {
+  for (const DeviceInfo& info : run.devices) {
+    if (info.index == index) return &info;
+  }
+  return nullptr;
+}
+
+// "GPU 0 — NVIDIA A40 — GPU-…", skipping the parts that are unknown.
+std::string DeviceHeader(const char* tag, std::uint32_t index, const std::string& name,
+                         const std::string& uuid) {
+  std::string text = fmt::format("GPU {}", index);
+  for (const std::string& part : {name, uuid}) {
+    if (!part.empty()) text += " — " + part;
+  }
+  return fmt::format("<{0} class=\"device-name\" data-name=\"{1}\" data-uuid=\"{2}\">{3}</{0}>\n",
+                     tag, Escape(name), Escape(uuid), Escape(text));
+}
+
+struct DeviceSeries {
   Series util{"GPU util", "#1f77b4", {}}, memutil{"memory util", "#ff7f0e", {}};
   Series mem{"used", "#2ca02c", {}}, power{"power", "#d62728", {}}, temp{"GPU", "#9467bd", {}};
   double mem_total = 0;
+  bool has_memutil = false;
+};
+
+// Absent readings are gaps in the plot (NaN points), never zeros.
+DeviceSeries CollectDevice(const Run& run, std::uint32_t index) {
+  DeviceSeries d;
+  auto add = [](Series& s, double t, bool present, double v) {
+    s.points.push_back({t, present ? v : kAbsent});
+  };
   for (const GpuSample& s : run.gpu_samples) {
-    if (s.device_index != d.device_index) continue;
+    if (s.device_index != index) continue;
     double t = s.elapsed_ns / 1e9;
-    // Absent readings are gaps in the plot, never zeros.
-    if (s.has(GpuSample::kUtilization)) util.points.push_back({t, static_cast<double>(s.utilization_percent)});
-    if (s.has(GpuSample::kMemoryUtilization)) memutil.points.push_back({t, static_cast<double>(s.memory_utilization_percent)});
-    if (s.has(GpuSample::kMemoryUsed)) mem.points.push_back({t, s.memory_used_bytes / 1073741824.0});
-    if (s.has(GpuSample::kMemoryTotal)) mem_total = std::max(mem_total, s.memory_total_bytes / 1073741824.0);
-    if (s.has(GpuSample::kPower)) power.points.push_back({t, s.power_draw_milliwatts / 1000.0});
-    if (s.has(GpuSample::kTemperature)) temp.points.push_back({t, static_cast<double>(s.temperature_celsius)});
+    add(d.util, t, s.has(GpuSample::kUtilization), s.utilization_percent);
+    add(d.memutil, t, s.has(GpuSample::kMemoryUtilization), s.memory_utilization_percent);
+    add(d.mem, t, s.has(GpuSample::kMemoryUsed), s.memory_used_bytes / 1073741824.0);
+    add(d.power, t, s.has(GpuSample::kPower), s.power_draw_milliwatts / 1000.0);
+    add(d.temp, t, s.has(GpuSample::kTemperature), s.temperature_celsius);
+    d.has_memutil = d.has_memutil || s.has(GpuSample::kMemoryUtilization);
+    if (s.has(GpuSample::kMemoryTotal))
+      d.mem_total = std::max(d.mem_total, s.memory_total_bytes / 1073741824.0);
   }
-  std::string o = fmt::format("<section class=\"plot-group device\" data-device=\"{}\">\n<h2>GPU {}{}</h2>\n", d.device_index,
-                              d.device_index, d.uuid.empty() ? "" : " — " + Escape(d.uuid));
-  std::vector<Series> u{util};
-  if (!memutil.points.empty()) u.push_back(memutil);
-  o += Plot("utilization", "%", u, x_max, 100.0);
-  o += Plot("memory used", "GiB", {mem}, x_max, mem_total);
-  std::optional<double> limit;
-  for (const DeviceInfo& info : run.devices) {
-    if (info.index == d.device_index) limit = info.power_limit_watts;
-  }
-  o += Plot("power draw", "W", {power}, x_max, limit);
-  o += Plot("temperature", "C", {temp}, x_max);
-  return o + "</section>\n";
+  return d;
 }
 
-std::string ProcessGroup(const Run& run, double x_max) {
+std::string DeviceGroup(const Run& run, const DeviceReport& d, Canvas& c) {
+  DeviceSeries s = CollectDevice(run, d.device_index);
+  std::vector<Event> events = html::DeviceEvents(run, d.device_index);
+  const DeviceInfo* info = FindDevice(run, d.device_index);
+  std::string uuid = d.uuid.empty() && info ? info->uuid : d.uuid;
+  std::string o =
+      fmt::format("<section class=\"plot-group device\" data-device=\"{}\">\n", d.device_index);
+  o += DeviceHeader("h2", d.device_index, info ? info->name : "", uuid);
+  o += "<div class=\"plots\">\n";
+  std::vector<Series> u{s.util};
+  if (s.has_memutil) u.push_back(s.memutil);
+  o += html::Plot(c, {"utilization", "%", u, 100.0}, events);
+  o += html::Plot(
+      c,
+      {"memory used", "GiB", {s.mem}, s.mem_total > 0 ? std::optional(s.mem_total) : std::nullopt},
+      events);
+  o += html::Plot(c, {"power draw", "W", {s.power}, info ? info->power_limit_watts : std::nullopt},
+                  events);
+  o += html::Plot(c, {"temperature", "C", {s.temp}, std::nullopt}, events);
+  o += html::EventsStrip(c, d.device_index, events);
+  return o + "</div>\n</section>\n";
+}
+
+// CPU % of one core between consecutive samples. A drop in the summed CPU time (in a run.json of a
+// gpulse before schema 3, a descendant that exited took its time with it) is no reading: a gap, not
+// a negative value.
+double CpuPercent(const ResourceSample& a, const ResourceSample& b, long ticks_per_second) {
+  double j = static_cast<double>(b.cpu_user_jiffies + b.cpu_system_jiffies) -
+             static_cast<double>(a.cpu_user_jiffies + a.cpu_system_jiffies);
+  if (j < 0) return kAbsent;
+  double dt = (static_cast<double>(b.elapsed_ns) - static_cast<double>(a.elapsed_ns)) / 1e9;
+  return j / ticks_per_second / dt * 100;
+}
+
+std::string ProcessGroup(const Run& run, Canvas& c) {
   Series rss{"RSS", "#17becf", {}}, cpu{"CPU", "#bcbd22", {}};
   const auto& s = run.resource_samples;
   for (std::size_t i = 0; i < s.size(); ++i) {
     double t = s[i].elapsed_ns / 1e9;
     rss.points.push_back({t, s[i].rss_bytes / 1048576.0});
     if (i > 0 && s[i].elapsed_ns > s[i - 1].elapsed_ns && run.clock_ticks_per_second > 0) {
-      double j = static_cast<double>(s[i].cpu_user_jiffies + s[i].cpu_system_jiffies) -
-                 static_cast<double>(s[i - 1].cpu_user_jiffies + s[i - 1].cpu_system_jiffies);
-      double dt = (s[i].elapsed_ns - s[i - 1].elapsed_ns) / 1e9;
-      cpu.points.push_back({t, j / run.clock_ticks_per_second / dt * 100});
+      cpu.points.push_back({t, CpuPercent(s[i - 1], s[i], run.clock_ticks_per_second)});
     }
   }
-  std::string o = "<section class=\"process\">\n<h2>Process tree</h2>\n";
-  o += Plot("resident memory", "MiB", {rss}, x_max);
-  o += Plot("CPU", "% of one core", {cpu}, x_max);
-  return o + "</section>\n";
+  std::string o = "<section class=\"process\">\n<h2>Process tree</h2>\n<div class=\"plots\">\n";
+  o += html::Plot(c, {"resident memory", "MiB", {rss}, std::nullopt});
+  o += html::Plot(c, {"CPU", "% of one core", {cpu}, std::nullopt});
+  return o + "</div>\n</section>\n";
 }
 
-constexpr const char* kStyle = R"(body{font-family:sans-serif;margin:1.5em;color:#222}
-h1{font-size:1.4em}h2{font-size:1.1em;margin:1em 0 .3em}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}
-svg.plot{display:block;margin:4px 0}.frame{fill:#fafafa;stroke:#999}.tick{font-size:10px;fill:#555}
-.title{font-size:12px;font-weight:bold}.legend{font-size:11px}.na{font-size:14px;fill:#999}
-pre{background:#f4f4f4;padding:.6em;overflow:auto})";
+// XIDs and losses of GPUs that have no row (no samples, e.g. lost before the run): their strips.
+std::string EventsWithoutRow(const Run& run, const Report& report, Canvas& c) {
+  std::string o;
+  for (std::uint32_t dev : html::DevicesWithEvents(run)) {
+    auto& per = report.gpu.per_device;
+    if (std::any_of(per.begin(), per.end(),
+                    [&](const DeviceReport& d) { return d.device_index == dev; }))
+      continue;
+    std::string name, uuid;
+    for (const Entity& e : run.entities) {
+      if (e.kind != EntityKind::kGpu || e.gpu != dev) continue;
+      name = e.name;
+      uuid = e.uuid;
+    }
+    o += "<div class=\"unsampled\">\n" + DeviceHeader("h3", dev, name, uuid);
+    o += html::EventsStrip(c, dev, html::DeviceEvents(run, dev)) + "</div>\n";
+  }
+  if (o.empty()) return o;
+  return "<section class=\"unsampled-events\">\n<h2>Events of GPUs without samples</h2>\n" + o +
+         "</section>\n";
+}
+
+std::string Style(const html::Geometry& g) {
+  constexpr const char* kStyle = R"(body{{font-family:sans-serif;margin:1.5em;color:#222}}
+h1{{font-size:1.4em}}h2{{font-size:1.1em;margin:1em 0 .3em}}
+h3{{font-size:1em;margin:.6em 0 .2em}}table{{border-collapse:collapse;margin:.5em 0}}
+td,th{{border:1px solid #ccc;padding:2px 8px;text-align:left}}
+.device-rows{{display:grid;grid-template-columns:minmax(0,1fr);row-gap:.4em}}
+.plots{{display:grid;grid-template-columns:repeat(auto-fill,{0}px);gap:2px 12px;max-width:{1}px}}
+.plots svg{{display:block}}.events-strip{{grid-column:1}}
+.frame{{fill:#fafafa;stroke:#999}}.grid{{stroke:#e4e4e4}}.tick{{font-size:10px;fill:#555}}
+.title{{font-size:12px;font-weight:bold}}.legend{{font-size:11px}}
+.na{{font-size:14px;fill:#999}}.small{{font-size:10px}}
+polyline.series{{stroke-width:1.5;stroke-linecap:round;stroke-linejoin:round}}
+.evline{{stroke-width:1}}.evline.xid{{stroke:#d62728}}
+.evline.lost{{stroke:#333;stroke-dasharray:3 2}}
+.evband.throttle{{fill:#ff7f0e;fill-opacity:.12}}.evband.lost{{fill:#777;fill-opacity:.15}}
+.event.xid{{fill:#d62728}}.event.throttle{{fill:#ff7f0e;fill-opacity:.6}}
+.event.lost{{fill:#555;fill-opacity:.7}}
+pre{{background:#f4f4f4;padding:.6em;overflow:auto}})";
+  return fmt::format(kStyle, g.width, 4 * g.width + 3 * 12);  // at most four plots in a row
+}
+
+double TimeAxisEnd(const Run& run) {
+  double x_max = run.info.duration_ns / 1e9;
+  for (const GpuSample& s : run.gpu_samples) x_max = std::max(x_max, s.elapsed_ns / 1e9);
+  for (const ResourceSample& s : run.resource_samples) x_max = std::max(x_max, s.elapsed_ns / 1e9);
+  return x_max > 0 ? x_max : 1;
+}
 
 }  // namespace
 
 std::string RenderHtml(const Run& run, const Report& report) {
-  double x_max = run.info.duration_ns / 1e9;
-  for (const GpuSample& s : run.gpu_samples) x_max = std::max(x_max, s.elapsed_ns / 1e9);
+  Canvas c{html::PlotGeometry(report.gpu.per_device.size() > 2), TimeAxisEnd(run)};
   std::string cmd;
   for (const std::string& w : run.info.command) cmd += (cmd.empty() ? "" : " ") + w;
   std::string o = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  o += fmt::format("<title>gpulse run: {}</title>\n<style>{}</style>\n</head>\n<body>\n", Escape(cmd), kStyle);
+  o += fmt::format("<title>gpulse run: {}</title>\n<style>{}</style>\n</head>\n<body>\n",
+                   Escape(cmd), Style(c.geo));
   o += fmt::format("<h1>gpulse run report: <code>{}</code></h1>\n", Escape(cmd));
   o += Summary(run, report);
-  o += ProcessGroup(run, x_max);
+  o += ProcessGroup(run, c);
   if (report.gpu.per_device.empty()) {
     o += "<p class=\"no-gpu\">No GPU samples collected";
     o += run.info.gpu_unavailable_reason ? ": " + Escape(*run.info.gpu_unavailable_reason) : "";
     o += ".</p>\n";
   }
-  for (const DeviceReport& d : report.gpu.per_device) o += DeviceGroup(run, d, x_max);
+  o += "<div class=\"device-rows\">\n";
+  for (const DeviceReport& d : report.gpu.per_device) o += DeviceGroup(run, d, c);
+  o += "</div>\n" + EventsWithoutRow(run, report, c);
   o += "<h2>Text report</h2>\n<pre>" + Escape(RenderText(run, report)) + "</pre>\n";
   // Marks the page as fully parsed for the browser test; the report needs no script to display.
-  o += "<script>document.body.dataset.plotGroups=String(document.querySelectorAll('.plot-group').length);"
+  o += "<script>document.body.dataset.plotGroups=String(document.querySelectorAll('.plot-group')."
+       "length);"
        "document.body.dataset.ready='1';</script>\n";
   return o + "</body>\n</html>\n";
 }

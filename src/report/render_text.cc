@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <cmath>
 #include <ctime>
 
 #include "report/render.h"
@@ -37,16 +38,33 @@ std::string Seconds(std::int64_t ns) { return fmt::format("{:.3f} s", ns / 1e9);
 
 void Header(std::string& o, const RunInfo& r) {
   o += fmt::format("gpulse record: {}\n", Joined(r.command));
+  if (!r.complete) {
+    o += fmt::format("  INCOMPLETE: {}\n", r.incomplete_reason.value_or("the recording did not finish"));
+  }
   std::string status = r.exit_signal ? fmt::format("killed by signal {}", *r.exit_signal)
                        : r.exit_code ? fmt::format("exit code {}", *r.exit_code)
                                      : std::string("did not start");
-  o += fmt::format("  started {}, duration {}, {}\n", Iso8601(r.start_unix_ns), Seconds(r.duration_ns), status);
+  std::string pid = r.pid > 0 ? fmt::format("pid {}, ", r.pid) : "";
+  o += fmt::format("  {}started {}, duration {}, {}\n", pid, Iso8601(r.start_unix_ns), Seconds(r.duration_ns),
+                   r.complete ? status : std::string("end not recorded"));
   o += fmt::format("  sampling every {} ms{}{}\n", r.sample_period_ns / 1'000'000,
                    r.include_descendants ? ", process tree with descendants" : "",
                    r.simulated ? fmt::format("; simulated GPUs (scenario {})", r.scenario) : "");
   if (r.device_selection != "all") o += fmt::format("  GPUs: {}\n", r.device_selection);
   if (r.skipped_ticks > 0) o += fmt::format("  {} late tick(s) skipped\n", r.skipped_ticks);
 }
+
+}  // namespace
+
+// The ADR-006 case: the measured PID is a launcher (a shell, `uv run`, a container shim) whose
+// children do the work, so its own figures describe nothing.
+bool LooksLikeWrapper(const RunInfo& info, const ResourceReport& r) {
+  constexpr std::uint64_t kTenMiB = 10ull << 20;
+  return !info.include_descendants && r.sample_count >= 2 && r.rss_max_bytes && *r.rss_max_bytes < kTenMiB &&
+         r.thread_max == 1u && r.cpu_seconds && *r.cpu_seconds == 0.0;
+}
+
+namespace {
 
 void Process(std::string& o, const RunInfo& info, const ResourceReport& r) {
   if (r.sample_count == 0) {
@@ -63,6 +81,11 @@ void Process(std::string& o, const RunInfo& info, const ResourceReport& r) {
                                     : fmt::format("  Threads            {} .. {}\n", *r.thread_min, *r.thread_max);
   if (info.process_sampling_end_reason) {
     o += fmt::format("  (process sampling ended early: {})\n", *info.process_sampling_end_reason);
+  }
+  if (LooksLikeWrapper(info, r)) {
+    o += fmt::format("  Warning: PID {} looks like a wrapper (RSS under 10 MiB, one thread, no CPU time):\n"
+                     "  the work probably runs in its children; record again with --include-descendants.\n",
+                     info.pid);
   }
 }
 
@@ -132,10 +155,13 @@ void Instances(std::string& o, const GpuReport& g) {
 }
 
 std::string Joules(std::optional<double> mj) { return mj ? fmt::format("{:.1f} J", *mj / 1000.0) : "n/a"; }
+std::string Joules(std::optional<std::uint64_t> mj) {
+  return mj ? Joules(std::optional<double>(static_cast<double>(*mj))) : "n/a";
+}
 
 void Energy(std::string& o, const GpuReport& g) {
   if (!g.energy_millijoules) return;
-  o += fmt::format("Energy (source: {}):\n", *g.energy_source);
+  o += fmt::format("Energy (source: {}):\n", EnergySourceName(*g.energy_source));
   o += fmt::format("  Total              {}\n", Joules(g.energy_millijoules));
   for (const DeviceReport& d : g.per_device) {
     const DeviceEnergy& e = d.energy;
@@ -152,8 +178,13 @@ void Energy(std::string& o, const GpuReport& g) {
   }
 }
 
-std::string Mmm(const std::optional<MinMaxMean>& m, const char* unit, const char* f = "{:.0f}") {
+// Whole-unit readings (percent, MHz) print their mean as its floor, the rule of every integer mean
+// in the report, so "SM mean 95%" above and "95/95/97%" here agree.
+std::string Mmm(const std::optional<MinMaxMean>& m, const char* unit, const char* f = nullptr) {
   if (!m) return "n/a";
+  if (f == nullptr) {
+    return fmt::format("{:.0f}/{:.0f}/{:.0f}{}", m->min, std::floor(m->mean), m->max, unit);
+  }
   return fmt::format(fmt::runtime(std::string(f) + "/" + f + "/" + f + "{}"), m->min, m->mean, m->max, unit);
 }
 
@@ -182,11 +213,17 @@ void Stats(std::string& o, const GpuReport& g) {
       for (const auto& [reason, ns] : *s.throttle_ns) t += fmt::format("{}{} {}", t.empty() ? "" : ", ", reason, Seconds(ns));
       o += fmt::format("    Clock events       {}\n", t.empty() ? "none" : t);
     }
+    if (s.processes.empty()) o += "    Processes          none of the workload's seen on this GPU\n";
     for (const GpuProcess& p : s.processes) {
       std::string where = p.gpu_instance_id ? fmt::format("  (MIG GI {} CI {})", *p.gpu_instance_id,
                                                           p.compute_instance_id.value_or(0))
                                             : "";
-      o += fmt::format("    Process {:<10} peak memory {}{}\n", p.pid, Bytes(p.max_memory_bytes), where);
+      std::string sm = p.sm_utilization_mean_percent
+                           ? fmt::format("{:.0f}%", std::floor(*p.sm_utilization_mean_percent))
+                           : "n/a";
+      o += fmt::format("    Process {:<8} {:<15} peak memory {}  SM mean {}  seen {} .. {}{}\n", p.pid,
+                       p.name.empty() ? "?" : p.name, Bytes(p.max_memory_bytes), sm,
+                       Seconds(p.first_seen_ns), Seconds(p.last_seen_ns), where);
     }
   }
 }
@@ -202,14 +239,21 @@ std::string FormatBytes(std::uint64_t bytes) {
 }
 
 std::string RenderText(const Run& run, const Report& report) {
+  // Sections are separated by one blank line, as inferscope lays out its report.
+  std::vector<std::string> sections(7);
+  Header(sections[0], run.info);
+  Process(sections[1], run.info, report.resource);
+  Gpu(sections[2], run.info, report.gpu);
+  Entities(sections[3], run);
+  Instances(sections[4], report.gpu);
+  Energy(sections[5], report.gpu);
+  Stats(sections[6], report.gpu);
   std::string o;
-  Header(o, run.info);
-  Process(o, run.info, report.resource);
-  Gpu(o, run.info, report.gpu);
-  Entities(o, run);
-  Instances(o, report.gpu);
-  Energy(o, report.gpu);
-  Stats(o, report.gpu);
+  for (const std::string& s : sections) {
+    if (s.empty()) continue;
+    if (!o.empty()) o += "\n";
+    o += s;
+  }
   return o;
 }
 

@@ -98,17 +98,29 @@ struct ResourceSample {
   std::uint32_t process_count = 0;
 };
 
-// A GPU process seen during the run, with its peak memory (job statistics).
+// A process of the workload's tree (CMD alone without --include-descendants) seen on a GPU during
+// the run (job statistics): its name, peak memory, mean SM utilization over the driver's samples,
+// and when it was first and last seen in the device's process list.
 struct GpuProcess {
   std::uint32_t device_index = 0;
   std::uint32_t pid = 0;
+  std::string name;  // the command name from /proc/PID/stat ("" when unknown)
   std::optional<std::uint64_t> max_memory_bytes;
   std::optional<std::uint32_t> gpu_instance_id;  // MIG: the instance it ran in
   std::optional<std::uint32_t> compute_instance_id;
+  std::optional<double> sm_utilization_mean_percent;  // over the lists that gave it
+  std::uint64_t sm_utilization_samples = 0;
+  std::int64_t first_seen_ns = 0;  // elapsed_ns of the first and last list it was in
+  std::int64_t last_seen_ns = 0;
 };
 
 struct RunInfo {
   std::vector<std::string> command;
+  std::int64_t pid = 0;  // CMD's process id (0: it did not start)
+  // False when the run was recovered from a journal whose writer stopped before the end; the reason
+  // then says how far it got (docs/record.md, "Crash safety").
+  bool complete = true;
+  std::optional<std::string> incomplete_reason;
   std::int64_t start_unix_ns = 0;  // the anchor: elapsed_ns 0 happened at this unix time
   std::int64_t end_unix_ns = 0;
   std::int64_t duration_ns = 0;

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "report/run_json_parts.h"
 #include "sys/safe_dir.h"
 
 namespace gpulse::report {
@@ -24,6 +25,9 @@ json Opt(const std::optional<T>& v) {
 
 json RunSection(const RunInfo& r) {
   return {{"command", r.command},
+          {"pid", r.pid},
+          {"complete", r.complete},
+          {"incomplete_reason", Opt(r.incomplete_reason)},
           {"start_unix_ns", r.start_unix_ns},
           {"end_unix_ns", r.end_unix_ns},
           {"duration_ns", r.duration_ns},
@@ -123,9 +127,13 @@ json AggregatesJson(const GpuAggregates& a) {
           {"temperature_max_celsius", Opt(a.temperature_max_celsius)}};
 }
 
+json SourceJson(const std::optional<EnergySource>& s) {
+  return s ? json(EnergySourceName(*s)) : json(nullptr);
+}
+
 json EnergyJson(const DeviceEnergy& e, json& into) {
   into["energy_millijoules"] = Opt(e.millijoules);
-  into["energy_source"] = e.source ? json(EnergySourceName(*e.source)) : json(nullptr);
+  into["energy_source"] = SourceJson(e.source);
   into["energy_counter_millijoules"] = Opt(e.counter_millijoules);
   into["energy_integrated_millijoules"] = Opt(e.integrated_millijoules);
   into["energy_relative_difference"] = Opt(e.relative_difference);
@@ -150,9 +158,14 @@ json ProcessesJson(const std::vector<GpuProcess>& ps) {
   for (const GpuProcess& p : ps) {
     out.push_back({{"device_index", p.device_index},
                    {"pid", p.pid},
+                   {"name", p.name.empty() ? json(nullptr) : json(p.name)},
                    {"max_memory_bytes", Opt(p.max_memory_bytes)},
                    {"gpu_instance_id", Opt(p.gpu_instance_id)},
-                   {"compute_instance_id", Opt(p.compute_instance_id)}});
+                   {"compute_instance_id", Opt(p.compute_instance_id)},
+                   {"sm_utilization_mean_percent", Opt(p.sm_utilization_mean_percent)},
+                   {"sm_utilization_samples", p.sm_utilization_samples},
+                   {"first_seen_ns", p.first_seen_ns},
+                   {"last_seen_ns", p.last_seen_ns}});
   }
   return out;
 }
@@ -177,11 +190,13 @@ json JobStatsJson(const DeviceReport& d) {
   return j;
 }
 
+// inferscope's `gpu`: null when no GPU sample was taken (its GpuMetrics has no empty form).
 json GpuSection(const GpuReport& g) {
+  if (g.aggregates.sample_count == 0) return nullptr;
   json j = AggregatesJson(g.aggregates);
   j["device_count"] = g.device_count;
   j["energy_millijoules"] = Opt(g.energy_millijoules);
-  j["energy_source"] = Opt(g.energy_source);
+  j["energy_source"] = SourceJson(g.energy_source);
   json per = json::array();
   for (const DeviceReport& d : g.per_device) {
     json e = AggregatesJson(d.aggregates);
@@ -195,11 +210,27 @@ json GpuSection(const GpuReport& g) {
   return j;
 }
 
+// inferscope's `resource`: null when no process sample was taken.
 json ResourceSection(const ResourceReport& r) {
+  if (r.sample_count == 0) return nullptr;
   return {{"sample_count", r.sample_count},     {"rss_min_bytes", Opt(r.rss_min_bytes)},
           {"rss_max_bytes", Opt(r.rss_max_bytes)}, {"rss_mean_bytes", Opt(r.rss_mean_bytes)},
           {"rss_final_bytes", Opt(r.rss_final_bytes)}, {"thread_min", Opt(r.thread_min)},
-          {"thread_max", Opt(r.thread_max)},       {"cpu_mean_percent", Opt(r.cpu_mean_percent)}};
+          {"thread_max", Opt(r.thread_max)},       {"cpu_mean_percent", Opt(r.cpu_mean_percent)},
+          {"cpu_seconds", Opt(r.cpu_seconds)}};
+}
+
+// inferscope's GpuTimeline.energy: one entry per device with an energy figure; absent (the key
+// left out, as inferscope does) when none has one.
+json TimelineEnergy(const GpuReport& g) {
+  json out = json::array();
+  for (const DeviceReport& d : g.per_device) {
+    if (!d.energy.millijoules) continue;
+    out.push_back({{"device_index", d.device_index},
+                   {"energy_millijoules", *d.energy.millijoules},
+                   {"source", EnergySourceName(*d.energy.source)}});
+  }
+  return out;
 }
 
 // Streams one object per sample into a growing buffer flushed in large writes.
@@ -349,11 +380,31 @@ void AppendJson(fmt::memory_buffer& b, std::string_view key, const json& value, 
 
 }  // namespace
 
+json RunInfoJson(const RunInfo& r) { return RunSection(r); }
+json DevicesJson(const std::vector<DeviceInfo>& devices) { return DevicesSection(devices); }
+json EntitiesJson(const std::vector<Entity>& entities, std::int64_t start_unix_ns) {
+  return EntitiesSection(entities, start_unix_ns);
+}
+json AbsenceListJson(const std::vector<TimelineAbsence>& absences) { return AbsencesJson(absences); }
+json XidJson(const XidEvent& x) {
+  return {{"elapsed_ns", x.elapsed_ns}, {"device_index", x.device_index}, {"xid", x.xid}};
+}
+json GpuProcessesJson(const std::vector<GpuProcess>& processes) { return ProcessesJson(processes); }
+void AppendGpuSampleJson(fmt::memory_buffer& b, const GpuSample& s) { AppendSample(b, s); }
+void AppendInstanceSampleJson(fmt::memory_buffer& b, const InstanceSample& s) { AppendInstanceSample(b, s); }
+void AppendResourceSampleJson(fmt::memory_buffer& b, const ResourceSample& s) { AppendResource(b, s); }
+
 Status WriteRunJson(const Run& run, const Report& report, std::FILE* out) {
   Sink sink(out);
   auto& b = sink.buf();
   b.append(std::string_view("{\n"));
   AppendJson(b, "schema_version", kRunSchemaVersion);
+  // inferscope's sample-only report (ResourceReport) at the top level: docs/record.md.
+  AppendJson(b, "reference_instant_unix_ns", run.info.start_unix_ns);
+  AppendJson(b, "pid", run.info.pid);
+  AppendJson(b, "include_descendants", run.info.include_descendants);
+  AppendJson(b, "sample_period_ms", run.info.sample_period_ns / 1'000'000);
+  AppendJson(b, "duration_secs", (run.info.duration_ns + 999'999'999) / 1'000'000'000);
   AppendJson(b, "run", RunSection(run.info));
   AppendJson(b, "devices", DevicesSection(run.devices));
   AppendJson(b, "entities", EntitiesSection(run.entities, run.info.start_unix_ns));
@@ -371,8 +422,10 @@ Status WriteRunJson(const Run& run, const Report& report, std::FILE* out) {
   fmt::format_to(std::back_inserter(b), "}},\n  \"instance_timeline\": {{\"sample_period_ns\": {}, \"samples\": ",
                  run.info.sample_period_ns);
   if (!WriteArray(sink, run.instance_samples, AppendInstanceSample)) return Error{ErrorCode::kIo, "write failed"};
-  fmt::format_to(std::back_inserter(b), "}},\n  \"gpu_timeline\": {{\"sample_period_ns\": {}, \"absent\": {}, \"samples\": ",
-                 run.info.sample_period_ns, AbsencesJson(run.absences).dump());
+  json energy = TimelineEnergy(report.gpu);
+  fmt::format_to(std::back_inserter(b), "}},\n  \"gpu_timeline\": {{\"sample_period_ns\": {}, \"absent\": {}, {}\"samples\": ",
+                 run.info.sample_period_ns, AbsencesJson(run.absences).dump(),
+                 energy.empty() ? std::string() : "\"energy\": " + energy.dump() + ", ");
   if (!WriteArray(sink, run.gpu_samples, AppendSample)) return Error{ErrorCode::kIo, "write failed"};
   b.append(std::string_view("}\n}\n"));
   if (!sink.Flush() || std::fflush(out) != 0) {

@@ -15,7 +15,11 @@
 namespace gpulse::report {
 
 // 2: the five ADR-007 sample readings may be null; entities, instance timeline and absences added.
-inline constexpr int kRunSchemaVersion = 2;
+// 3: inferscope's sample-only report fields at the top level (pid, include_descendants,
+//    sample_period_ms, duration_secs, reference_instant_unix_ns); energy in whole millijoules with
+//    inferscope's source names and gpu_timeline.energy[]; `gpu` and `resource` null without
+//    samples; run.pid, run.complete; named job-statistics processes.
+inline constexpr int kRunSchemaVersion = 3;
 
 // Writes run.json for `run` and its derived `report` to `out`. Fails on a write error.
 Status WriteRunJson(const Run& run, const Report& report, std::FILE* out);

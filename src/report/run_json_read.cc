@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/run_json.h"
+#include "report/run_json_parts.h"
 #include "sys/regular_file.h"
 
 namespace gpulse::report {
@@ -45,6 +46,9 @@ std::optional<T> OptGet(const json& j, const char* key) {
 RunInfo ParseRunInfo(const json& r) {
   RunInfo i;
   i.command = Get<std::vector<std::string>>(r.at("command"));
+  i.pid = OptGet<std::int64_t>(r, "pid").value_or(0);
+  i.complete = OptGet<bool>(r, "complete").value_or(true);
+  i.incomplete_reason = OptGet<std::string>(r, "incomplete_reason");
   i.start_unix_ns = Get<std::int64_t>(r.at("start_unix_ns"));
   i.end_unix_ns = Get<std::int64_t>(r.at("end_unix_ns"));
   i.duration_ns = Get<std::int64_t>(r.at("duration_ns"));
@@ -166,13 +170,49 @@ std::vector<TimelineAbsence> ParseAbsences(const json& timeline) {
   std::vector<TimelineAbsence> out;
   auto it = timeline.find("absent");
   if (it == timeline.end()) return out;
-  for (const json& a : *it) {
-    out.push_back({Get<std::uint32_t>(a.at("device_index")),
-                   Get<std::vector<std::string>>(a.at("unsupported")),
+  return ParseAbsenceListJson(*it);
+}
+
+}  // namespace
+
+RunInfo ParseRunInfoJson(const json& r) { return ParseRunInfo(r); }
+DeviceInfo ParseDeviceJson(const json& d) { return ParseDevice(d); }
+std::vector<Entity> ParseEntitiesJson(const json& list) { return ParseEntities(list); }
+GpuSample ParseGpuSampleJson(const json& s) { return ParseSample(s); }
+InstanceSample ParseInstanceSampleJson(const json& s) { return ParseInstanceSample(s); }
+std::vector<TimelineAbsence> ParseAbsenceListJson(const json& list) {
+  std::vector<TimelineAbsence> out;
+  for (const json& a : list) {
+    out.push_back({Get<std::uint32_t>(a.at("device_index")), Get<std::vector<std::string>>(a.at("unsupported")),
                    Get<std::map<std::string, std::uint64_t>>(a.at("failed_samples"))});
   }
   return out;
 }
+XidEvent ParseXidJson(const json& x) {
+  return {Get<std::int64_t>(x.at("elapsed_ns")), Get<std::uint32_t>(x.at("device_index")),
+          Get<std::uint64_t>(x.at("xid"))};
+}
+
+std::vector<GpuProcess> ParseGpuProcesses(const json& list) {
+  std::vector<GpuProcess> out;
+  for (const json& p : list) {
+    GpuProcess g;
+    g.device_index = Get<std::uint32_t>(p.at("device_index"));
+    g.pid = Get<std::uint32_t>(p.at("pid"));
+    g.name = OptGet<std::string>(p, "name").value_or("");
+    g.max_memory_bytes = OptGet<std::uint64_t>(p, "max_memory_bytes");
+    g.gpu_instance_id = OptGet<std::uint32_t>(p, "gpu_instance_id");
+    g.compute_instance_id = OptGet<std::uint32_t>(p, "compute_instance_id");
+    g.sm_utilization_mean_percent = OptGet<double>(p, "sm_utilization_mean_percent");
+    g.sm_utilization_samples = OptGet<std::uint64_t>(p, "sm_utilization_samples").value_or(0);
+    g.first_seen_ns = OptGet<std::int64_t>(p, "first_seen_ns").value_or(0);
+    g.last_seen_ns = OptGet<std::int64_t>(p, "last_seen_ns").value_or(0);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+namespace {
 
 ResourceSample ParseResource(const json& s) {
   ResourceSample r;
@@ -187,7 +227,7 @@ ResourceSample ParseResource(const json& s) {
 
 Run ParseRun(const json& j) {
   int version = Get<int>(j.at("schema_version"));
-  if (version != kRunSchemaVersion && version != 1) {
+  if (version < 1 || version > kRunSchemaVersion) {
     throw std::runtime_error("unsupported schema_version " + std::to_string(version));
   }
   Run run;
@@ -202,21 +242,15 @@ Run ParseRun(const json& j) {
   for (const json& s : j.at("resource_timeline").at("samples")) {
     run.resource_samples.push_back(ParseResource(s));
   }
-  for (const json& x : j.at("xid_events")) {
-    run.xid_events.push_back({Get<std::int64_t>(x.at("elapsed_ns")),
-                              Get<std::uint32_t>(x.at("device_index")), Get<std::uint64_t>(x.at("xid"))});
-  }
-  for (const json& p : j.at("gpu_processes")) {
-    run.gpu_processes.push_back({Get<std::uint32_t>(p.at("device_index")), Get<std::uint32_t>(p.at("pid")),
-                                 OptGet<std::uint64_t>(p, "max_memory_bytes"),
-                                 OptGet<std::uint32_t>(p, "gpu_instance_id"),
-                                 OptGet<std::uint32_t>(p, "compute_instance_id")});
-  }
+  for (const json& x : j.at("xid_events")) run.xid_events.push_back(ParseXidJson(x));
+  run.gpu_processes = ParseGpuProcesses(j.at("gpu_processes"));
   run.clock_ticks_per_second = Get<long>(j.at("clock_ticks_per_second"));
   return run;
 }
 
 }  // namespace
+
+ResourceSample ParseResourceSampleJson(const json& s) { return ParseResource(s); }
 
 Result<Run> ParseRunJson(std::string_view text, const std::string& origin) {
   if (auto why = CheckJsonShape(text, kRunJsonLimits)) {

@@ -48,10 +48,14 @@ bool PreadAll(int fd, std::string& out) {
 
 Result<ProcStats> ParseStat(std::string_view text) {
   // The command name may contain spaces and parentheses: fields start after the last ')'.
+  std::size_t open = text.find('(');
   std::size_t close = text.rfind(')');
-  if (close == std::string_view::npos) return InvalidArgument("missing ')' after the command name");
+  if (close == std::string_view::npos || open == std::string_view::npos || open > close) {
+    return InvalidArgument("missing ')' after the command name");
+  }
   std::string_view rest = text.substr(close + 1);
-  // Field numbers as in proc(5): 3 state, 14 utime, 15 stime, 20 num_threads, 24 rss.
+  // Field numbers as in proc(5): 3 state, 4 ppid, 14 utime, 15 stime, 16 cutime, 17 cstime,
+  // 20 num_threads, 24 rss.
   std::string_view f[22];
   int n = 0;
   while (n < 22) {
@@ -61,9 +65,17 @@ Result<ProcStats> ParseStat(std::string_view text) {
   }
   if (n < 22) return InvalidArgument("too few fields");
   ProcStats p;
+  p.name = std::string(text.substr(open + 1, close - open - 1));
   p.zombie = f[0] == "Z" || f[0] == "X";
+  if (!ParseNumber(f[1], p.ppid)) return InvalidArgument("invalid ppid");
   if (!ParseNumber(f[11], p.utime_jiffies)) return InvalidArgument("invalid utime");
   if (!ParseNumber(f[12], p.stime_jiffies)) return InvalidArgument("invalid stime");
+  // cutime and cstime are signed in proc(5) (clock_t); never negative in practice.
+  long long cu = 0, cs = 0;
+  if (!ParseNumber(f[13], cu)) return InvalidArgument("invalid cutime");
+  if (!ParseNumber(f[14], cs)) return InvalidArgument("invalid cstime");
+  p.cutime_jiffies = cu > 0 ? static_cast<std::uint64_t>(cu) : 0;
+  p.cstime_jiffies = cs > 0 ? static_cast<std::uint64_t>(cs) : 0;
   if (!ParseNumber(f[17], p.threads)) return InvalidArgument("invalid num_threads");
   long long rss = 0;
   if (!ParseNumber(f[21], rss)) return InvalidArgument("invalid rss");
@@ -147,17 +159,85 @@ void ProcessTreeSampler::AppendChildren(Open& o, std::uint32_t threads, std::vec
   }
 }
 
+void ProcessTreeSampler::Count(Open& o, const ProcStats& s, TreeTotals& t) {
+  if (o.read) {
+    o.cutime_before = o.last.cutime_jiffies;
+    o.cstime_before = o.last.cstime_jiffies;
+  } else {
+    o.cutime_before = s.cutime_jiffies;  // what it reaped before we first saw it is not new
+    o.cstime_before = s.cstime_jiffies;
+  }
+  std::uint64_t rss = s.zombie ? o.last.rss_pages : s.rss_pages;
+  std::uint32_t threads = s.zombie ? o.last.threads : s.threads;
+  o.last.name = s.name;
+  o.last.ppid = s.ppid;
+  o.last.utime_jiffies = s.utime_jiffies;
+  o.last.stime_jiffies = s.stime_jiffies;
+  o.last.cutime_jiffies = s.cutime_jiffies;
+  o.last.cstime_jiffies = s.cstime_jiffies;
+  o.last.rss_pages = rss;
+  o.last.threads = threads;
+  o.read = true;
+  t.rss_bytes += rss * page_size_;
+  t.threads += threads;
+  t.utime_jiffies += s.utime_jiffies + (descendants_ ? s.cutime_jiffies : 0);
+  t.stime_jiffies += s.stime_jiffies + (descendants_ ? s.cstime_jiffies : 0);
+  ++t.processes;
+}
+
+// A process gone from the tree took its utime+stime+cutime+cstime with it. Where its parent (or the
+// nearest ancestor still in the tree) reaped it, that time reappears in the parent's cutime/cstime
+// this tick; whatever does not reappear there is credited from its last reading.
+void ProcessTreeSampler::Depart() {
+  std::unordered_map<pid_t, Cpu> owed;  // per ancestor still in the tree (or 0: none), time to find
+  for (auto& [pid, o] : open_) {
+    if (!descendants_ || o.tick == tick_ || !o.read) continue;
+    pid_t up = o.last.ppid;
+    for (int hops = 0; hops < 4096; ++hops) {  // climb over parents that left this tick too
+      auto it = open_.find(up);
+      if (it == open_.end()) {
+        up = 0;
+        break;
+      }
+      if (it->second.tick == tick_) break;
+      up = it->second.last.ppid;
+    }
+    Cpu& c = owed[up];
+    c.user += o.last.utime_jiffies + o.last.cutime_jiffies;
+    c.system += o.last.stime_jiffies + o.last.cstime_jiffies;
+  }
+  for (const auto& [ancestor, c] : owed) {
+    Cpu reaped;
+    if (auto it = open_.find(ancestor); ancestor != 0 && it != open_.end()) {
+      const Open& a = it->second;
+      reaped.user = a.last.cutime_jiffies - std::min(a.last.cutime_jiffies, a.cutime_before);
+      reaped.system = a.last.cstime_jiffies - std::min(a.last.cstime_jiffies, a.cstime_before);
+    }
+    credit_.user += c.user - std::min(c.user, reaped.user);
+    credit_.system += c.system - std::min(c.system, reaped.system);
+  }
+  for (auto it = open_.begin(); it != open_.end();) {
+    if (it->second.tick != tick_) {
+      Close(it->second);
+      it = open_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 Result<TreeTotals> ProcessTreeSampler::Read() {
   ++tick_;
   Open* root = Get(pid_);
   if (root == nullptr) return NotFound(root_ + "/" + std::to_string(pid_) + ": cannot open (process gone)");
   auto stats = ReadStats(*root);
   if (!stats) return Error{stats.error().code, root_ + "/" + std::to_string(pid_) + "/" + stats.error().message};
-  if (stats->zombie) return NotFound("process exited");
-  TreeTotals t{stats->rss_pages * page_size_, stats->utime_jiffies, stats->stime_jiffies, stats->threads, 1};
+  TreeTotals t;
+  std::uint32_t root_threads = stats->threads;
+  Count(*root, *stats, t);
   if (descendants_) {
     std::vector<pid_t> queue;
-    AppendChildren(*root, stats->threads, queue);
+    if (!stats->zombie) AppendChildren(*root, root_threads, queue);
     std::unordered_set<pid_t> seen{pid_};
     while (!queue.empty()) {
       pid_t pid = queue.back();
@@ -166,24 +246,31 @@ Result<TreeTotals> ProcessTreeSampler::Read() {
       Open* o = Get(pid);
       if (o == nullptr) continue;  // exited between listing and reading: normal
       auto s = ReadStats(*o);
-      if (!s || s->zombie) continue;
-      t.rss_bytes += s->rss_pages * page_size_;
-      t.utime_jiffies += s->utime_jiffies;
-      t.stime_jiffies += s->stime_jiffies;
-      t.threads += s->threads;
-      ++t.processes;
-      AppendChildren(*o, s->threads, queue);
+      if (!s) {
+        o->tick = tick_ - 1;  // unreadable: treated as gone this tick
+        continue;
+      }
+      Count(*o, *s, t);
+      if (!s->zombie) AppendChildren(*o, s->threads, queue);
     }
   }
-  for (auto it = open_.begin(); it != open_.end();) {  // close processes not seen this tick
-    if (it->second.tick != tick_) {
-      Close(it->second);
-      it = open_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  Depart();
+  t.utime_jiffies += credit_.user;
+  t.stime_jiffies += credit_.system;
+  reported_.user = std::max(reported_.user, t.utime_jiffies);
+  reported_.system = std::max(reported_.system, t.stime_jiffies);
+  t.utime_jiffies = reported_.user;
+  t.stime_jiffies = reported_.system;
   return t;
+}
+
+bool ProcessTreeSampler::InTree(pid_t pid) const {
+  auto it = open_.find(pid);
+  return it != open_.end() && it->second.tick == tick_ && it->second.read;
+}
+
+std::string ProcessTreeSampler::NameOf(pid_t pid) const {
+  return InTree(pid) ? open_.at(pid).last.name : std::string();
 }
 
 }  // namespace gpulse::sampling

@@ -1,8 +1,8 @@
 // Resource usage of a process, or of a process and all its descendants, read from procfs under a
 // configurable root (tests point it at fixture trees).
 //
-// Per process only /proc/PID/stat is read (state, utime, stime, num_threads and rss — the same
-// resident-set figure /proc/PID/status shows as VmRSS). Descendants are found every tick through
+// Per process only /proc/PID/stat is read (name, state, ppid, utime, stime, cutime, cstime,
+// num_threads and rss — the same resident-set figure /proc/PID/status shows as VmRSS). Descendants are found every tick through
 // /proc/PID/task/TID/children. Files stay open between ticks and are re-read with pread: an open
 // procfs file is bound to its process, so a reused PID can never be confused with the old one, and
 // a tick costs one read per file instead of open+read+close.
@@ -23,11 +23,15 @@
 namespace gpulse::sampling {
 
 struct ProcStats {
+  std::string name;  // the command name (comm), at most 15 bytes
+  pid_t ppid = 0;
   std::uint64_t rss_pages = 0;
   std::uint64_t utime_jiffies = 0;
   std::uint64_t stime_jiffies = 0;
+  std::uint64_t cutime_jiffies = 0;  // of its children that it has waited for
+  std::uint64_t cstime_jiffies = 0;
   std::uint32_t threads = 0;
-  bool zombie = false;  // exited, not yet reaped: its figures are gone
+  bool zombie = false;  // exited, not yet reaped: CPU times still readable, memory gone
 };
 
 // Parsers, exposed for tests. Errors name the missing or invalid field.
@@ -42,6 +46,13 @@ struct TreeTotals {
   std::uint32_t processes = 0;
 };
 
+// CPU time is conserved (docs/record.md, "CPU accounting"): with descendants, each process counts
+// utime+stime plus the cutime+cstime of the children it has reaped, so a child's time moves into its
+// parent's figure when it is waited for instead of vanishing. A process that leaves the tree without
+// its time arriving in a parent's cutime (reparented away, or reaped by a parent that ignores
+// SIGCHLD) keeps its last reading as a credit. A zombie (exited, not yet reaped; the root at the
+// final sample) counts its CPU times and the memory and threads it had when last seen alive. The
+// totals never decrease.
 class ProcessTreeSampler {
  public:
   ProcessTreeSampler(std::string proc_root, pid_t pid, bool include_descendants);
@@ -50,9 +61,15 @@ class ProcessTreeSampler {
   ProcessTreeSampler& operator=(const ProcessTreeSampler&) = delete;
 
   // Reads the root process and, with descendants, every descendant present this tick. Fails when
-  // the root process cannot be read (kNotFound "process exited" once it is a zombie); a descendant
-  // that vanished between listing and reading is skipped.
+  // the root process cannot be read (kNotFound once it has been reaped; a zombie root is read, which
+  // is how the recorder takes its final sample); a descendant that vanished between listing and
+  // reading is skipped.
   Result<TreeTotals> Read();
+
+  // Whether `pid` was part of the tree at the last Read (the root alone without descendants), and
+  // its command name then ("" when not).
+  bool InTree(pid_t pid) const;
+  std::string NameOf(pid_t pid) const;
 
  private:
   struct Open {
@@ -61,11 +78,22 @@ class ProcessTreeSampler {
     std::vector<int> children_fds;  // one per task, refreshed when the thread count changes
     std::uint32_t tasks_seen = 0;
     std::uint64_t tick = 0;         // last tick this process was read (stale entries are closed)
+    // The last reading, and the cutime/cstime of the reading before it (what it reaped since).
+    ProcStats last;
+    std::uint64_t cutime_before = 0, cstime_before = 0;
+    bool read = false;
+  };
+  struct Cpu {
+    std::uint64_t user = 0, system = 0;
   };
 
   Open* Get(pid_t pid);
   Result<ProcStats> ReadStats(Open& o);
   void AppendChildren(Open& o, std::uint32_t threads, std::vector<pid_t>& out);
+  // Adds one process's reading to the totals (a zombie with its last live memory and threads).
+  void Count(Open& o, const ProcStats& s, TreeTotals& t);
+  // Closes the processes not seen this tick, crediting the CPU time no parent reaped.
+  void Depart();
   static void Close(Open& o);
 
   std::string root_;
@@ -75,6 +103,8 @@ class ProcessTreeSampler {
   std::uint64_t tick_ = 0;
   std::unordered_map<pid_t, Open> open_;
   std::string buf_;
+  Cpu credit_;    // CPU time of processes that left the tree unreaped by it
+  Cpu reported_;  // the last totals returned (they never decrease)
 };
 
 }  // namespace gpulse::sampling

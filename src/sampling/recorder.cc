@@ -189,8 +189,10 @@ report::TimelineAbsence& Recorder::AbsenceOf(report::Run& run, std::uint32_t dev
   return run.absences.back();
 }
 
-// Keeps, per (device, pid), the largest memory use seen: the job statistics' process table.
-void Recorder::SampleProcesses(report::Run& run) {
+// Keeps, per (device, pid) of the workload's tree, the largest memory use seen, the mean SM
+// utilization and when it was first and last listed: the job statistics' process table. Processes
+// of other jobs on the same GPU are not the workload's and are left out.
+void Recorder::SampleProcesses(std::int64_t elapsed_ns, const ProcessTreeSampler& tree, report::Run& run) {
   if (backend_ == nullptr) return;
   for (const Entity& e : run.entities) {
     if (e.kind != EntityKind::kGpu || !e.readable() || e.state == EntityState::kLost) continue;
@@ -198,15 +200,28 @@ void Recorder::SampleProcesses(report::Run& run) {
     if (!list.processes) continue;
     std::uint32_t index = e.gpu;
     for (const GpuProcess& p : *list.processes) {
-      if (!Visible(run, index, p)) continue;
+      if (!Visible(run, index, p) || !tree.InTree(static_cast<pid_t>(p.pid))) continue;
       auto it = std::find_if(run.gpu_processes.begin(), run.gpu_processes.end(), [&](const report::GpuProcess& g) {
         return g.device_index == index && g.pid == p.pid;
       });
       if (it == run.gpu_processes.end()) {
-        run.gpu_processes.push_back({index, p.pid, p.used_memory_bytes, p.gpu_instance_id, p.compute_instance_id});
-      } else if (p.used_memory_bytes) {
-        it->max_memory_bytes = std::max(it->max_memory_bytes.value_or(0), *p.used_memory_bytes);
+        report::GpuProcess g;
+        g.device_index = index;
+        g.pid = p.pid;
+        g.gpu_instance_id = p.gpu_instance_id;
+        g.compute_instance_id = p.compute_instance_id;
+        g.first_seen_ns = elapsed_ns;
+        it = run.gpu_processes.insert(run.gpu_processes.end(), std::move(g));
       }
+      if (p.used_memory_bytes) it->max_memory_bytes = std::max(it->max_memory_bytes.value_or(0), *p.used_memory_bytes);
+      if (p.sm_util) {
+        double n = static_cast<double>(it->sm_utilization_samples);
+        it->sm_utilization_mean_percent = (it->sm_utilization_mean_percent.value_or(0) * n + *p.sm_util) / (n + 1);
+        ++it->sm_utilization_samples;
+      }
+      it->last_seen_ns = elapsed_ns;
+      // The latest name: a child seen between its fork and its exec still bears its parent's.
+      if (std::string name = tree.NameOf(static_cast<pid_t>(p.pid)); !name.empty()) it->name = std::move(name);
     }
   }
 }
@@ -224,45 +239,55 @@ bool Recorder::Visible(const report::Run& run, std::uint32_t gpu, const GpuProce
   return !any_instance;
 }
 
-sys::ExitStatus Recorder::Record(sys::ChildProcess& child, report::Run& run) {
+void Recorder::SampleTree(std::int64_t elapsed_ns, ProcessTreeSampler& tree, report::Run& run) {
+  if (!sample_process_) return;
+  auto totals = tree.Read();
+  if (totals) {
+    run.resource_samples.push_back({elapsed_ns, totals->rss_bytes, totals->utime_jiffies,
+                                    totals->stime_jiffies, totals->threads, totals->processes});
+  } else {
+    sample_process_ = false;  // a failure on CMD itself ends process sampling, with the reason
+    run.info.process_sampling_end_reason = totals.error().message;
+  }
+}
+
+// One sample at start (tick 0), one per tick, and a final one once CMD has exited but before it is
+// reaped (its zombie still shows its CPU times), so every run, however short, brackets its window.
+sys::ExitStatus Recorder::Record(sys::ChildProcess& child, report::Run& run, report::JournalWriter* journal) {
   fields_ = RequiredTimelineFields();
   fields_.insert(fields_.end(), options_.optional_fields.begin(), options_.optional_fields.end());
   const std::int64_t t0_mono = MonotonicNowNs();
   run.info.start_unix_ns = UnixNowNs();
   run.info.sample_period_ns = options_.period_ns;
   run.info.include_descendants = options_.include_descendants;
+  run.info.pid = child.pid();
+  if (journal != nullptr) journal->Begin(run);
 
   ProcessTreeSampler tree(options_.proc_root, child.pid(), options_.include_descendants);
-  bool sample_process = true;
+  sample_process_ = true;
   Ticker ticker(options_.period_ns, child_exited_);
-  std::optional<sys::ExitStatus> status;
   std::int64_t next_process_list = 0;
-  while (ticker.Next() >= 0) {
-    if ((status = child.Poll())) break;
+  for (;;) {
+    bool woken = ticker.Next() < 0;  // CMD's SIGCHLD (or a stop) ended the wait
+    bool exited = child.HasExited(/*block=*/woken);
     std::int64_t elapsed = MonotonicNowNs() - t0_mono;
-    if (sample_process) {
-      auto totals = tree.Read();
-      if (totals) {
-        run.resource_samples.push_back({elapsed, totals->rss_bytes, totals->utime_jiffies,
-                                        totals->stime_jiffies, totals->threads, totals->processes});
-      } else if ((status = child.Poll())) {
-        break;  // it exited (a zombie now reaped) between the two checks: a normal end
-      } else {
-        sample_process = false;  // a failure on CMD itself ends process sampling, with the reason
-        run.info.process_sampling_end_reason = totals.error().message;
-      }
-    }
+    SampleTree(elapsed, tree, run);
     SampleGpus(elapsed, run);
-    if (elapsed >= next_process_list) {
-      SampleProcesses(run);
-      next_process_list = elapsed + options_.process_list_period_ns;
+    if (elapsed >= next_process_list || exited) {
+      SampleProcesses(elapsed, tree, run);
+      // The backend answers from its cache for kProcessListMinIntervalNs after a read: asking at
+      // exactly that interval later would get the old list back, so ask half a tick after it.
+      next_process_list = elapsed + std::max(options_.process_list_period_ns, gpu::kProcessListMinIntervalNs) +
+                          options_.period_ns / 2;
     }
+    if (journal != nullptr) journal->Update(run);
+    if (exited) break;
   }
-  if (!status) status = child.Wait();
+  sys::ExitStatus status = child.Wait();
   run.info.duration_ns = MonotonicNowNs() - t0_mono;
   run.info.end_unix_ns = run.info.start_unix_ns + run.info.duration_ns;
   run.info.skipped_ticks = ticker.skipped();
-  return *status;
+  return status;
 }
 
 }  // namespace gpulse::sampling

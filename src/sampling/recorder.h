@@ -10,7 +10,9 @@
 
 #include "core/fields.h"
 #include "gpu/backend.h"
+#include "report/journal.h"
 #include "report/run.h"
+#include "sampling/process_tree.h"
 #include "sys/child_process.h"
 
 namespace gpulse::sampling {
@@ -47,15 +49,18 @@ class Recorder {
       : options_(std::move(options)), backend_(backend), child_exited_(child_exited) {}
 
   // Samples until `child` exits, reaps it, and fills run.gpu_samples, run.instance_samples,
-  // run.resource_samples, run.xid_events, run.absences and the timing fields of run.info. The
+  // run.resource_samples, run.xid_events, run.gpu_processes, run.absences and the timing fields
+  // of run.info, streaming each tick to `journal` when given (flushed once a second). The
   // entities sampled are run.entities, as the caller chose them (empty: none, e.g. a mask that
   // hides every GPU); a GPU found lost is marked lost there with the time, and from then on only
   // its XID events are read.
-  sys::ExitStatus Record(sys::ChildProcess& child, report::Run& run);
+  sys::ExitStatus Record(sys::ChildProcess& child, report::Run& run,
+                         report::JournalWriter* journal = nullptr);
 
  private:
+  void SampleTree(std::int64_t elapsed_ns, ProcessTreeSampler& tree, report::Run& run);
   void SampleGpus(std::int64_t elapsed_ns, report::Run& run);
-  void SampleProcesses(report::Run& run);
+  void SampleProcesses(std::int64_t elapsed_ns, const ProcessTreeSampler& tree, report::Run& run);
   void DrainLostXids(const Entity& e, std::int64_t elapsed_ns, report::Run& run);
   static report::TimelineAbsence& AbsenceOf(report::Run& run, std::uint32_t device_index);
   static bool Visible(const report::Run& run, std::uint32_t gpu, const GpuProcess& p);
@@ -65,6 +70,7 @@ class Recorder {
   const std::atomic<bool>* child_exited_;
   std::vector<FieldIndex> fields_;
   Sample scratch_;
+  bool sample_process_ = true;
 };
 
 }  // namespace gpulse::sampling

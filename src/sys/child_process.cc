@@ -125,6 +125,17 @@ std::optional<ExitStatus> ChildProcess::Poll() {
   return status_;
 }
 
+bool ChildProcess::HasExited(bool block) {
+  if (status_) return true;
+  if (pid_ <= 0) return false;
+  for (;;) {
+    siginfo_t info{};
+    int flags = WEXITED | WNOWAIT | (block ? 0 : WNOHANG);
+    if (waitid(P_PID, static_cast<id_t>(pid_), &info, flags) == 0) return info.si_pid == pid_;
+    if (errno != EINTR) return true;  // ECHILD: nothing left to wait for
+  }
+}
+
 ExitStatus ChildProcess::Wait() {
   while (!status_ && pid_ > 0) {
     int status = 0;

@@ -58,6 +58,9 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   // Reaps the child if it has exited; nullopt while it runs.
   std::optional<ExitStatus> Poll();
+  // Whether the child has exited, without reaping it (waitid WNOWAIT): its /proc entry stays, a
+  // zombie whose CPU times are still readable, until Poll or Wait. `block` waits for the exit.
+  bool HasExited(bool block = false);
   // Blocks until the child exits and reaps it.
   ExitStatus Wait();
 

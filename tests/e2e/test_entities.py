@@ -32,8 +32,23 @@ class RecordEntitiesTest(GpulseTestCase):
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def record(self, scenario, seconds="1", env=None):
-        out = os.path.join(self.tmp, scenario)
+    def mig_with_workload(self):
+        """mig-a100 with the recorded workload on GPU 0's instances 2 and 3 and on GPU 1 (`pid:
+        workload`, sim/README.md): the scenario's own PIDs are no job's that gpulse started."""
+        with open(os.path.join(SOURCE_DIR, "sim", "scenarios", "mig-a100.yaml"), encoding="utf-8") as f:
+            text = f.read()
+        gi3 = "      - {pid: 7102, used_memory_mib: 5900, gpu_instance_id: 3, compute_instance_id: 0}\n"
+        self.assertIn(gi3, text)
+        text = text.replace(gi3, gi3 + "      - {pid: workload, used_memory_mib: 700, gpu_instance_id: 3}\n")
+        text = text.replace("processes: [{pid: 7200, used_memory_mib: 31500}]",
+                            "processes: [{pid: 7200, used_memory_mib: 31500}, {pid: workload, used_memory_mib: 900}]")
+        path = os.path.join(self.tmp, "mig-workload.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def record(self, scenario, seconds="1", env=None, name=None):
+        out = os.path.join(self.tmp, name or scenario)
         p = run("record", "--simulate", scenario, "-o", out, "--", "sleep", seconds, env=env)
         self.assertEqual(p.returncode, 0, p.stderr)
         doc = load_json(os.path.join(out, "run.json"))
@@ -74,9 +89,7 @@ class RecordEntitiesTest(GpulseTestCase):
         self.assertLessEqual(sum(i["memory_used_max_bytes"] for i in inst.values()), per[0]["memory_used_max_bytes"])
         timeline = doc["instance_timeline"]["samples"]
         self.assertEqual({s["gpu_instance_id"] for s in timeline}, {2, 3, 9, 10})
-        procs = {p["pid"]: p for p in doc["gpu_processes"]}
-        self.assertEqual((procs[7101]["gpu_instance_id"], procs[7101]["compute_instance_id"]), (2, 0))
-        self.assertIsNone(procs[7200]["gpu_instance_id"])
+        self.assertEqual(doc["gpu_processes"], [], "the scenario's processes are not the workload's")
         self.assertIn("MIG GPU instances", text)
         self.assertIn("3g.20gb", text)
 
@@ -88,7 +101,21 @@ class RecordEntitiesTest(GpulseTestCase):
         self.assertEqual([(e["kind"], e["gpu_instance_id"]) for e in doc["entities"]],
                          [("gpu", None), ("gpu_instance", 3), ("compute_instance", 3)])
         self.assertEqual([i["gpu_instance_id"] for i in doc["gpu"]["per_instance"]], [3])
-        self.assertEqual([p["pid"] for p in doc["gpu_processes"]], [7102], "not the neighbours' processes")
+        self.assertEqual(doc["gpu_processes"], [], "7102 runs in GI 3 but is not the workload's")
+
+    def test_the_workloads_processes_carry_their_mig_instance(self):
+        doc, _ = self.record(self.mig_with_workload(), "1.2", name="all")
+        procs = {(p["device_index"], p["pid"]): p for p in doc["gpu_processes"]}
+        pid = doc["pid"]
+        self.assertEqual(set(procs), {(0, pid), (1, pid)})
+        self.assertEqual((procs[(0, pid)]["gpu_instance_id"], procs[(0, pid)]["compute_instance_id"]), (3, 0))
+        self.assertEqual(procs[(0, pid)]["max_memory_bytes"], 700 << 20)
+        self.assertIsNone(procs[(1, pid)]["gpu_instance_id"])
+        self.assertEqual(procs[(1, pid)]["name"], "sleep")
+        # Seen only through GI 3: with a mask on GI 2 the workload's process there is not the run's.
+        uuid_gi2 = mig_uuids()[0]
+        doc, _ = self.record(self.mig_with_workload(), "0.5", env={"CUDA_VISIBLE_DEVICES": uuid_gi2}, name="gi2")
+        self.assertEqual(doc["gpu_processes"], [], "GI 3's process is not charged to a run on GI 2")
 
     def test_a_mask_that_hides_every_gpu_samples_none(self):
         doc, text = self.record("mig-a100", "0.3", env={"CUDA_VISIBLE_DEVICES": "-1"})

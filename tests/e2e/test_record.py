@@ -10,7 +10,7 @@ import tempfile
 import time
 import unittest
 
-from gpulse_e2e import GPULSE, GpulseTestCase, run, validate
+from gpulse_e2e import GPULSE, SOURCE_DIR, GpulseTestCase, run, validate
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -221,7 +221,7 @@ class RecordTest(GpulseTestCase):
         self.assertIn("NVML library not found", p.stdout)
         doc = json.loads(load(os.path.join(out, "run.json")))
         validate(doc, "run.schema.json")
-        self.assertEqual(doc["gpu"]["sample_count"], 0)
+        self.assertIsNone(doc["gpu"], "inferscope writes gpu: null when no GPU sample was taken")
         self.assertGreater(doc["resource"]["sample_count"], 0)
         self.assertIn("NVML library not found", doc["run"]["gpu_unavailable_reason"])
 
@@ -248,16 +248,113 @@ class RecordTest(GpulseTestCase):
         self.assertTrue(doc["run"]["device_selection"].startswith("all: CUDA_VISIBLE_DEVICES cannot be resolved"))
         self.assertIn("SLOWEST_FIRST", p.stdout)
 
-    def test_job_statistics_list_gpu_processes_with_peak_memory(self):
-        out, _ = self.record("--", "sleep", "1.2", scenario="k8s-8xH100")
+    def test_cpu_of_exited_children_is_conserved_like_usr_bin_time(self):
+        """The issue's case: the busy child exits after 2 s, then the shell sleeps. /usr/bin/time
+        runs as CMD itself, so both measure the same processes in the same run."""
+        if not os.path.exists("/usr/bin/time"):
+            self.skipTest("/usr/bin/time is not installed")
+        timing = os.path.join(self.tmp, "time.txt")
+        out, _ = self.record("--include-descendants", "-i", "100", "--", "/usr/bin/time", "-o", timing, "-f",
+                             "%U %S", "sh", "-c", 'timeout 2 sh -c "while :; do :; done"; sleep 1', scenario="1xH200")
+        user, system = (float(x) for x in load(timing).split())
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        hz = doc["clock_ticks_per_second"]
+        last = doc["resource_timeline"]["samples"][-1]
+        gpulse_s = (last["cpu_user_jiffies"] + last["cpu_system_jiffies"]) / hz
+        self.assertGreater(user + system, 0.2, "the loop ran")
+        # One clock tick per figure (user, system) plus /usr/bin/time's own CPU, at most one more.
+        self.assertLessEqual(abs(gpulse_s - (user + system)), 3 / hz, (gpulse_s, user, system))
+        self.assertAlmostEqual(doc["resource"]["cpu_seconds"], gpulse_s)
+        jiffies = [s["cpu_user_jiffies"] + s["cpu_system_jiffies"] for s in doc["resource_timeline"]["samples"]]
+        self.assertEqual(jiffies, sorted(jiffies), "CPU time never goes backwards when children exit")
+        self.assertGreater(doc["resource"]["cpu_mean_percent"], 100 * (user + system) / doc["run"]["duration_ns"] * 1e9 - 5)
+
+    def test_a_coarse_interval_still_brackets_the_energy_window(self):
+        out, _ = self.record("-i", "5000", "--", "sleep", "1", scenario="1xH200")
         doc = json.loads(load(os.path.join(out, "run.json")))
         validate(doc, "run.schema.json")
-        self.assertTrue(doc["gpu_processes"])
-        for stats in doc["job_statistics"]:
-            for proc in stats["processes"]:
-                self.assertEqual(proc["device_index"], stats["device_index"])
-                self.assertGreater(proc["max_memory_bytes"], 0)
-        self.assertIn("peak memory", load(os.path.join(out, "report.txt")))
+        samples = doc["gpu_timeline"]["samples"]
+        self.assertEqual(len(samples), 2, "one at start, one at exit")
+        self.assertGreaterEqual(samples[-1]["elapsed_ns"], 1_000_000_000)
+        self.assertIsInstance(doc["gpu"]["energy_millijoules"], int)
+        self.assertGreater(doc["gpu"]["energy_millijoules"], 0)
+        self.assertEqual(doc["gpu"]["energy_source"], "counter")
+        self.assertEqual(doc["gpu_timeline"]["energy"],
+                         [{"device_index": 0, "energy_millijoules": doc["gpu"]["energy_millijoules"], "source": "counter"}])
+        self.assertEqual(len(doc["resource_timeline"]["samples"]), 2)
+
+    def test_text_report_separates_sections_and_warns_about_a_wrapper(self):
+        out, p = self.record("--", "sleep", "0.4", scenario="1xH200")
+        text = load(os.path.join(out, "report.txt"))
+        blocks = text.split("\n\n")
+        self.assertTrue(blocks[0].startswith("gpulse record: sleep 0.4"))
+        self.assertTrue(blocks[1].startswith("Process resource usage"))
+        self.assertTrue(blocks[2].startswith("GPU resource usage"))
+        self.assertTrue(any(b.startswith("Energy (source: counter)") for b in blocks))
+        self.assertIn("looks like a wrapper", blocks[1])
+        self.assertIn("--include-descendants", blocks[1])
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        self.assertIn("pid %d," % doc["pid"], blocks[0])
+        for key in ("pid", "include_descendants", "sample_period_ms", "duration_secs", "reference_instant_unix_ns"):
+            self.assertIn(key, doc)
+        self.assertEqual(doc["sample_period_ms"], 50)
+        self.assertEqual(doc["duration_secs"], 1, "0.4 s rounds up to a whole second")
+        busy, _ = self.record("--force", "--", "sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
+                              scenario="1xH200")
+        self.assertNotIn("looks like a wrapper", load(os.path.join(busy, "report.txt")), "it used CPU")
+
+    def test_sm_means_agree_between_blocks(self):
+        out, _ = self.record("--", "sleep", "1", scenario="k8s-8xH100")
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        text = load(os.path.join(out, "report.txt"))
+        for d in doc["gpu"]["per_device"]:
+            mean = d["utilization_mean_percent"]
+            self.assertRegex(text, r"GPU %d:  VRAM [^|]+\| SM mean %d%%" % (d["device_index"], mean))
+        stats = re.findall(r"SM utilization     (\d+)/(\d+)/(\d+)%", text)
+        means = [d["utilization_mean_percent"] for d in doc["gpu"]["per_device"]]
+        self.assertEqual([int(m) for _, m, _ in stats], means, "job statistics print the same floor mean")
+
+    def k8s_with_workload(self):
+        """The k8s-8xH100 scenario with one more process on GPU 0: `pid: workload`, which the
+        simulator lists as every process of the workload gpulse started (sim/README.md)."""
+        with open(os.path.join(SOURCE_DIR, "sim", "scenarios", "k8s-8xH100.yaml"), encoding="utf-8") as f:
+            text = f.read()
+        marker = "processes: [{pid: 41001, used_memory_mib: 70000, sm_util: 93, mem_util: 61}]"
+        self.assertIn(marker, text)
+        text = text.replace(marker, "processes: [{pid: 41001, used_memory_mib: 70000, sm_util: 93, mem_util: 61},"
+                                    " {pid: workload, used_memory_mib: 512, sm_util: 40}]")
+        text = text.replace("name: k8s-8xH100", "name: k8s-8xH100-workload")
+        path = os.path.join(self.tmp, "k8s-workload.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def test_job_statistics_list_only_the_workloads_processes(self):
+        scenario = self.k8s_with_workload()
+        out, p = self.record("--include-descendants", "--", "sh", "-c", "sleep 1.5; true", scenario=scenario)
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        validate(doc, "run.schema.json")
+        other_pods = {41001, 41002, 41003, 41004, 42001, 42002, 43001, 45001, 45002, 46001, 46501, 47001, 47002}
+        procs = [q for s in doc["job_statistics"] for q in s["processes"]]
+        self.assertTrue(procs, "the workload's processes on GPU 0 are listed")
+        self.assertFalse({q["pid"] for q in procs} & other_pods, "no other pod's process is the job's")
+        self.assertEqual({q["device_index"] for q in procs}, {0})
+        pids = {q["pid"]: q for q in procs}
+        self.assertIn(doc["pid"], pids, "the workload's own PID")
+        self.assertEqual(pids[doc["pid"]]["name"], "sh")
+        self.assertIn("sleep", {q["name"] for q in procs}, "its descendant, with its name")
+        for q in procs:
+            self.assertEqual(q["max_memory_bytes"], 512 << 20)
+            self.assertEqual(q["sm_utilization_mean_percent"], 40)
+            self.assertLessEqual(q["first_seen_ns"], q["last_seen_ns"])
+        self.assertRegex(load(os.path.join(out, "report.txt")), r"Process \d+ +sh +peak memory 512 MiB  SM mean 40%")
+
+    def test_job_statistics_without_descendants_list_the_pid_alone(self):
+        scenario = self.k8s_with_workload()
+        out, _ = self.record("--", "sh", "-c", "sleep 1.2; true", scenario=scenario)
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        procs = [q for s in doc["job_statistics"] for q in s["processes"]]
+        self.assertEqual([q["pid"] for q in procs], [doc["pid"]])
 
     def test_faults_scenario_records_xids_lost_device_and_no_zero_fill(self):
         out, _ = self.record("--", "sleep", "2.5", scenario="faults")

@@ -88,7 +88,7 @@ TEST(Derive, EnergyPrefersCounterAndReportsBoth) {
   EXPECT_DOUBLE_EQ(*e.integrated_millijoules, 200'000);  // trapezoid: (100+300)/2 W * 1 s
   EXPECT_DOUBLE_EQ(*e.millijoules, 250'000);
   EXPECT_DOUBLE_EQ(*e.relative_difference, -0.2);
-  EXPECT_EQ(*r.gpu.energy_source, "counter");
+  EXPECT_EQ(*r.gpu.energy_source, EnergySource::kCounter);
 }
 
 TEST(Derive, EnergyFallsBackToIntegrationWhenCounterMissingAtAnEnd) {
@@ -98,22 +98,25 @@ TEST(Derive, EnergyFallsBackToIntegrationWhenCounterMissingAtAnEnd) {
   run.gpu_samples = {a, b, c};
   Report r = Derive(run);
   const DeviceEnergy& e = r.gpu.per_device[0].energy;
-  EXPECT_EQ(*e.source, EnergySource::kIntegrated);
+  EXPECT_EQ(*e.source, EnergySource::kIntegratedFallback);
   EXPECT_FALSE(e.counter_millijoules.has_value());
-  EXPECT_DOUBLE_EQ(*e.millijoules, 100 * 0.5 * 1000 + 150 * 1.0 * 1000);  // 50 J + 150 J
+  EXPECT_EQ(*e.millijoules, 100 * 0.5 * 1000 + 150 * 1.0 * 1000);  // 50 J + 150 J, whole mJ
   EXPECT_FALSE(e.relative_difference.has_value());
-  EXPECT_EQ(*r.gpu.energy_source, "integrated");
+  EXPECT_EQ(*r.gpu.energy_source, EnergySource::kIntegratedFallback);
+  EXPECT_STREQ(EnergySourceName(*r.gpu.energy_source), "integrated_fallback");
 }
 
-TEST(Derive, MixedEnergySourcesAreSaidToBeMixed) {
+// inferscope's rule: the aggregate is integrated_fallback when any device fell back (the weakest
+// link governs, so a consumer never over-trusts a mixed sum).
+TEST(Derive, MixedEnergySourcesAreTheFallback) {
   report::Run run;
   GpuSample a = S(0, 0, 1, 1, 1000), b = S(1000, 0, 1, 1, 1000);
   a.present |= b.present |= GpuSample::kEnergy;
   b.energy_millijoules = 1000;
   run.gpu_samples = {a, b, S(0, 1, 1, 1, 1000), S(1000, 1, 1, 1, 1000)};
   Report r = Derive(run);
-  EXPECT_EQ(*r.gpu.energy_source, "mixed");
-  EXPECT_DOUBLE_EQ(*r.gpu.energy_millijoules, 2000);
+  EXPECT_EQ(*r.gpu.energy_source, EnergySource::kIntegratedFallback);
+  EXPECT_EQ(*r.gpu.energy_millijoules, 2000u);
 }
 
 TEST(Derive, JobStatisticsCountEventsDuringTheRun) {
@@ -131,7 +134,11 @@ TEST(Derive, JobStatisticsCountEventsDuringTheRun) {
   c.sm_clock_mhz = 1000;
   run.gpu_samples = {a, b, c};
   run.xid_events = {{1500'000'000, 0, 79}, {1600'000'000, 1, 13}};
-  run.gpu_processes = {{0, 4242, 123}};
+  GpuProcess p;
+  p.device_index = 0;
+  p.pid = 4242;
+  p.max_memory_bytes = 123;
+  run.gpu_processes = {p};
   Report r = Derive(run);
   const JobStats& s = r.gpu.per_device[0].stats;
   EXPECT_EQ(*s.pcie_replays, 5u);

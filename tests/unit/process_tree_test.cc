@@ -1,9 +1,13 @@
 // procfs parsing, and descendant aggregation on a real process tree the test spawns.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -38,10 +42,14 @@ std::vector<pid_t> Descendants(pid_t pid) {
 TEST(ProcStat, ParsesFieldsAfterTheLastParenthesis) {
   // A command name with spaces and parentheses, as proc(5) warns.
   auto p = ParseStat("1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 "
-                     "250 75 0 0 20 0 7 0 12345 1000000 321 18446744073709551615");
+                     "250 75 40 9 20 0 7 0 12345 1000000 321 18446744073709551615");
   ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->name, "my (odd) name");
+  EXPECT_EQ(p->ppid, 1);
   EXPECT_EQ(p->utime_jiffies, 250u);
   EXPECT_EQ(p->stime_jiffies, 75u);
+  EXPECT_EQ(p->cutime_jiffies, 40u);
+  EXPECT_EQ(p->cstime_jiffies, 9u);
   EXPECT_EQ(p->threads, 7u);
   EXPECT_EQ(p->rss_pages, 321u);
   EXPECT_FALSE(p->zombie);
@@ -100,12 +108,78 @@ TEST(ProcessTree, DescendantsOfARealTreeAreSummed) {
   child->Wait();
 }
 
-TEST(ProcessTree, ExitedProcessIsAnError) {
+TEST(ProcessTree, ReapedProcessIsAnError) {
   auto child = sys::ChildProcess::Spawn({"true"});
   ASSERT_TRUE(child.ok());
   ProcessTreeSampler s("/proc", child->pid(), true);
   child->Wait();
   EXPECT_FALSE(s.Read().ok());
+}
+
+// Burns CPU in the calling process for `seconds` of its own CPU time.
+const char* kBusyChild = "t=$(date +%s%N); while [ $(( $(date +%s%N) - t )) -lt 400000000 ]; do :; done";
+
+// The case in small: a child burns CPU and exits, then the root sleeps. Sampled every 20 ms
+// and once more when the root has exited (a zombie, not yet reaped), the tree's CPU time must equal
+// what wait4 reports for the root, which includes every reaped descendant: nothing is lost when a
+// child exits, and nothing is counted twice when its time moves into the parent's cutime.
+TEST(ProcessTree, CpuTimeOfExitedChildrenIsConserved) {
+  auto child = sys::ChildProcess::Spawn({"sh", "-c", std::string("sh -c '") + kBusyChild + "'; sleep 0.3"});
+  ASSERT_TRUE(child.ok());
+  ProcessTreeSampler tree("/proc", child->pid(), true);
+  std::vector<std::uint64_t> totals;
+  for (;;) {
+    bool exited = child->HasExited();
+    auto t = tree.Read();
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    totals.push_back(t->utime_jiffies + t->stime_jiffies);
+    if (exited) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  struct rusage ru {};
+  int status = 0;
+  ASSERT_EQ(wait4(child->pid(), &status, 0, &ru), child->pid());
+  const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double rusage_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  EXPECT_GT(rusage_s, 0.05) << "the busy child ran";
+  EXPECT_NEAR(totals.back() / hz, rusage_s, 2.5 / hz);
+  EXPECT_TRUE(std::is_sorted(totals.begin(), totals.end())) << "the totals never decrease";
+}
+
+// A process that leaves the tree without a tree member reaping it (orphaned: its parent exits
+// while it runs, so init reaps it) keeps the CPU time it was last seen with: the tree's total ends
+// above what wait4 reports for the root, which cannot include it.
+TEST(ProcessTree, AnOrphanKeepsItsLastReading) {
+  auto child = sys::ChildProcess::Spawn(
+      {"sh", "-c", std::string("(sh -c '") + kBusyChild + "' & sleep 0.25); sleep 0.6"});
+  ASSERT_TRUE(child.ok());
+  ProcessTreeSampler tree("/proc", child->pid(), true);
+  std::uint64_t total = 0;
+  for (;;) {
+    bool exited = child->HasExited();
+    auto t = tree.Read();
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    total = t->utime_jiffies + t->stime_jiffies;
+    if (exited) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  struct rusage ru {};
+  int status = 0;
+  ASSERT_EQ(wait4(child->pid(), &status, 0, &ru), child->pid());
+  const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double root_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  EXPECT_GE(total / hz, root_s + 2 / hz) << "the orphan's time, seen while it was in the tree, is kept";
+}
+
+TEST(ChildProcess, HasExitedDoesNotReap) {
+  auto child = sys::ChildProcess::Spawn({"true"});
+  ASSERT_TRUE(child.ok());
+  EXPECT_TRUE(child->HasExited(/*block=*/true));
+  EXPECT_TRUE(std::filesystem::exists("/proc/" + std::to_string(child->pid()))) << "still a zombie";
+  ProcessTreeSampler s("/proc", child->pid(), false);
+  EXPECT_TRUE(s.Read().ok()) << "a zombie root is read (the final sample)";
+  EXPECT_EQ(child->Wait().ShellCode(), 0);
+  EXPECT_FALSE(s.Read().ok()) << "reaped: gone";
 }
 
 TEST(ChildProcess, ExitCodesFollowTheShellConvention) {

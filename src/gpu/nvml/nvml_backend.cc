@@ -8,6 +8,7 @@
 #include "gpu/nvml/nvml_library.h"
 #include "gpu/nvml/nvml_structure.h"
 #include "gpu/simulator.h"
+#include "sys/dynamic_library.h"
 
 namespace gpulse::nvml {
 
@@ -104,6 +105,13 @@ Result<std::unique_ptr<gpu::Backend>> OpenNvmlBackend(const gpu::BackendOptions&
     path = *sim;
   }
   auto lib = NvmlLibrary::Load(path);
+  if (!lib && !options.simulate.empty()) {
+    // Asked for the simulator: its library missing is the user's setup, not "no NVIDIA driver".
+    if (auto loaded = sys::DynamicLibrary::Open(path); !loaded) {
+      return Error{ErrorCode::kNotFound,
+                   "--simulate: the NVML simulator library cannot be loaded: " + loaded.error().message};
+    }
+  }
   if (!lib) return lib.error();
   const NvmlApi& api = (*lib)->api();
   std::string procfs = options.procfs_root;

@@ -1,0 +1,258 @@
+#include "report/journal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/json_limits.h"
+#include "report/run_json.h"
+#include "report/run_json_parts.h"
+
+namespace gpulse::report {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// One record line: a snapshot of 8 GPUs' processes is a few KiB; this leaves room for thousands.
+constexpr JsonLimits kJournalLineLimits{16u << 20, 16, 1'000'000};
+
+template <std::size_t N>
+void Lit(fmt::memory_buffer& b, const char (&text)[N]) {
+  b.append(text, text + N - 1);
+}
+
+void AppendLine(fmt::memory_buffer& b, std::string_view key, const std::string& value) {
+  b.push_back('{');
+  b.push_back('"');
+  b.append(key);
+  Lit(b, "\":");
+  b.append(value);
+  Lit(b, "}\n");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<JournalWriter>> JournalWriter::Create(const sys::Dir& dir, std::string_view name,
+                                                             std::int64_t flush_period_ns) {
+  auto fd = dir.OpenFile(name, sys::OpenMode::kCreateNew);
+  if (!fd) return fd.error();
+  return std::unique_ptr<JournalWriter>(
+      new JournalWriter(std::move(fd).value(), dir.PathOf(name), flush_period_ns));
+}
+
+JournalWriter::JournalWriter(sys::UniqueFd fd, std::string path, std::int64_t flush_period_ns)
+    : fd_(std::move(fd)), path_(std::move(path)), flush_period_ns_(flush_period_ns) {
+  thread_ = std::thread([this] { WriterLoop(); });
+}
+
+JournalWriter::~JournalWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void JournalWriter::Begin(const Run& run) {
+  ojson header{{"gpulse_journal", kJournalVersion},
+               {"schema_version", kRunSchemaVersion},
+               {"run", RunInfoJson(run.info)},
+               {"devices", DevicesJson(run.devices)},
+               {"entities", EntitiesJson(run.entities, run.info.start_unix_ns)},
+               {"clock_ticks_per_second", run.clock_ticks_per_second}};
+  std::string line = header.dump();
+  local_.append(line);
+  local_.push_back('\n');
+  last_entities_ = header["entities"].dump();
+  HandOff();  // the header is on disk before the first sample
+}
+
+void JournalWriter::Snapshots(const Run& run) {
+  auto snapshot = [&](std::string_view key, const ojson& value, std::string& last) {
+    std::string text = value.dump();
+    if (text == last) return;
+    AppendLine(local_, key, text);
+    last = std::move(text);
+  };
+  snapshot("processes", GpuProcessesJson(run.gpu_processes), last_processes_);
+  snapshot("entities", EntitiesJson(run.entities, run.info.start_unix_ns), last_entities_);
+  snapshot("absent", AbsenceListJson(run.absences), last_absent_);
+}
+
+void JournalWriter::Update(const Run& run) {
+  for (; resource_n_ < run.resource_samples.size(); ++resource_n_) {
+    Lit(local_, "{\"resource\":");
+    AppendResourceSampleJson(local_, run.resource_samples[resource_n_]);
+    Lit(local_, "}\n");
+  }
+  for (; gpu_n_ < run.gpu_samples.size(); ++gpu_n_) {
+    Lit(local_, "{\"gpu\":");
+    AppendGpuSampleJson(local_, run.gpu_samples[gpu_n_]);
+    Lit(local_, "}\n");
+  }
+  for (; instance_n_ < run.instance_samples.size(); ++instance_n_) {
+    Lit(local_, "{\"instance\":");
+    AppendInstanceSampleJson(local_, run.instance_samples[instance_n_]);
+    Lit(local_, "}\n");
+  }
+  for (; xid_n_ < run.xid_events.size(); ++xid_n_) AppendLine(local_, "xid", XidJson(run.xid_events[xid_n_]).dump());
+  std::int64_t now = MonotonicNowNs();
+  if (now - last_handoff_ns_ < flush_period_ns_) return;
+  Snapshots(run);  // once a flush period: a few hundred bytes, compared as text
+  HandOff();
+}
+
+void JournalWriter::HandOff() {
+  last_handoff_ns_ = MonotonicNowNs();
+  if (local_.size() == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_.append(local_.data(), local_.size());
+  }
+  local_.clear();
+  cv_.notify_one();
+}
+
+Status JournalWriter::Finish(const Run& run) {
+  Update(run);
+  Snapshots(run);
+  AppendLine(local_, "end", RunInfoJson(run.info).dump());
+  HandOff();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (error_) return *error_;
+  return Status::Ok();
+}
+
+std::optional<Error> JournalWriter::error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+// Writes what was handed off, then fdatasync: a flushed line survives the recorder's death (the
+// write) and the machine's (the sync). After the first error the journal stops growing; the run
+// itself goes on in memory and the error is reported at the end.
+void JournalWriter::WriterLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !ready_.empty(); });
+    std::string chunk;
+    chunk.swap(ready_);
+    bool stopping = stop_;
+    bool failed = error_.has_value();
+    lock.unlock();
+    std::optional<Error> err;
+    if (!chunk.empty() && !failed) {
+      Status st = sys::WriteAllTo(fd_->get(), chunk, path_);
+      if (st.ok() && ::fdatasync(fd_->get()) != 0) {
+        st = Error{ErrorCode::kIo, path_ + ": fdatasync failed: " + std::strerror(errno)};
+      }
+      if (!st.ok()) err = st.error();
+    }
+    lock.lock();
+    if (err && !error_) error_ = err;
+    if (stopping && ready_.empty()) return;
+  }
+}
+
+bool LooksLikeJournal(std::string_view text) { return text.starts_with("{\"gpulse_journal\":"); }
+
+namespace {
+
+// Applies one record line to the run; throws on a line that is not a record.
+void ApplyRecord(const nlohmann::json& j, Run& run, bool& ended) {
+  if (!j.is_object() || j.size() != 1) throw std::runtime_error("not a journal record");
+  const auto& [key, value] = *j.items().begin();
+  if (key == "gpu") {
+    run.gpu_samples.push_back(ParseGpuSampleJson(value));
+  } else if (key == "resource") {
+    run.resource_samples.push_back(ParseResourceSampleJson(value));
+  } else if (key == "instance") {
+    run.instance_samples.push_back(ParseInstanceSampleJson(value));
+  } else if (key == "xid") {
+    run.xid_events.push_back(ParseXidJson(value));
+  } else if (key == "processes") {
+    run.gpu_processes = ParseGpuProcesses(value);
+  } else if (key == "entities") {
+    run.entities = ParseEntitiesJson(value);
+  } else if (key == "absent") {
+    run.absences = ParseAbsenceListJson(value);
+  } else if (key == "end") {
+    run.info = ParseRunInfoJson(value);
+    ended = true;
+  } else {
+    throw std::runtime_error("unknown record \"" + key + "\"");
+  }
+}
+
+std::int64_t LastSampleNs(const Run& run) {
+  std::int64_t t = 0;
+  if (!run.gpu_samples.empty()) t = std::max(t, run.gpu_samples.back().elapsed_ns);
+  if (!run.resource_samples.empty()) t = std::max(t, run.resource_samples.back().elapsed_ns);
+  if (!run.instance_samples.empty()) t = std::max(t, run.instance_samples.back().elapsed_ns);
+  return t;
+}
+
+}  // namespace
+
+Result<Run> RecoverRun(std::string_view text, const std::string& origin) {
+  if (!LooksLikeJournal(text)) return InvalidArgument(origin + ": not a gpulse run journal (no header line)");
+  Run run;
+  bool ended = false;
+  std::size_t line_no = 0;
+  bool torn = false;
+  while (!text.empty()) {
+    std::size_t nl = text.find('\n');
+    ++line_no;
+    if (nl == std::string_view::npos) {  // no newline: the writer died inside this line
+      torn = true;
+      break;
+    }
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl + 1);
+    if (auto why = CheckJsonShape(line, kJournalLineLimits)) {
+      return InvalidArgument(fmt::format("{}: line {}: not read: {}", origin, line_no, *why));
+    }
+    try {
+      nlohmann::json j = nlohmann::json::parse(line);
+      if (line_no == 1) {
+        int version = j.at("gpulse_journal").get<int>();
+        if (version != kJournalVersion) throw std::runtime_error("unsupported journal version " + std::to_string(version));
+        run.info = ParseRunInfoJson(j.at("run"));
+        for (const auto& d : j.at("devices")) run.devices.push_back(ParseDeviceJson(d));
+        run.entities = ParseEntitiesJson(j.at("entities"));
+        run.clock_ticks_per_second = j.at("clock_ticks_per_second").get<long>();
+      } else {
+        ApplyRecord(j, run, ended);
+      }
+    } catch (const std::exception& e) {
+      return InvalidArgument(fmt::format("{}: line {}: {}", origin, line_no, e.what()));
+    }
+  }
+  if (line_no <= 1 && torn) return InvalidArgument(origin + ": the header line is incomplete");
+  if (!ended) {
+    std::int64_t last = LastSampleNs(run);
+    run.info.complete = false;
+    run.info.incomplete_reason = fmt::format(
+        "recovered from {}: the recorder stopped before the run ended (killed, crashed or the machine "
+        "went down); the samples flushed up to {:.3f} s are kept{}",
+        origin, last / 1e9, torn ? ", a torn last line was dropped" : "");
+    run.info.duration_ns = last;
+    run.info.end_unix_ns = run.info.start_unix_ns + last;
+  }
+  return run;
+}
+
+}  // namespace gpulse::report
