@@ -114,62 +114,89 @@ void SamplerCost() {
              ps_wall * 1e6, ps_wall / cpu_per_tick);
 }
 
-// The recorder as `gpulse record` runs it, journal on, over a 50-process tree for ~10 s.
+// One recording as `gpulse record` does it, over a fresh 51-process tree (a shell, 49 sleeping
+// children and its own sleep) for `seconds`: the process's CPU time per tick. `journal_dir` empty:
+// journal off. `b` null: no GPU.
+struct RecorderFigure {
+  double cpu_per_tick = 0;
+  std::size_t ticks = 0;
+  std::uint32_t processes = 0;
+  double journal_bytes_per_tick = 0;
+};
+
+RecorderFigure RecordOnce(gpu::Backend* b, bool descendants, const std::filesystem::path& journal_dir, int seconds) {
+  namespace fs = std::filesystem;
+  RecorderFigure f;
+  report::Run run;
+  if (b != nullptr) {
+    run.entities = BuildEntities(b->info());
+    run.devices = b->info().devices;
+  }
+  std::unique_ptr<report::JournalWriter> journal;
+  if (!journal_dir.empty()) {
+    fs::remove(journal_dir / report::kJournalName);
+    auto dir = sys::Dir::OpenRoot(journal_dir, true);
+    auto j = report::JournalWriter::Create(*dir, report::kJournalName);
+    if (!j) return f;
+    journal = std::move(j).value();
+  }
+  auto child = sys::ChildProcess::Spawn(
+      {"sh", "-c", fmt::format("for i in $(seq 49); do sleep {} & done; sleep {}", seconds + 1, seconds)});
+  if (!child) return f;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the tree form
+  sampling::RecordOptions ro;
+  ro.include_descendants = descendants;
+  sampling::Recorder recorder(ro, b, nullptr);
+  double c0 = CpuSeconds();
+  recorder.Record(*child, run, journal.get());
+  if (journal) (void)journal->Finish(run);
+  f.cpu_per_tick = (CpuSeconds() - c0) / static_cast<double>(run.resource_samples.size());
+  f.ticks = run.resource_samples.size();
+  for (const auto& r : run.resource_samples) f.processes = std::max(f.processes, r.process_count);
+  if (journal) f.journal_bytes_per_tick = static_cast<double>(fs::file_size(journal_dir / report::kJournalName)) / f.ticks;
+  return f;
+}
+
+// The whole recorder at the real 50 ms cadence, journal on and off (interleaved, best of 2, after a
+// warm-up run), its two halves, and an empty loop on the same ticker: what waking up costs on this
+// machine (a VM: each wake-up is a paravirtual interrupt), the floor under any sampler.
 void RecorderCost() {
   gpu::BackendOptions o;
   o.simulate = "8xH100";
   o.simulator_library = std::string(GPULSE_BIN_DIR) + "/libgpulse-nvml-sim.so";
   auto backend = gpu::OpenBackend(o);
   if (!backend) return;
+  gpu::Backend* b = backend->get();
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / fmt::format("gpulse-recorder-bench-{}", getpid());
-  fs::create_directories(dir);
-  auto out = sys::Dir::OpenRoot(dir, false);
-  auto journal = report::JournalWriter::Create(*out, report::kJournalName);
-  if (!journal) return;
-  report::Run run;
-  run.entities = BuildEntities((*backend)->info());
-  run.devices = (*backend)->info().devices;
-  auto child = sys::ChildProcess::Spawn({"sh", "-c", "for i in $(seq 49); do sleep 11 & done; sleep 10"});
-  if (!child) return;
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the tree form
-  sampling::RecordOptions ro;
-  ro.include_descendants = true;
-  sampling::Recorder recorder(ro, backend->get(), nullptr);
-  double c0 = CpuSeconds();
-  recorder.Record(*child, run, journal->get());
-  Status st = (*journal)->Finish(run);
-  double cpu = CpuSeconds() - c0;
-  // The same without the journal, and an empty loop on the same 50 ms clock: what waking up costs
-  // on this machine (a VM: each wake-up is a paravirtual interrupt), the floor under any sampler.
-  report::Run bare;
-  bare.entities = run.entities;
-  bare.devices = run.devices;
-  auto child2 = sys::ChildProcess::Spawn({"sh", "-c", "for i in $(seq 49); do sleep 11 & done; sleep 10"});
-  if (!child2) return;
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  sampling::Recorder recorder2(ro, backend->get(), nullptr);
-  double c1 = CpuSeconds();
-  recorder2.Record(*child2, bare, nullptr);
-  double cpu_bare = (CpuSeconds() - c1) / static_cast<double>(bare.resource_samples.size());
+  (void)RecordOnce(b, true, dir, 3);  // warm-up: first-touch costs, not the steady state
+  RecorderFigure on, off;
+  on.cpu_per_tick = off.cpu_per_tick = 1e9;
+  for (int round = 0; round < 2; ++round) {
+    RecorderFigure x = RecordOnce(b, true, dir, 10);
+    if (x.cpu_per_tick < on.cpu_per_tick) on = x;
+    RecorderFigure y = RecordOnce(b, true, {}, 10);
+    if (y.cpu_per_tick < off.cpu_per_tick) off = y;
+  }
+  RecorderFigure gpus = RecordOnce(b, false, {}, 10);
+  RecorderFigure tree = RecordOnce(nullptr, true, {}, 10);
   double c2 = CpuSeconds();
-  sampling::Ticker ticker(ro.period_ns, nullptr);
+  sampling::Ticker ticker(50'000'000, nullptr);
   for (int i = 0; i < 200; ++i) ticker.Next();
-  double cpu_idle = (CpuSeconds() - c2) / 200;
-  std::uintmax_t bytes = fs::file_size(dir / report::kJournalName);
+  double idle = (CpuSeconds() - c2) / 200;
   fs::remove_all(dir);
-  std::size_t ticks = run.resource_samples.size();
-  std::uint32_t procs = 0;
-  for (const auto& r : run.resource_samples) procs = std::max(procs, r.process_count);
-  double per_tick = cpu / static_cast<double>(ticks);
-  fmt::print("### The whole recorder, journal on (8 simulated H100s + a {}-process tree, {} ticks at 50 ms)\n\n", procs, ticks);
-  fmt::print("| measure | per tick | share of a 50 ms tick |\n|---|---:|---:|\n");
-  fmt::print("| Recorder::Record + journal (CPU time of the process: sampling, process lists, journal thread) | {:.1f} us | {:.3f}% of one core |\n",
-             per_tick * 1e6, per_tick / 0.05 * 100);
-  fmt::print("| the same, journal off | {:.1f} us | {:.3f}% |\n", cpu_bare * 1e6, cpu_bare / 0.05 * 100);
-  fmt::print("| anchor, same run: an empty loop on the same 50 ms ticker (the wake-up alone) | {:.1f} us | {:.3f}% |\n",
-             cpu_idle * 1e6, cpu_idle / 0.05 * 100);
-  fmt::print("| journal written | {:.0f} bytes per tick | {} |\n\n", static_cast<double>(bytes) / ticks, st.ok() ? "no write error" : st.error().message);
+  auto row = [](const char* what, double per_tick) {
+    fmt::print("| {} | {:.1f} us | {:.3f}% of one core |\n", what, per_tick * 1e6, per_tick / 0.05 * 100);
+  };
+  fmt::print("### The whole recorder at 50 ms (8 simulated H100s + a {}-process tree, {} ticks per run)\n\n",
+             on.processes, on.ticks);
+  fmt::print("| measure (CPU time of the process per tick, best of 2 interleaved) | per tick | share of a 50 ms tick |\n|---|---:|---:|\n");
+  row("Recorder::Record, journal on (sampling, process lists, journal formatting and writer thread)", on.cpu_per_tick);
+  row("the same, journal off", off.cpu_per_tick);
+  row("of which the 8 GPUs (CMD alone, no descendants)", gpus.cpu_per_tick);
+  row("of which the 51-process tree (no GPU)", tree.cpu_per_tick);
+  row("anchor, same run: an empty loop on the same 50 ms ticker (the wake-up alone)", idle);
+  fmt::print("| journal written | {:.0f} bytes per tick | |\n\n", on.journal_bytes_per_tick);
 }
 
 report::Run SyntheticRun(std::size_t samples, int devices) {
@@ -224,60 +251,12 @@ void DeriveAndWrite() {
   report::Run run = SyntheticRun(kSamples, 8);
   long rss_held = PeakRssKiB();
 
-  // Best of 3 for both, interleaved, with the page cache in the same state for each: this machine's
-  // buffered-write bandwidth varies several-fold from one moment to the next.
-  double t_derive = 1e9, t_write = 1e9, ours = 1e9, cp = 1e9;
-  std::string html;
-  report::Report rep;
-  Status st = Status::Ok();
+  // The journal of the run, streamed as the recorder does: one-second batches (160 samples of 8
+  // devices at 50 ms), each handed to the writer thread, written and fdatasynced.
   auto out = sys::Dir::OpenRoot(dir, false);
-  for (int round = 0; round < 3; ++round) {
-    fs::remove(dir / "run.json");
-    fs::remove(dir / "copy.json");
-    fs::remove(dir / report::kJournalName);
-    // The journal as a run leaves it: its header and the last second not yet flushed.
-    auto journal = report::JournalWriter::Create(*out, report::kJournalName);
-    report::Run tail;
-    tail.info = run.info;
-    (*journal)->Begin(tail);
-    for (std::size_t i = 0; i < 160; ++i) tail.gpu_samples.push_back(run.gpu_samples[i]);
-    (*journal)->Update(tail);
-    double t0 = WallSeconds();
-    Status js = (*journal)->Finish(tail);  // what `record` does when CMD exits
-    rep = report::Derive(run);
-    double t1 = WallSeconds();
-    st = report::WriteRunJsonFile(run, rep, (dir / "run.json").string());
-    (void)out->Remove(report::kJournalName);
-    double t2 = WallSeconds();
-    if (!js.ok()) st = js;
-    if (t2 - t0 < ours) {
-      ours = t2 - t0;
-      t_derive = t1 - t0;
-      t_write = t2 - t1;
-    }
-    cp = std::min(cp, TimeCommand(fmt::format("cp {} {}", (dir / "run.json").string(), (dir / "copy.json").string())));
-  }
-  html = report::RenderHtml(run, rep);
-  long rss_peak = PeakRssKiB();
-  if (!st.ok()) {
-    fmt::print("write failed: {}\n", st.error().message);
-    return;
-  }
-  double mb = fs::file_size(dir / "run.json") / 1e6;
-  // A second anchor: the same bytes written through write(2) by dd in 1 MiB blocks (cp uses
-  // copy_file_range, an in-kernel copy that never passes the data through a user buffer).
-  double dd = 1e9;
-  for (int round = 0; round < 3; ++round) {
-    fs::remove(dir / "copy.json");
-    dd = std::min(dd, TimeCommand(fmt::format("dd if={} of={} bs=1M status=none", (dir / "run.json").string(),
-                                              (dir / "copy.json").string())));
-  }
-  // The journal of the same samples, streamed as the recorder does: one-second batches (160 samples
-  // of 8 devices at 50 ms), each handed to the writer thread, written and fdatasynced.
-  double journal_s = 0, journal_cp = 0, journal_mb = 0;
+  double journal_s = 0, journal_mb = 0;
+  auto journal = report::JournalWriter::Create(*out, report::kJournalName, 0);
   {
-    fs::remove(dir / report::kJournalName);
-    auto journal = report::JournalWriter::Create(*out, report::kJournalName, 0);
     report::Run live;
     live.info = run.info;
     double t0 = WallSeconds();
@@ -291,24 +270,90 @@ void DeriveAndWrite() {
     journal_s = WallSeconds() - t0;
     if (!js.ok()) fmt::print("journal failed: {}\n", js.error().message);
     journal_mb = fs::file_size(dir / report::kJournalName) / 1e6;
-    journal_cp = 1e9;
-    for (int round = 0; round < 3; ++round) {
-      fs::remove(dir / "copy.json");
-      journal_cp = std::min(journal_cp, TimeCommand(fmt::format("cp {} {}", (dir / report::kJournalName).string(),
-                                                                (dir / "copy.json").string())));
+  }
+
+  // Best of 3 for each, interleaved, with no dirty pages before each (else writeback throttles
+  // whichever comes second). Two comparisons: the end of a run (map the journal, derive, write
+  // run.json copying the journal's sample text) into the page cache against `cp`, which also ends
+  // in the page cache; and the durable write `record` does (temp file, fsync, rename, directory
+  // fsync: ADR 0011) against a durable copy (`cp`, then `sync` of the copy, which fsyncs it).
+  double t_derive = 1e9, t_write = 1e9, ours = 1e9, cp = 1e9, durable = 1e9, cp_sync = 1e9, format_only = 1e9;
+  std::string html;
+  report::Report rep;
+  Status st = Status::Ok();
+  for (int round = 0; round < 3; ++round) {
+    for (const char* f : {"run.json", "cached.json", "copy.json", "copy2.json"}) fs::remove(dir / f);
+    ::sync();
+    double t0 = WallSeconds();
+    auto mapped = (*journal)->Map();
+    if (!mapped) st = Error{ErrorCode::kIo, "the journal could not be mapped"};
+    rep = report::Derive(run);
+    double t1 = WallSeconds();
+    std::FILE* f = std::fopen((dir / "cached.json").c_str(), "w");
+    if (f == nullptr || !report::WriteRunJson(run, rep, f, mapped ? &mapped->timelines : nullptr).ok()) {
+      st = Error{ErrorCode::kIo, "cached.json"};
     }
+    if (f != nullptr) std::fclose(f);
+    double t2 = WallSeconds();
+    if (t2 - t0 < ours) {
+      ours = t2 - t0;
+      t_derive = t1 - t0;
+      t_write = t2 - t1;
+    }
+    double tn = WallSeconds();
+    if (std::FILE* null = std::fopen("/dev/null", "w")) {
+      (void)report::WriteRunJson(run, rep, null);
+      std::fclose(null);
+    }
+    format_only = std::min(format_only, WallSeconds() - tn);
+    ::sync();
+    double t3 = WallSeconds();
+    auto mapped2 = (*journal)->Map();
+    Status ws = report::WriteRunJsonFile(run, report::Derive(run), (dir / "run.json").string(),
+                                         mapped2 ? &mapped2->timelines : nullptr);
+    durable = std::min(durable, WallSeconds() - t3);
+    if (!ws.ok()) st = ws;
+    ::sync();
+    cp = std::min(cp, TimeCommand(fmt::format("cp {} {}", (dir / "run.json").string(), (dir / "copy.json").string())));
+    ::sync();
+    cp_sync = std::min(cp_sync, TimeCommand(fmt::format("cp {0} {1} && sync {1}", (dir / "run.json").string(),
+                                                        (dir / "copy2.json").string())));
+  }
+  if (st.ok() && fs::file_size(dir / "cached.json") != fs::file_size(dir / "run.json")) {
+    st = Error{ErrorCode::kIo, "the copied and the formatted run.json differ"};
+  }
+  html = report::RenderHtml(run, rep);
+  long rss_peak = PeakRssKiB();
+  if (!st.ok()) {
+    fmt::print("write failed: {}\n", st.error().message);
+    return;
+  }
+  double mb = fs::file_size(dir / "run.json") / 1e6;
+  // A second anchor: the same bytes written through write(2) by dd in 1 MiB blocks (cp uses
+  // copy_file_range, an in-kernel copy that never passes the data through a user buffer).
+  double dd = 1e9;
+  for (int round = 0; round < 3; ++round) {
+    fs::remove(dir / "copy.json");
+    ::sync();
+    dd = std::min(dd, TimeCommand(fmt::format("dd if={} of={} bs=1M status=none", (dir / "run.json").string(),
+                                              (dir / "copy.json").string())));
   }
   fs::remove_all(dir);
   fmt::print("### Derivation and run.json writing, {} samples (8 devices), journal on\n\n", kSamples);
   fmt::print("| measure | time | MB/s | ratio to cp |\n|---|---:|---:|---:|\n");
-  fmt::print("| derive (aggregates, energy, job statistics) | {:.3f} s | | |\n", t_derive);
-  fmt::print("| write run.json ({:.1f} MB) | {:.3f} s | | |\n", mb, t_write);
-  fmt::print("| end of run: journal flush + derive + write run.json + journal removed (best of 3) | {:.3f} s | {:.0f} | {:.2f}x (vs dd: {:.2f}x) |\n", ours, mb / ours, cp / ours, dd / ours);
+  fmt::print("| map the journal + derive (aggregates, energy, job statistics) | {:.3f} s | | |\n", t_derive);
+  fmt::print("| write run.json into the page cache, samples copied from the journal ({:.1f} MB) | {:.3f} s | | |\n", mb, t_write);
+  fmt::print("| end of run: map + derive + write (best of 3) | {:.3f} s | {:.0f} | {:.2f}x (vs dd: {:.2f}x) |\n", ours, mb / ours, cp / ours, dd / ours);
   fmt::print("| anchor, same run: `cp` of run.json (best of 3) | {:.3f} s | {:.0f} | 1.00x |\n", cp, mb / cp);
+  fmt::print("| durable, as `record` does it: map + derive + temp file, fsync, rename, dir fsync (best of 3) | {:.3f} s | {:.0f} | {:.2f}x of the durable anchor |\n",
+             durable, mb / durable, cp_sync / durable);
+  fmt::print("| durable anchor, same run: `cp` then `sync` of the copy (best of 3) | {:.3f} s | {:.0f} | |\n", cp_sync, mb / cp_sync);
   fmt::print("| second anchor, same run: `dd bs=1M` of run.json (best of 3) | {:.3f} s | {:.0f} | {:.2f}x |\n\n", dd,
              mb / dd, cp / dd);
-  fmt::print("| the journal of the same run, streamed in 1 s batches with fdatasync each ({:.1f} MB) | {:.3f} s | {:.0f} | {:.2f}x of `cp` of the journal ({:.3f} s) |\n\n",
-             journal_mb, journal_s, journal_mb / journal_s, journal_cp / journal_s, journal_cp);
+  fmt::print("| for comparison: formatting the same run.json from the samples, to /dev/null | {:.3f} s | {:.0f} | |\n",
+             format_only, mb / format_only);
+  fmt::print("| the journal itself, streamed during the run in 1 s batches, fdatasync each ({:.1f} MB; a real run spreads it over {:.1f} h) | {:.3f} s | {:.0f} | |\n\n",
+             journal_mb, kSamples / 8 * 0.05 / 3600, journal_s, journal_mb / journal_s);
   fmt::print("### Memory per sample\n\n| measure | bytes per sample |\n|---|---:|\n");
   fmt::print("| holding the timeline (peak RSS growth / samples) | {:.0f} |\n", (rss_held - rss_before) * 1024.0 / kSamples);
   fmt::print("| peak while deriving, writing run.json and rendering HTML | {:.0f} |\n", (rss_peak - rss_before) * 1024.0 / kSamples);
@@ -318,10 +363,14 @@ void DeriveAndWrite() {
 
 }  // namespace
 
-// `record_bench recorder` runs the whole-recorder figure alone (for a profiler).
+// `record_bench recorder` and `record_bench write` run one part alone (for a profiler).
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "recorder") {
     RecorderCost();
+    return 0;
+  }
+  if (argc > 1 && std::string_view(argv[1]) == "write") {  // the run.json figures alone
+    DeriveAndWrite();
     return 0;
   }
   SamplerCost();

@@ -224,9 +224,10 @@ std::string Hostname() {
 
 // The three report files, each written whole under a temporary name and renamed. Every failure is
 // reported with its file; true when all three were written.
-bool WriteReports(const sys::Dir& out, const report::Run& run, const report::Report& rep, const std::string& text) {
+bool WriteReports(const sys::Dir& out, const report::Run& run, const report::Report& rep, const std::string& text,
+                  const report::FormattedTimelines* formatted) {
   bool ok = true;
-  for (Status st : {report::WriteRunJsonFile(run, rep, out.PathOf(kOutputFiles[0])),
+  for (Status st : {report::WriteRunJsonFile(run, rep, out.PathOf(kOutputFiles[0]), formatted),
                     out.WriteAtomic(kOutputFiles[1], text),
                     out.WriteAtomic(kOutputFiles[2], report::RenderHtml(run, rep))}) {
     if (!st.ok()) {
@@ -315,9 +316,12 @@ int Run(RecordOptions& o) {
     fmt::print(stderr, "gpulse record: journal: {}\n", st.error().message);
     ok = false;
   }
+  // The journal holds every sample already formatted as run.json needs it: copied, not redone.
+  auto mapped = ok ? (*journal)->Map() : nullptr;
   report::Report rep = report::Derive(run);
   std::string text = report::RenderText(run, rep);
-  ok = WriteReports(out->dir, run, rep, text) && ok;
+  ok = WriteReports(out->dir, run, rep, text, mapped ? &mapped->timelines : nullptr) && ok;
+  mapped.reset();
   fmt::print("{}", text);
   if (!ok) {
     fmt::print(stderr, "gpulse record: not every file was written (see above); exit 125\n");

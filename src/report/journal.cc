@@ -1,6 +1,8 @@
 #include "report/journal.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -43,11 +45,12 @@ Result<std::unique_ptr<JournalWriter>> JournalWriter::Create(const sys::Dir& dir
   auto fd = dir.OpenFile(name, sys::OpenMode::kCreateNew);
   if (!fd) return fd.error();
   return std::unique_ptr<JournalWriter>(
-      new JournalWriter(std::move(fd).value(), dir.PathOf(name), flush_period_ns));
+      new JournalWriter(std::move(fd).value(), dir, std::string(name), flush_period_ns));
 }
 
-JournalWriter::JournalWriter(sys::UniqueFd fd, std::string path, std::int64_t flush_period_ns)
-    : fd_(std::move(fd)), path_(std::move(path)), flush_period_ns_(flush_period_ns) {
+JournalWriter::JournalWriter(sys::UniqueFd fd, sys::Dir dir, std::string name, std::int64_t flush_period_ns)
+    : fd_(std::move(fd)), dir_(std::move(dir)), name_(std::move(name)), path_(dir_.PathOf(name_)),
+      flush_period_ns_(flush_period_ns) {
   thread_ = std::thread([this] { WriterLoop(); });
 }
 
@@ -86,22 +89,26 @@ void JournalWriter::Snapshots(const Run& run) {
   snapshot("absent", AbsenceListJson(run.absences), last_absent_);
 }
 
+// {"KEY":SAMPLE}\n per new sample, remembering where SAMPLE lies in the file.
+template <typename Sample, typename AppendFn>
+void JournalWriter::AppendSamples(std::string_view key, const std::deque<Sample>& samples, std::size_t& done,
+                                  std::vector<Span>& spans, AppendFn append) {
+  for (; done < samples.size(); ++done) {
+    local_.push_back('{');
+    local_.push_back('"');
+    local_.append(key);
+    Lit(local_, "\":");
+    std::size_t begin = local_.size();
+    append(local_, samples[done]);
+    spans.push_back({handed_bytes_ + begin, static_cast<std::uint32_t>(local_.size() - begin)});
+    Lit(local_, "}\n");
+  }
+}
+
 void JournalWriter::Update(const Run& run) {
-  for (; resource_n_ < run.resource_samples.size(); ++resource_n_) {
-    Lit(local_, "{\"resource\":");
-    AppendResourceSampleJson(local_, run.resource_samples[resource_n_]);
-    Lit(local_, "}\n");
-  }
-  for (; gpu_n_ < run.gpu_samples.size(); ++gpu_n_) {
-    Lit(local_, "{\"gpu\":");
-    AppendGpuSampleJson(local_, run.gpu_samples[gpu_n_]);
-    Lit(local_, "}\n");
-  }
-  for (; instance_n_ < run.instance_samples.size(); ++instance_n_) {
-    Lit(local_, "{\"instance\":");
-    AppendInstanceSampleJson(local_, run.instance_samples[instance_n_]);
-    Lit(local_, "}\n");
-  }
+  AppendSamples("resource", run.resource_samples, resource_n_, resource_spans_, AppendResourceSampleJson);
+  AppendSamples("gpu", run.gpu_samples, gpu_n_, gpu_spans_, AppendGpuSampleJson);
+  AppendSamples("instance", run.instance_samples, instance_n_, instance_spans_, AppendInstanceSampleJson);
   for (; xid_n_ < run.xid_events.size(); ++xid_n_) AppendLine(local_, "xid", XidJson(run.xid_events[xid_n_]).dump());
   std::int64_t now = MonotonicNowNs();
   if (now - last_handoff_ns_ < flush_period_ns_) return;
@@ -116,6 +123,7 @@ void JournalWriter::HandOff() {
     std::lock_guard<std::mutex> lock(mu_);
     ready_.append(local_.data(), local_.size());
   }
+  handed_bytes_ += local_.size();
   local_.clear();
   cv_.notify_one();
 }
@@ -165,6 +173,42 @@ void JournalWriter::WriterLoop() {
     if (err && !error_) error_ = err;
     if (stopping && ready_.empty()) return;
   }
+}
+
+JournalWriter::Mapped::~Mapped() {
+  if (base != nullptr) ::munmap(const_cast<char*>(base), size);
+}
+
+std::unique_ptr<JournalWriter::Mapped> JournalWriter::Map() const {
+  if (error() || thread_.joinable() || handed_bytes_ == 0) return nullptr;  // failed, or not finished
+  int fd = ::openat(dir_.fd(), name_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st {};
+  void* p = MAP_FAILED;
+  if (::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) == handed_bytes_) {
+    p = ::mmap(nullptr, handed_bytes_, PROT_READ, MAP_PRIVATE, fd, 0);
+  }
+  ::close(fd);
+  if (p == MAP_FAILED) return nullptr;
+  auto m = std::make_unique<Mapped>();
+  m->base = static_cast<const char*>(p);
+  m->size = handed_bytes_;
+  // Each view must still be an object where the writer put it; anything else and run.json formats.
+  auto views = [&](const std::vector<Span>& spans, std::vector<std::string_view>& out) {
+    out.reserve(spans.size());
+    for (const Span& sp : spans) {
+      if (sp.offset + sp.length > m->size || sp.length < 2) return false;
+      std::string_view v(m->base + sp.offset, sp.length);
+      if (v.front() != '{' || v.back() != '}') return false;
+      out.push_back(v);
+    }
+    return true;
+  };
+  if (!views(resource_spans_, m->timelines.resource) || !views(instance_spans_, m->timelines.instance) ||
+      !views(gpu_spans_, m->timelines.gpu)) {
+    return nullptr;
+  }
+  return m;
 }
 
 bool LooksLikeJournal(std::string_view text) { return text.starts_with("{\"gpulse_journal\":"); }

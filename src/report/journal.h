@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 
 #include <condition_variable>
+#include <deque>
+#include <vector>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -23,6 +25,7 @@
 
 #include "core/result.h"
 #include "report/run.h"
+#include "report/run_json.h"
 #include "sys/safe_dir.h"
 
 namespace gpulse::report {
@@ -53,14 +56,36 @@ class JournalWriter {
 
   const std::string& path() const { return path_; }
 
+  // After a Finish without error: the journal mapped read-only and a view of each timeline sample
+  // object in it, for WriteRunJson to copy (nullptr when it cannot be had: then run.json formats).
+  struct Mapped {
+    FormattedTimelines timelines;
+    const char* base = nullptr;
+    std::size_t size = 0;
+    ~Mapped();
+  };
+  std::unique_ptr<Mapped> Map() const;
+
  private:
-  JournalWriter(sys::UniqueFd fd, std::string path, std::int64_t flush_period_ns);
+  // Where one sample object lies in the journal file.
+  struct Span {
+    std::uint64_t offset;
+    std::uint32_t length;
+  };
+  JournalWriter(sys::UniqueFd fd, sys::Dir dir, std::string name, std::int64_t flush_period_ns);
+  template <typename Sample, typename AppendFn>
+  void AppendSamples(std::string_view key, const std::deque<Sample>& samples, std::size_t& done,
+                     std::vector<Span>& spans, AppendFn append);
   void Snapshots(const Run& run);
   void HandOff();
   void WriterLoop();
 
   sys::UniqueFd fd_;
+  sys::Dir dir_;
+  std::string name_;
   std::string path_;
+  std::uint64_t handed_bytes_ = 0;  // bytes handed to the writer so far (the file's size once written)
+  std::vector<Span> resource_spans_, instance_spans_, gpu_spans_;
   std::int64_t flush_period_ns_;
   std::int64_t last_handoff_ns_ = 0;
   fmt::memory_buffer local_;  // lines not yet handed off (sampling thread only)

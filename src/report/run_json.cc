@@ -374,6 +374,27 @@ bool WriteArray(Sink& sink, const Container& items, AppendFn append) {
   return ok && sink.MaybeFlush();
 }
 
+// The same array from already-formatted sample objects: copied with the separators WriteArray
+// puts between them, so the bytes are identical.
+bool WriteViews(Sink& sink, const std::vector<std::string_view>& items) {
+  auto& b = sink.buf();
+  b.push_back('[');
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    b.append(std::string_view(i == 0 ? "\n    " : ",\n    "));
+    b.append(items[i]);
+    if (!sink.MaybeFlush()) return false;
+  }
+  b.append(std::string_view(items.empty() ? "]" : "\n  ]"));
+  return sink.MaybeFlush();
+}
+
+// The formatted copy when it covers the timeline exactly, else the formatter.
+template <typename Container, typename AppendFn>
+bool WriteTimeline(Sink& sink, const Container& items, const std::vector<std::string_view>* views, AppendFn append) {
+  if (views != nullptr && views->size() == items.size()) return WriteViews(sink, *views);
+  return WriteArray(sink, items, append);
+}
+
 void AppendJson(fmt::memory_buffer& b, std::string_view key, const json& value, bool last = false) {
   fmt::format_to(std::back_inserter(b), "  \"{}\": {}{}\n", key, value.dump(), last ? "" : ",");
 }
@@ -394,7 +415,10 @@ void AppendGpuSampleJson(fmt::memory_buffer& b, const GpuSample& s) { AppendSamp
 void AppendInstanceSampleJson(fmt::memory_buffer& b, const InstanceSample& s) { AppendInstanceSample(b, s); }
 void AppendResourceSampleJson(fmt::memory_buffer& b, const ResourceSample& s) { AppendResource(b, s); }
 
-Status WriteRunJson(const Run& run, const Report& report, std::FILE* out) {
+Status WriteRunJson(const Run& run, const Report& report, std::FILE* out, const FormattedTimelines* formatted) {
+  auto views = [&](const std::vector<std::string_view> FormattedTimelines::*member) {
+    return formatted != nullptr ? &(formatted->*member) : nullptr;
+  };
   Sink sink(out);
   auto& b = sink.buf();
   b.append(std::string_view("{\n"));
@@ -418,15 +442,21 @@ Status WriteRunJson(const Run& run, const Report& report, std::FILE* out) {
   AppendJson(b, "clock_ticks_per_second", run.clock_ticks_per_second);
   fmt::format_to(std::back_inserter(b), "  \"resource_timeline\": {{\"sample_period_ns\": {}, \"samples\": ",
                  run.info.sample_period_ns);
-  if (!WriteArray(sink, run.resource_samples, AppendResource)) return Error{ErrorCode::kIo, "write failed"};
+  if (!WriteTimeline(sink, run.resource_samples, views(&FormattedTimelines::resource), AppendResource)) {
+    return Error{ErrorCode::kIo, "write failed"};
+  }
   fmt::format_to(std::back_inserter(b), "}},\n  \"instance_timeline\": {{\"sample_period_ns\": {}, \"samples\": ",
                  run.info.sample_period_ns);
-  if (!WriteArray(sink, run.instance_samples, AppendInstanceSample)) return Error{ErrorCode::kIo, "write failed"};
+  if (!WriteTimeline(sink, run.instance_samples, views(&FormattedTimelines::instance), AppendInstanceSample)) {
+    return Error{ErrorCode::kIo, "write failed"};
+  }
   json energy = TimelineEnergy(report.gpu);
   fmt::format_to(std::back_inserter(b), "}},\n  \"gpu_timeline\": {{\"sample_period_ns\": {}, \"absent\": {}, {}\"samples\": ",
                  run.info.sample_period_ns, AbsencesJson(run.absences).dump(),
                  energy.empty() ? std::string() : "\"energy\": " + energy.dump() + ", ");
-  if (!WriteArray(sink, run.gpu_samples, AppendSample)) return Error{ErrorCode::kIo, "write failed"};
+  if (!WriteTimeline(sink, run.gpu_samples, views(&FormattedTimelines::gpu), AppendSample)) {
+    return Error{ErrorCode::kIo, "write failed"};
+  }
   b.append(std::string_view("}\n}\n"));
   if (!sink.Flush() || std::fflush(out) != 0) {
     return Error{ErrorCode::kIo, std::string("write failed: ") + std::strerror(errno)};
@@ -434,7 +464,8 @@ Status WriteRunJson(const Run& run, const Report& report, std::FILE* out) {
   return Status::Ok();
 }
 
-Status WriteRunJsonFile(const Run& run, const Report& report, const std::string& path) {
+Status WriteRunJsonFile(const Run& run, const Report& report, const std::string& path,
+                        const FormattedTimelines* formatted) {
   // Through the run directory's descriptor: a temp file created O_EXCL, 0644, renamed over the
   // name; a symbolic link at `path` is refused, never followed (sys/safe_dir.h).
   auto at = sys::Dir::OpenParent(path);
@@ -447,7 +478,7 @@ Status WriteRunJsonFile(const Run& run, const Report& report, const std::string&
       if (own >= 0) ::close(own);
       return Error{ErrorCode::kIo, "cannot write " + path + ": " + std::strerror(errno)};
     }
-    Status st = WriteRunJson(run, report, f);
+    Status st = WriteRunJson(run, report, f, formatted);
     if (std::fclose(f) != 0 && st.ok()) st = Error{ErrorCode::kIo, "cannot close " + path};
     if (!st.ok()) return Error{ErrorCode::kIo, path + ": " + st.error().message};
     return Status::Ok();

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/json_limits.h"
 #include "core/result.h"
@@ -21,11 +22,20 @@ namespace gpulse::report {
 //    samples; run.pid, run.complete; named job-statistics processes.
 inline constexpr int kRunSchemaVersion = 3;
 
+// The timeline samples already formatted, one view per sample object in timeline order: the run
+// journal holds exactly the text run.json needs (report/journal.h), so the end of a run copies it
+// instead of formatting a million samples a second time. Used only when every count matches.
+struct FormattedTimelines {
+  std::vector<std::string_view> resource, instance, gpu;
+};
+
 // Writes run.json for `run` and its derived `report` to `out`. Fails on a write error.
-Status WriteRunJson(const Run& run, const Report& report, std::FILE* out);
+Status WriteRunJson(const Run& run, const Report& report, std::FILE* out,
+                    const FormattedTimelines* formatted = nullptr);
 
 // Writes to `path` atomically (temporary file in the same directory, then rename).
-Status WriteRunJsonFile(const Run& run, const Report& report, const std::string& path);
+Status WriteRunJsonFile(const Run& run, const Report& report, const std::string& path,
+                        const FormattedTimelines* formatted = nullptr);
 
 // Reads the raw parts of run.json (run, devices, timelines, events) back into a Run. Derived
 // sections are ignored: callers derive them again. Errors name the file and the problem. Only a

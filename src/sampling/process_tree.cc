@@ -30,6 +30,9 @@ std::string_view NextToken(std::string_view& s) {
   return tok;
 }
 
+// One pread per file and tick: procfs generates these files whole on each read, so a read that
+// leaves room in the buffer has returned all of it (no second read to learn of the end); only a
+// full buffer is read on.
 bool PreadAll(int fd, std::string& out) {
   out.resize(out.capacity() < 4096 ? 4096 : out.capacity());
   std::size_t len = 0;
@@ -37,8 +40,8 @@ bool PreadAll(int fd, std::string& out) {
     if (len == out.size()) out.resize(out.size() * 2);
     ssize_t n = pread(fd, out.data() + len, out.size() - len, static_cast<off_t>(len));
     if (n < 0) return false;
-    if (n == 0) break;
     len += static_cast<std::size_t>(n);
+    if (n == 0 || len < out.size()) break;
   }
   out.resize(len);
   return true;
@@ -93,8 +96,10 @@ Result<std::vector<pid_t>> ParseChildren(std::string_view text) {
   return out;
 }
 
-ProcessTreeSampler::ProcessTreeSampler(std::string proc_root, pid_t pid, bool include_descendants)
+ProcessTreeSampler::ProcessTreeSampler(std::string proc_root, pid_t pid, bool include_descendants,
+                                       unsigned discover_every)
     : root_(std::move(proc_root)), pid_(pid), descendants_(include_descendants),
+      discover_every_(discover_every == 0 ? 1 : discover_every),
       page_size_(static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE))) {}
 
 ProcessTreeSampler::~ProcessTreeSampler() {
@@ -132,9 +137,9 @@ Result<ProcStats> ProcessTreeSampler::ReadStats(Open& o) {
 }
 
 void ProcessTreeSampler::AppendChildren(Open& o, std::uint32_t threads, std::vector<pid_t>& out) {
-  // List the tasks again when threads came or went, and once a second (20 ticks at the default
-  // period) in case one thread replaced another.
-  if (threads != o.tasks_seen || tick_ % 20 == 0) {
+  // List the tasks again when threads came or went, and every 5th listing in case one thread
+  // replaced another.
+  if (threads != o.tasks_seen || listings_ % 5 == 0) {
     for (int fd : o.children_fds) close(fd);
     o.children_fds.clear();
     int task_fd = openat(o.dir_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -167,6 +172,10 @@ void ProcessTreeSampler::Count(Open& o, const ProcStats& s, TreeTotals& t) {
     o.cutime_before = s.cutime_jiffies;  // what it reaped before we first saw it is not new
     o.cstime_before = s.cstime_jiffies;
   }
+  auto busy = [](const ProcStats& x) {
+    return x.utime_jiffies + x.stime_jiffies + x.cutime_jiffies + x.cstime_jiffies;
+  };
+  o.idle = o.read && busy(s) == busy(o.last);
   std::uint64_t rss = s.zombie ? o.last.rss_pages : s.rss_pages;
   std::uint32_t threads = s.zombie ? o.last.threads : s.threads;
   o.last.name = s.name;
@@ -233,27 +242,16 @@ Result<TreeTotals> ProcessTreeSampler::Read() {
   auto stats = ReadStats(*root);
   if (!stats) return Error{stats.error().code, root_ + "/" + std::to_string(pid_) + "/" + stats.error().message};
   TreeTotals t;
-  std::uint32_t root_threads = stats->threads;
   Count(*root, *stats, t);
   if (descendants_) {
-    std::vector<pid_t> queue;
-    if (!stats->zombie) AppendChildren(*root, root_threads, queue);
-    std::unordered_set<pid_t> seen{pid_};
-    while (!queue.empty()) {
-      pid_t pid = queue.back();
-      queue.pop_back();
-      if (!seen.insert(pid).second) continue;
-      Open* o = Get(pid);
-      if (o == nullptr) continue;  // exited between listing and reading: normal
-      auto s = ReadStats(*o);
-      if (!s) {
-        o->tick = tick_ - 1;  // unreadable: treated as gone this tick
-        continue;
-      }
-      Count(*o, *s, t);
-      if (!s->zombie) AppendChildren(*o, s->threads, queue);
+    bool discover = force_discover_ || discover_every_ == 1 || (tick_ - 1) % discover_every_ == 0 || stats->zombie;
+    if (discover) {
+      Discover(*root, *stats, t);
+    } else {
+      ReadKnown(t);
     }
   }
+  force_discover_ = false;
   Depart();
   t.utime_jiffies += credit_.user;
   t.stime_jiffies += credit_.system;
@@ -262,6 +260,54 @@ Result<TreeTotals> ProcessTreeSampler::Read() {
   t.utime_jiffies = reported_.user;
   t.stime_jiffies = reported_.system;
   return t;
+}
+
+Result<TreeTotals> ProcessTreeSampler::ReadAndDiscover() {
+  force_discover_ = true;
+  return Read();
+}
+
+void ProcessTreeSampler::Discover(Open& root, const ProcStats& root_stats, TreeTotals& t) {
+  ++listings_;
+  std::vector<pid_t> queue;
+  if (!root_stats.zombie) AppendChildren(root, root_stats.threads, queue);
+  std::unordered_set<pid_t> seen{pid_};
+  while (!queue.empty()) {
+    pid_t pid = queue.back();
+    queue.pop_back();
+    if (!seen.insert(pid).second) continue;
+    Open* o = Get(pid);
+    if (o == nullptr) continue;  // exited between listing and reading: normal
+    auto s = ReadStats(*o);
+    if (!s) {
+      o->tick = tick_ - 1;  // unreadable: treated as gone this tick
+      continue;
+    }
+    Count(*o, *s, t);
+    if (!s->zombie) AppendChildren(*o, s->threads, queue);
+  }
+}
+
+void ProcessTreeSampler::ReadKnown(TreeTotals& t) {
+  // A parent is always read: when its child leaves, the child's time must be found in the parent's
+  // cutime of this very tick, or it would be credited once and counted again at the next reading.
+  std::unordered_set<pid_t> parents;
+  for (const auto& [pid, o] : open_) {
+    if (o.tick == tick_ - 1 && o.read) parents.insert(o.last.ppid);
+  }
+  for (auto& [pid, o] : open_) {
+    if (pid == pid_ || o.tick != tick_ - 1 || !o.read) continue;
+    if (o.idle && !o.last.zombie && !parents.contains(pid)) {  // carried until the next listing
+      o.tick = tick_;
+      ProcStats carried = o.last;
+      Count(o, carried, t);
+      continue;
+    }
+    auto s = ReadStats(o);  // a reaped process's open stat file fails: it has left
+    if (!s) continue;
+    o.tick = tick_;
+    Count(o, *s, t);
+  }
 }
 
 bool ProcessTreeSampler::InTree(pid_t pid) const {

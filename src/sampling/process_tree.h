@@ -55,7 +55,15 @@ struct TreeTotals {
 // totals never decrease.
 class ProcessTreeSampler {
  public:
-  ProcessTreeSampler(std::string proc_root, pid_t pid, bool include_descendants);
+  // With descendants, the tree is listed (children files walked, every process read) every
+  // `discover_every` reads. On the reads between, the known processes are read through their open
+  // files, except childless ones that used no CPU between their last two readings, whose last
+  // reading is carried: an idle leaf costs one read per listing, not one per tick (a parent is read
+  // every time, so that a child's time is found in its cutime the tick the child leaves). New descendants
+  // appear within `discover_every` reads and CPU time stays exact meanwhile (a child born and
+  // reaped between listings arrives in its parent's cutime; an idle one that wakes is read at the
+  // next listing with all it used). 1 lists and reads everything every time.
+  ProcessTreeSampler(std::string proc_root, pid_t pid, bool include_descendants, unsigned discover_every = 1);
   ~ProcessTreeSampler();
   ProcessTreeSampler(const ProcessTreeSampler&) = delete;
   ProcessTreeSampler& operator=(const ProcessTreeSampler&) = delete;
@@ -65,6 +73,8 @@ class ProcessTreeSampler {
   // is how the recorder takes its final sample); a descendant that vanished between listing and
   // reading is skipped.
   Result<TreeTotals> Read();
+  // The same, listing the tree this time whatever the schedule (the final sample).
+  Result<TreeTotals> ReadAndDiscover();
 
   // Whether `pid` was part of the tree at the last Read (the root alone without descendants), and
   // its command name then ("" when not).
@@ -82,6 +92,7 @@ class ProcessTreeSampler {
     ProcStats last;
     std::uint64_t cutime_before = 0, cstime_before = 0;
     bool read = false;
+    bool idle = false;  // used no CPU between its last two readings
   };
   struct Cpu {
     std::uint64_t user = 0, system = 0;
@@ -90,6 +101,8 @@ class ProcessTreeSampler {
   Open* Get(pid_t pid);
   Result<ProcStats> ReadStats(Open& o);
   void AppendChildren(Open& o, std::uint32_t threads, std::vector<pid_t>& out);
+  void Discover(Open& root, const ProcStats& root_stats, TreeTotals& t);
+  void ReadKnown(TreeTotals& t);  // the descendants in the tree at the last read, by their open files
   // Adds one process's reading to the totals (a zombie with its last live memory and threads).
   void Count(Open& o, const ProcStats& s, TreeTotals& t);
   // Closes the processes not seen this tick, crediting the CPU time no parent reaped.
@@ -99,6 +112,9 @@ class ProcessTreeSampler {
   std::string root_;
   pid_t pid_;
   bool descendants_;
+  unsigned discover_every_;
+  bool force_discover_ = false;
+  std::uint64_t listings_ = 0;  // tree listings so far (tasks are re-listed every 5th)
   std::uint64_t page_size_;
   std::uint64_t tick_ = 0;
   std::unordered_map<pid_t, Open> open_;

@@ -239,9 +239,9 @@ bool Recorder::Visible(const report::Run& run, std::uint32_t gpu, const GpuProce
   return !any_instance;
 }
 
-void Recorder::SampleTree(std::int64_t elapsed_ns, ProcessTreeSampler& tree, report::Run& run) {
+void Recorder::SampleTree(std::int64_t elapsed_ns, ProcessTreeSampler& tree, bool final, report::Run& run) {
   if (!sample_process_) return;
-  auto totals = tree.Read();
+  auto totals = final ? tree.ReadAndDiscover() : tree.Read();
   if (totals) {
     run.resource_samples.push_back({elapsed_ns, totals->rss_bytes, totals->utime_jiffies,
                                     totals->stime_jiffies, totals->threads, totals->processes});
@@ -263,7 +263,9 @@ sys::ExitStatus Recorder::Record(sys::ChildProcess& child, report::Run& run, rep
   run.info.pid = child.pid();
   if (journal != nullptr) journal->Begin(run);
 
-  ProcessTreeSampler tree(options_.proc_root, child.pid(), options_.include_descendants);
+  // The tree is listed every tick at periods of 200 ms and more, else every 200 ms (read every tick).
+  auto discover_every = static_cast<unsigned>(std::max<std::int64_t>(1, 200'000'000 / options_.period_ns));
+  ProcessTreeSampler tree(options_.proc_root, child.pid(), options_.include_descendants, discover_every);
   sample_process_ = true;
   Ticker ticker(options_.period_ns, child_exited_);
   std::int64_t next_process_list = 0;
@@ -271,7 +273,7 @@ sys::ExitStatus Recorder::Record(sys::ChildProcess& child, report::Run& run, rep
     bool woken = ticker.Next() < 0;  // CMD's SIGCHLD (or a stop) ended the wait
     bool exited = child.HasExited(/*block=*/woken);
     std::int64_t elapsed = MonotonicNowNs() - t0_mono;
-    SampleTree(elapsed, tree, run);
+    SampleTree(elapsed, tree, exited, run);
     SampleGpus(elapsed, run);
     if (elapsed >= next_process_list || exited) {
       SampleProcesses(elapsed, tree, run);

@@ -58,7 +58,7 @@ class Recorder {
                          report::JournalWriter* journal = nullptr);
 
  private:
-  void SampleTree(std::int64_t elapsed_ns, ProcessTreeSampler& tree, report::Run& run);
+  void SampleTree(std::int64_t elapsed_ns, ProcessTreeSampler& tree, bool final, report::Run& run);
   void SampleGpus(std::int64_t elapsed_ns, report::Run& run);
   void SampleProcesses(std::int64_t elapsed_ns, const ProcessTreeSampler& tree, report::Run& run);
   void DrainLostXids(const Entity& e, std::int64_t elapsed_ns, report::Run& run);

@@ -82,6 +82,16 @@ class RecordCrashTest(GpulseTestCase):
         self.assertNotEqual(again.returncode, 0, "a run.json is never replaced")
         self.assertFalse(json.loads(load(os.path.join(self.out, "run.json")))["run"]["complete"])
 
+    def test_run_json_copied_from_the_journal_is_the_formatted_one_byte_for_byte(self):
+        """At the end of a run the sample objects are copied from the journal instead of being
+        formatted again; `gpulse report --format json` formats them from the samples: the same bytes."""
+        for scenario, args in (("mig-a100", ["--include-descendants"]), ("faults", []), ("sensorless", [])):
+            out = os.path.join(self.tmp, scenario)
+            self.run_ok("record", "--simulate", scenario, "-o", out, *args, "--", "sh", "-c", "sleep 0.6")
+            again = run("report", os.path.join(out, "run.json"), "--format", "json")
+            self.assertEqual(again.returncode, 0, again.stderr)
+            self.assertEqual(load(os.path.join(out, "run.json")), again.stdout, scenario)
+
     def test_a_torn_last_line_is_dropped_and_a_finished_journal_is_complete(self):
         out, _ = self.out, self.run_ok("record", "--simulate", "1xH200", "-o", self.out, "--", "sleep", "0.3")
         # A finished run removes its journal; rebuild one from the run.json's samples to check the
