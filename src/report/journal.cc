@@ -100,7 +100,7 @@ void JournalWriter::AppendSamples(std::string_view key, const std::deque<Sample>
     Lit(local_, "\":");
     std::size_t begin = local_.size();
     append(local_, samples[done]);
-    spans.push_back({handed_bytes_ + begin, static_cast<std::uint32_t>(local_.size() - begin)});
+    spans.push_back((handed_bytes_ + begin) << kLengthBits | (local_.size() - begin));
     Lit(local_, "}\n");
   }
 }
@@ -196,9 +196,10 @@ std::unique_ptr<JournalWriter::Mapped> JournalWriter::Map() const {
   // Each view must still be an object where the writer put it; anything else and run.json formats.
   auto views = [&](const std::vector<Span>& spans, std::vector<std::string_view>& out) {
     out.reserve(spans.size());
-    for (const Span& sp : spans) {
-      if (sp.offset + sp.length > m->size || sp.length < 2) return false;
-      std::string_view v(m->base + sp.offset, sp.length);
+    for (Span sp : spans) {
+      std::uint64_t offset = sp >> kLengthBits, length = sp & ((1u << kLengthBits) - 1);
+      if (offset + length > m->size || length < 2) return false;
+      std::string_view v(m->base + offset, length);
       if (v.front() != '{' || v.back() != '}') return false;
       out.push_back(v);
     }
