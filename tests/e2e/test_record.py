@@ -10,7 +10,7 @@ import tempfile
 import time
 import unittest
 
-from gpulse_e2e import GPULSE, SOURCE_DIR, GpulseTestCase, run, validate
+from gpulse_e2e import GPULSE, GpulseTestCase, k8s_with_workload, run, validate
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -314,23 +314,8 @@ class RecordTest(GpulseTestCase):
         means = [d["utilization_mean_percent"] for d in doc["gpu"]["per_device"]]
         self.assertEqual([int(m) for _, m, _ in stats], means, "job statistics print the same floor mean")
 
-    def k8s_with_workload(self):
-        """The k8s-8xH100 scenario with one more process on GPU 0: `pid: workload`, which the
-        simulator lists as every process of the workload gpulse started (sim/README.md)."""
-        with open(os.path.join(SOURCE_DIR, "sim", "scenarios", "k8s-8xH100.yaml"), encoding="utf-8") as f:
-            text = f.read()
-        marker = "processes: [{pid: 41001, used_memory_mib: 70000, sm_util: 93, mem_util: 61}]"
-        self.assertIn(marker, text)
-        text = text.replace(marker, "processes: [{pid: 41001, used_memory_mib: 70000, sm_util: 93, mem_util: 61},"
-                                    " {pid: workload, used_memory_mib: 512, sm_util: 40}]")
-        text = text.replace("name: k8s-8xH100", "name: k8s-8xH100-workload")
-        path = os.path.join(self.tmp, "k8s-workload.yaml")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return path
-
     def test_job_statistics_list_only_the_workloads_processes(self):
-        scenario = self.k8s_with_workload()
+        scenario = k8s_with_workload(self.tmp)
         out, p = self.record("--include-descendants", "--", "sh", "-c", "sleep 1.5; true", scenario=scenario)
         doc = json.loads(load(os.path.join(out, "run.json")))
         validate(doc, "run.schema.json")
@@ -350,7 +335,7 @@ class RecordTest(GpulseTestCase):
         self.assertRegex(load(os.path.join(out, "report.txt")), r"Process \d+ +sh +peak memory 512 MiB  SM mean 40%")
 
     def test_job_statistics_without_descendants_list_the_pid_alone(self):
-        scenario = self.k8s_with_workload()
+        scenario = k8s_with_workload(self.tmp)
         out, _ = self.record("--", "sh", "-c", "sleep 1.2; true", scenario=scenario)
         doc = json.loads(load(os.path.join(out, "run.json")))
         procs = [q for s in doc["job_statistics"] for q in s["processes"]]

@@ -13,7 +13,7 @@ import unittest
 
 import jsonschema
 
-from gpulse_e2e import GPULSE, SOURCE_DIR, GpulseTestCase, run, schema, validate
+from gpulse_e2e import GPULSE, GpulseTestCase, k8s_with_workload, run, schema, validate
 
 RUN_SCHEMA = "run.schema.json"
 INFERSCOPE_SCHEMA = "inferscope-resource-report.schema.json"
@@ -149,16 +149,7 @@ class RecordSchemaTest(GpulseTestCase):
 
     def test_a_process_on_the_gpu_validates_with_its_new_keys(self):
         # k8s-8xH100 with one more process on GPU 0 that the simulator reports as the workload's.
-        with open(os.path.join(SOURCE_DIR, "sim", "scenarios", "k8s-8xH100.yaml"), encoding="utf-8") as f:
-            text = f.read()
-        marker = "processes: [{pid: 41001, used_memory_mib: 70000, sm_util: 93, mem_util: 61}]"
-        self.assertIn(marker, text)
-        text = text.replace(marker, "processes: [{pid: 41001, used_memory_mib: 70000, sm_util: 93, mem_util: 61},"
-                                    " {pid: workload, used_memory_mib: 512, sm_util: 40}]")
-        text = text.replace("name: k8s-8xH100", "name: k8s-8xH100-schemas")
-        path = os.path.join(_tmp, "k8s-workload.yaml")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        path = k8s_with_workload(_tmp, "k8s-8xH100-schemas")
         out = os.path.join(_tmp, "k8s-workload")
         p = run("record", "--simulate", path, "-i", "100", "-o", out, "--", "sh", "-c", "sleep 1; true")
         self.assertEqual(p.returncode, 0, p.stderr)

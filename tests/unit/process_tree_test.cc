@@ -123,6 +123,32 @@ const char* kBusyChild = "t=$(date +%s%N); while [ $(( $(date +%s%N) - t )) -lt 
 // and once more when the root has exited (a zombie, not yet reaped), the tree's CPU time must equal
 // what wait4 reports for the root, which includes every reaped descendant: nothing is lost when a
 // child exits, and nothing is counted twice when its time moves into the parent's cutime.
+// Reads the tree every 20 ms until `child` has exited (the last read listing the tree, as the
+// recorder's final sample does), then reaps it: each read's CPU total (jiffies), and what wait4
+// reports for the child and the descendants it reaped, in seconds.
+struct Sampled {
+  std::vector<std::uint64_t> totals;
+  double rusage_s = 0;
+};
+
+Sampled SampleUntilExit(sys::ChildProcess& child, ProcessTreeSampler& tree) {
+  Sampled out;
+  for (;;) {
+    bool exited = child.HasExited();
+    auto t = exited ? tree.ReadAndDiscover() : tree.Read();
+    EXPECT_TRUE(t.ok()) << t.error().message;
+    if (!t.ok()) break;
+    out.totals.push_back(t->utime_jiffies + t->stime_jiffies);
+    if (exited) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  struct rusage ru {};
+  int status = 0;
+  EXPECT_EQ(wait4(child.pid(), &status, 0, &ru), child.pid());
+  out.rusage_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  return out;
+}
+
 // Listing the tree every read, and every 4th (the recorder at 50 ms, idle processes carried).
 class ConservedCpu : public ::testing::TestWithParam<unsigned> {};
 INSTANTIATE_TEST_SUITE_P(ProcessTree, ConservedCpu, ::testing::Values(1u, 4u));
@@ -131,23 +157,12 @@ TEST_P(ConservedCpu, CpuTimeOfExitedChildrenIsConserved) {
   auto child = sys::ChildProcess::Spawn({"sh", "-c", std::string("sh -c '") + kBusyChild + "'; sleep 0.3"});
   ASSERT_TRUE(child.ok());
   ProcessTreeSampler tree("/proc", child->pid(), true, GetParam());
-  std::vector<std::uint64_t> totals;
-  for (;;) {
-    bool exited = child->HasExited();
-    auto t = exited ? tree.ReadAndDiscover() : tree.Read();
-    ASSERT_TRUE(t.ok()) << t.error().message;
-    totals.push_back(t->utime_jiffies + t->stime_jiffies);
-    if (exited) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  struct rusage ru {};
-  int status = 0;
-  ASSERT_EQ(wait4(child->pid(), &status, 0, &ru), child->pid());
+  Sampled s = SampleUntilExit(*child, tree);
+  ASSERT_FALSE(s.totals.empty());
   const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
-  const double rusage_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-  EXPECT_GT(rusage_s, 0.05) << "the busy child ran";
-  EXPECT_NEAR(totals.back() / hz, rusage_s, 2.5 / hz);
-  EXPECT_TRUE(std::is_sorted(totals.begin(), totals.end())) << "the totals never decrease";
+  EXPECT_GT(s.rusage_s, 0.05) << "the busy child ran";
+  EXPECT_NEAR(s.totals.back() / hz, s.rusage_s, 2.5 / hz);
+  EXPECT_TRUE(std::is_sorted(s.totals.begin(), s.totals.end())) << "the totals never decrease";
 }
 
 // The issue's case: an idle parent (timeout, asleep while its child spins) reaps the child. Listed
@@ -157,22 +172,11 @@ TEST_P(ConservedCpu, AnIdleParentThatReapsIsNotCountedTwice) {
   auto child = sys::ChildProcess::Spawn({"sh", "-c", "timeout 0.6 sh -c 'while :; do :; done'; sleep 0.3"});
   ASSERT_TRUE(child.ok());
   ProcessTreeSampler tree("/proc", child->pid(), true, GetParam());
-  std::uint64_t total = 0;
-  for (;;) {
-    bool exited = child->HasExited();
-    auto t = exited ? tree.ReadAndDiscover() : tree.Read();
-    ASSERT_TRUE(t.ok()) << t.error().message;
-    total = t->utime_jiffies + t->stime_jiffies;
-    if (exited) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  struct rusage ru {};
-  int status = 0;
-  ASSERT_EQ(wait4(child->pid(), &status, 0, &ru), child->pid());
+  Sampled s = SampleUntilExit(*child, tree);
+  ASSERT_FALSE(s.totals.empty());
   const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
-  const double rusage_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-  EXPECT_GT(rusage_s, 0.1) << "the loop ran";
-  EXPECT_NEAR(total / hz, rusage_s, 2.5 / hz);
+  EXPECT_GT(s.rusage_s, 0.1) << "the loop ran";
+  EXPECT_NEAR(s.totals.back() / hz, s.rusage_s, 2.5 / hz);
 }
 
 // A process that leaves the tree without a tree member reaping it (orphaned: its parent exits
@@ -183,21 +187,10 @@ TEST(ProcessTree, AnOrphanKeepsItsLastReading) {
       {"sh", "-c", std::string("(sh -c '") + kBusyChild + "' & sleep 0.25); sleep 0.6"});
   ASSERT_TRUE(child.ok());
   ProcessTreeSampler tree("/proc", child->pid(), true);
-  std::uint64_t total = 0;
-  for (;;) {
-    bool exited = child->HasExited();
-    auto t = tree.Read();
-    ASSERT_TRUE(t.ok()) << t.error().message;
-    total = t->utime_jiffies + t->stime_jiffies;
-    if (exited) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  struct rusage ru {};
-  int status = 0;
-  ASSERT_EQ(wait4(child->pid(), &status, 0, &ru), child->pid());
+  Sampled s = SampleUntilExit(*child, tree);
+  ASSERT_FALSE(s.totals.empty());
   const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
-  const double root_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-  EXPECT_GE(total / hz, root_s + 2 / hz) << "the orphan's time, seen while it was in the tree, is kept";
+  EXPECT_GE(s.totals.back() / hz, s.rusage_s + 2 / hz) << "the orphan's time, seen while it was in the tree, is kept";
 }
 
 TEST(ChildProcess, HasExitedDoesNotReap) {
