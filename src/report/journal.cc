@@ -219,7 +219,10 @@ namespace {
 // Applies one record line to the run; throws on a line that is not a record.
 void ApplyRecord(const nlohmann::json& j, Run& run, bool& ended) {
   if (!j.is_object() || j.size() != 1) throw std::runtime_error("not a journal record");
-  const auto& [key, value] = *j.items().begin();
+  // The one member (items()'s proxy is a temporary: take the key and value from an iterator).
+  auto member = j.begin();
+  const std::string& key = member.key();
+  const nlohmann::json& value = member.value();
   if (key == "gpu") {
     run.gpu_samples.push_back(ParseGpuSampleJson(value));
   } else if (key == "resource") {
