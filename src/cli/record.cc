@@ -265,6 +265,30 @@ std::optional<std::unique_ptr<gpu::Backend>> OpenGpus(const RecordOptions& o, re
   return std::move(backend).value();
 }
 
+// The end of a run: the journal's last records, the three reports (the journal's sample text
+// copied into run.json), the text report printed, the journal removed once everything is written.
+// False, having said which file, when anything could not be written.
+bool Conclude(const sys::Dir& out, report::JournalWriter& journal, const report::Run& run, const std::string& dir) {
+  bool ok = true;
+  if (Status st = journal.Finish(run); !st.ok()) {
+    fmt::print(stderr, "gpulse record: journal: {}\n", st.error().message);
+    ok = false;
+  }
+  auto mapped = ok ? journal.Map() : nullptr;
+  report::Report rep = report::Derive(run);
+  std::string text = report::RenderText(run, rep);
+  ok = WriteReports(out, run, rep, text, mapped ? &mapped->timelines : nullptr) && ok;
+  mapped.reset();
+  fmt::print("{}", text);
+  if (!ok) {
+    fmt::print(stderr, "gpulse record: not every file was written (see above); exit 125\n");
+    return false;
+  }
+  (void)out.Remove(report::kJournalName);  // run.json now holds everything the journal did
+  fmt::print("Wrote {}/run.json, report.txt and report.html\n", dir);
+  return true;
+}
+
 int Run(RecordOptions& o) {
   auto fields = OptionalFields(o.fields);
   if (!fields) {
@@ -311,25 +335,7 @@ int Run(RecordOptions& o) {
   run.info.exit_signal = status.signal;
   run.info.gpulse_exit_code = status.ShellCode();
 
-  bool ok = true;
-  if (Status st = (*journal)->Finish(run); !st.ok()) {
-    fmt::print(stderr, "gpulse record: journal: {}\n", st.error().message);
-    ok = false;
-  }
-  // The journal holds every sample already formatted as run.json needs it: copied, not redone.
-  auto mapped = ok ? (*journal)->Map() : nullptr;
-  report::Report rep = report::Derive(run);
-  std::string text = report::RenderText(run, rep);
-  ok = WriteReports(out->dir, run, rep, text, mapped ? &mapped->timelines : nullptr) && ok;
-  mapped.reset();
-  fmt::print("{}", text);
-  if (!ok) {
-    fmt::print(stderr, "gpulse record: not every file was written (see above); exit 125\n");
-    return kExitRecordFailed;
-  }
-  (void)out->dir.Remove(report::kJournalName);  // run.json now holds everything the journal did
-  fmt::print("Wrote {}/run.json, report.txt and report.html\n", o.out_dir);
-  return status.ShellCode();
+  return Conclude(out->dir, **journal, run, o.out_dir) ? status.ShellCode() : kExitRecordFailed;
 }
 
 }  // namespace
