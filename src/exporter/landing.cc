@@ -1,32 +1,8 @@
 #include "exporter/landing.h"
 
+#include "core/html.h"
+
 namespace gpulse::exporter {
-namespace {
-
-std::string EscapeHtml(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string LandingPage(const SystemInfo& info, const std::string& version) {
   std::string gpus =

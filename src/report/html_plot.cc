@@ -1,5 +1,7 @@
 #include "report/html_plot.h"
 
+#include "core/html.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -187,28 +189,7 @@ std::string Marker(const Mapper& m, std::uint32_t device, const Event& e) {
 
 }  // namespace
 
-std::string Escape(std::string_view s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
+std::string Escape(std::string_view s) { return EscapeHtml(s); }
 
 double NiceStep(double raw) {
   if (!(raw > 0) || !std::isfinite(raw)) return 1;
