@@ -61,6 +61,10 @@ nvmlReturn_t OnDevice(nvmlDevice_t device, Fn&& fn) noexcept {
   });
 }
 
+// Fills `v` when v.fieldId is one of the NVLink fields (api_links.cc) and returns true; false for
+// any other field id, leaving `v` alone.
+bool FillNvlinkField(const DeviceCtx& c, nvmlFieldValue_t& v);
+
 // Copies `text` and its NUL into buf[0..len): INVALID_ARGUMENT for a null buffer,
 // INSUFFICIENT_SIZE when it does not fit.
 nvmlReturn_t CopyString(std::string_view text, char* buf, unsigned len);

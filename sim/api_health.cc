@@ -40,7 +40,7 @@ void FillField(const DeviceCtx& c, nvmlFieldValue_t& v) {
       if (gated(Call::kPowerInstant)) v.value.uiVal = c.model().PowerInstantMw(c.t);
       break;
     default:
-      v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+      if (!gpulse::sim::FillNvlinkField(c, v)) v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
       break;
   }
 }

@@ -1,5 +1,6 @@
-// Live readings: utilization, power, energy, limits, temperature, clocks, performance state, clock
-// event reasons. Values come from the device's time model at the call's t (see time_model.h).
+// Live readings: utilization, power, energy, limits, temperature, fan, clocks, performance state,
+// clock event reasons and violation timers. Values come from the device's time model and fault
+// state at the call's t (see time_model.h, fault_state.h).
 #include <cmath>
 
 #include "api_common.h"
@@ -38,6 +39,27 @@ unsigned LimitMw(const DeviceCtx& c) {
 }
 
 bool ValidClock(int type) { return type >= NVML_CLOCK_GRAPHICS && type <= NVML_CLOCK_VIDEO; }
+
+bool ValidPerfPolicy(int policy) {
+  return policy >= NVML_PERF_POLICY_POWER && policy <= NVML_PERF_POLICY_RELIABILITY;
+}
+
+// The throttle reasons whose time a violation policy counts; 0 for the policies no fault kind
+// can cause (low utilization, reliability), whose timers therefore stay at 0.
+unsigned long long PolicyReasons(int policy) {
+  switch (policy) {
+    case NVML_PERF_POLICY_POWER:
+      return nvmlClocksEventReasonSwPowerCap | nvmlClocksThrottleReasonHwPowerBrakeSlowdown;
+    case NVML_PERF_POLICY_THERMAL:
+      return nvmlClocksEventReasonSwThermalSlowdown | nvmlClocksThrottleReasonHwThermalSlowdown;
+    case NVML_PERF_POLICY_SYNC_BOOST:
+      return nvmlClocksEventReasonSyncBoost;
+    case NVML_PERF_POLICY_BOARD_LIMIT:
+      return nvmlClocksThrottleReasonHwSlowdown;
+    default:
+      return 0;
+  }
+}
 
 }  // namespace
 
@@ -123,5 +145,24 @@ GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice
     unsigned long long reasons = c.session.faults().ThrottleReasons(c.index(), c.t);
     if (!c.model().Busy(c.t)) reasons |= nvmlClocksEventReasonGpuIdle;
     return reasons;
+  });
+}
+
+GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned* percent) {
+  return Scalar(device, percent, Call::kFanSpeed,
+                [](const DeviceCtx& c) { return c.model().FanPercent(c.t); });
+}
+
+GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, int policy,
+                                                            nvmlViolationTime_t* time) {
+  return OnDevice(device, [&](DeviceCtx& c) -> nvmlReturn_t {
+    if (time == nullptr || !ValidPerfPolicy(policy)) return NVML_ERROR_INVALID_ARGUMENT;
+    if (nvmlReturn_t r = c.Gate(Call::kViolationStatus); r != NVML_SUCCESS) return r;
+    const unsigned long long reasons = PolicyReasons(policy);
+    const double seconds =
+        reasons == 0 ? 0.0 : c.session.faults().ThrottledSeconds(c.index(), reasons, c.t);
+    time->referenceTime = static_cast<unsigned long long>(c.sim.UnixMicros(c.t));
+    time->violationTime = static_cast<unsigned long long>(std::llround(seconds * 1e9));
+    return NVML_SUCCESS;
   });
 }

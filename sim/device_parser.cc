@@ -1,8 +1,10 @@
 #include "device_parser.h"
 
+#include <array>
 #include <cmath>
 #include <string>
 
+#include "gpu/nvml/nvml_abi.h"
 #include "identity.h"
 
 namespace gpulse::sim {
@@ -27,6 +29,9 @@ const std::initializer_list<std::string_view> kDeviceKeys = {
     "memory_temp",
     "ecc",
     "wobble",
+    "gpm",
+    "fan",
+    "nvlink_links",
     "power_usage",
     "energy_offset_j",
     "unsupported",
@@ -40,6 +45,17 @@ namespace {
 
 constexpr int64_t kMaxMib = int64_t{1} << 30;  // 1 PiB: far above any GPU, far below overflow
 constexpr int64_t kMaxCount = int64_t{1} << 40;
+
+// Name fragments of the GPUs with GPM (Hopper and later): the default of a device's `gpm` key.
+constexpr std::array<std::string_view, 7> kGpmNames = {"H100", "H200", "H20",  "GH200",
+                                                       "B100", "B200", "GB200"};
+
+bool HasGpmByName(std::string_view name) {
+  for (std::string_view fragment : kGpmNames) {
+    if (name.find(fragment) != std::string_view::npos) return true;
+  }
+  return false;
+}
 
 unsigned ClockOr(const YamlCheck& check, const At& at, unsigned fallback) {
   return at.present ? static_cast<unsigned>(check.Integer(at, 1, 100000)) : fallback;
@@ -156,10 +172,26 @@ void ParseFlags(const YamlCheck& check, const DeviceFields& f, DeviceSpec& d) {
   }
 }
 
+// gpm, fan and nvlink_links: what the board has, folded into `unsupported` where it lacks it.
+void ParseHardware(const YamlCheck& check, const DeviceFields& f, DeviceSpec& d) {
+  At gpm = f.Get("gpm");
+  d.gpm = gpm.present ? check.Bool(gpm) : HasGpmByName(d.name);
+  At fan = f.Get("fan");
+  if (fan.present) d.fan = check.Bool(fan);
+  At links = f.Get("nvlink_links");
+  if (links.present) {
+    d.nvlink_links = static_cast<unsigned>(check.Integer(links, 0, NVML_NVLINK_MAX_LINKS));
+  }
+  if (!d.gpm) d.unsupported.set(static_cast<size_t>(Call::kGpm));
+  if (!d.fan) d.unsupported.set(static_cast<size_t>(Call::kFanSpeed));
+  if (d.nvlink_links == 0) d.unsupported.set(static_cast<size_t>(Call::kNvlink));
+}
+
 void ParseCounters(const YamlCheck& check, const At& at, Counters& c) {
   check.CheckKeys(at,
                   {"ecc_sbe", "ecc_dbe", "pcie_replay", "retired_pages_sbe", "retired_pages_dbe",
-                   "remapped_rows_correctable", "remapped_rows_uncorrectable"});
+                   "remapped_rows_correctable", "remapped_rows_uncorrectable", "nvlink_crc_flit",
+                   "nvlink_crc_data", "nvlink_replay", "nvlink_recovery"});
   auto get = [&](std::string_view key, uint64_t& out) {
     At v = YamlCheck::Child(at, key);
     if (v.present) out = static_cast<uint64_t>(check.Integer(v, 0, kMaxCount));
@@ -171,6 +203,10 @@ void ParseCounters(const YamlCheck& check, const At& at, Counters& c) {
   get("retired_pages_dbe", c.retired_pages_dbe);
   get("remapped_rows_correctable", c.remapped_rows_correctable);
   get("remapped_rows_uncorrectable", c.remapped_rows_uncorrectable);
+  get("nvlink_crc_flit", c.nvlink_crc_flit);
+  get("nvlink_crc_data", c.nvlink_crc_data);
+  get("nvlink_replay", c.nvlink_replay);
+  get("nvlink_recovery", c.nvlink_recovery);
 }
 
 }  // namespace
@@ -190,6 +226,7 @@ DeviceSpec ParseDevice(const YamlCheck& check, const DeviceFields& f, unsigned i
   ParseMemoryAndPower(check, f, index, scenario_name, d);
   ParseClocksAndTemps(check, f, d);
   ParseFlags(check, f, d);
+  ParseHardware(check, f, d);
   if (At counters = f.Get("counters"); counters.present) ParseCounters(check, counters, d.counters);
   if (At mig = f.Get("mig"); mig.present) d.mig = ParseMig(check, mig, d);
   d.load = ParseLoad(check, f.Get("load"), d);

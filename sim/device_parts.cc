@@ -3,18 +3,36 @@
 #include <string>
 #include <utility>
 
+#include "activity.h"
 #include "device_parser.h"
 #include "identity.h"
 
 namespace gpulse::sim {
 namespace {
 
-constexpr double kMaxTime = 1e9;  // seconds; ~31 years
+constexpr double kMaxTime = 1e9;    // seconds; ~31 years
+constexpr double kMaxMbPerS = 1e7;  // 10 TB/s: above any PCIe or NVLink a GPU has
 
 void AddPoint(const YamlCheck& check, const At& kf, std::string_view key, double t, double min,
               double max, Channel& ch) {
   At v = YamlCheck::Child(kf, key);
   if (v.present) ch.points.push_back({t, check.Number(v, min, max)});
+}
+
+// The profiling channels of one keyframe (activity.h derives the ones no keyframe sets).
+void AddActivityPoints(const YamlCheck& check, const At& kf, double t, Load& load) {
+  AddPoint(check, kf, "sm_active", t, 0, 100, load.sm_active);
+  AddPoint(check, kf, "sm_occupancy", t, 0, 100, load.sm_occupancy);
+  AddPoint(check, kf, "tensor", t, 0, 100, load.tensor);
+  AddPoint(check, kf, "dram", t, 0, 100, load.dram);
+  AddPoint(check, kf, "fp64", t, 0, 100, load.fp64);
+  AddPoint(check, kf, "fp32", t, 0, 100, load.fp32);
+  AddPoint(check, kf, "fp16", t, 0, 100, load.fp16);
+  AddPoint(check, kf, "int", t, 0, 100, load.int_util);
+  AddPoint(check, kf, "pcie_tx_mb_s", t, 0, kMaxMbPerS, load.pcie_tx_mb_s);
+  AddPoint(check, kf, "pcie_rx_mb_s", t, 0, kMaxMbPerS, load.pcie_rx_mb_s);
+  AddPoint(check, kf, "nvlink_tx_mb_s", t, 0, kMaxMbPerS, load.nvlink_tx_mb_s);
+  AddPoint(check, kf, "nvlink_rx_mb_s", t, 0, kMaxMbPerS, load.nvlink_rx_mb_s);
 }
 
 // Fills the channels of `load` from the keyframe list `seq`; returns the last keyframe's t (-1 if
@@ -27,7 +45,9 @@ double ParseKeyframes(const YamlCheck& check, const At& seq, const DeviceSpec& d
   for (size_t i = 0; i < seq.node.size(); ++i) {
     At kf = YamlCheck::Element(seq, i);
     check.CheckKeys(kf,
-                    {"t", "util", "mem_util", "enc_util", "dec_util", "mem_used_mib", "power_w"});
+                    {"t", "util", "mem_util", "enc_util", "dec_util", "mem_used_mib", "power_w",
+                     "sm_active", "sm_occupancy", "tensor", "dram", "fp64", "fp32", "fp16", "int",
+                     "pcie_tx_mb_s", "pcie_rx_mb_s", "nvlink_tx_mb_s", "nvlink_rx_mb_s"});
     At t_at = YamlCheck::Child(kf, "t");
     check.Require(t_at);
     double t = check.Number(t_at, 0, kMaxTime);
@@ -55,6 +75,7 @@ double ParseKeyframes(const YamlCheck& check, const At& seq, const DeviceSpec& d
       load.mem_used_mib.points.push_back({t, mib});
     }
     AddPoint(check, kf, "power_w", t, 0, 100000, load.power_w);
+    AddActivityPoints(check, kf, t, load);
   }
   return prev_t;
 }
@@ -78,7 +99,7 @@ void CheckInstanceFits(const YamlCheck& check, const At& list, const MigConfig& 
 
 MigInstance ParseInstance(const YamlCheck& check, const At& at, const DeviceSpec& dev) {
   check.CheckKeys(at, {"profile", "gpu_instance_id", "compute_instance_id", "memory_mib",
-                       "mem_used_mib", "uuid"});
+                       "mem_used_mib", "uuid", "util"});
   MigInstance m;
   At profile = YamlCheck::Child(at, "profile");
   check.Require(profile);
@@ -97,6 +118,8 @@ MigInstance ParseInstance(const YamlCheck& check, const At& at, const DeviceSpec
     m.mem_used_mib =
         static_cast<uint64_t>(check.Integer(used, 0, static_cast<int64_t>(m.memory_mib)));
   }
+  At util = YamlCheck::Child(at, "util");
+  if (util.present) m.util = check.Number(util, 0, 100);
   At uuid = YamlCheck::Child(at, "uuid");
   m.uuid = uuid.present ? check.String(uuid)
                         : GenerateMigUuid(dev.uuid, m.gpu_instance_id, m.compute_instance_id);
@@ -139,9 +162,13 @@ void ParseProcessUtil(const YamlCheck& check, const At& item, Process& p) {
 Load ParseLoad(const YamlCheck& check, const At& at, const DeviceSpec& dev) {
   Load load;
   load.power_w.fallback = dev.idle_power_w;
-  if (!at.present) return load;
+  if (!at.present) {
+    ApplyChannelDefaults(load);
+    return load;
+  }
   if (!at.node.IsMap()) {  // the short form: just the keyframe list
     ParseKeyframes(check, at, dev, load);
+    ApplyChannelDefaults(load);
     return load;
   }
   check.CheckKeys(at, {"repeat_s", "keyframes"});
@@ -155,6 +182,7 @@ Load ParseLoad(const YamlCheck& check, const At& at, const DeviceSpec& dev) {
       check.Fail(repeat, "is shorter than the last keyframe's t (" + FormatNumber(last_t) + ")");
     }
   }
+  ApplyChannelDefaults(load);
   return load;
 }
 

@@ -19,7 +19,7 @@ struct KindInfo {
   std::initializer_list<std::string_view> keys;  // allowed keys, common ones included
 };
 
-const std::array<KindInfo, 9> kKinds = {{
+const std::array<KindInfo, 11> kKinds = {{
     {"xid", FaultKind::kXid, {"at", "device", "kind", "xid"}},
     {"not_supported", FaultKind::kNotSupported, {"at", "until", "device", "kind", "calls"}},
     {"no_permission", FaultKind::kNoPermission, {"at", "device", "kind"}},
@@ -31,6 +31,17 @@ const std::array<KindInfo, 9> kKinds = {{
     {"remapped_rows",
      FaultKind::kRemappedRows,
      {"at", "device", "kind", "correctable", "uncorrectable", "failure", "pending"}},
+    {"gpm", FaultKind::kGpm, {"at", "until", "device", "kind", "mode"}},
+    {"nvlink_errors",
+     FaultKind::kNvlinkErrors,
+     {"at", "device", "kind", "nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay",
+      "nvlink_recovery"}},
+}};
+
+const std::array<std::pair<std::string_view, GpmFaultMode>, 3> kGpmModes = {{
+    {"fail", GpmFaultMode::kFail},
+    {"zero", GpmFaultMode::kZero},
+    {"out_of_range", GpmFaultMode::kOutOfRange},
 }};
 
 const std::array<std::pair<std::string_view, unsigned long long>, 8> kReasons = {{
@@ -75,6 +86,17 @@ unsigned long long ParseReasons(const YamlCheck& check, const At& at) {
     mask |= bit;
   }
   return mask;
+}
+
+GpmFaultMode ParseGpmMode(const YamlCheck& check, const At& at) {
+  std::string name = check.String(at);
+  std::vector<std::string_view> names;
+  for (const auto& [n, mode] : kGpmModes) {
+    if (n == name) return mode;
+    names.push_back(n);
+  }
+  check.Fail(at, "unknown gpm fault mode '" + name + "'" + Suggestion(name, names) +
+                     "; known: " + Join(names));
 }
 
 uint64_t CountOr0(const YamlCheck& check, const At& item, std::string_view key) {
@@ -126,9 +148,37 @@ void ParseKindFields(const YamlCheck& check, const At& item, Fault& f) {
       f.failure = BoolOrFalse(check, item, "failure");
       f.pending = BoolOrFalse(check, item, "pending");
       break;
+    case FaultKind::kGpm: {
+      At mode = YamlCheck::Child(item, "mode");
+      check.Require(mode);
+      f.gpm_mode = ParseGpmMode(check, mode);
+      break;
+    }
+    case FaultKind::kNvlinkErrors:
+      f.nvlink_crc_flit = CountOr0(check, item, "nvlink_crc_flit");
+      f.nvlink_crc_data = CountOr0(check, item, "nvlink_crc_data");
+      f.nvlink_replay = CountOr0(check, item, "nvlink_replay");
+      f.nvlink_recovery = CountOr0(check, item, "nvlink_recovery");
+      break;
     case FaultKind::kNoPermission:
     case FaultKind::kGpuLost:
       break;
+  }
+}
+
+// A fault on hardware the device does not have could never show; refuse it rather than ignore it.
+void CheckDeviceHasIt(const YamlCheck& check, const At& kind_at, const Fault& f,
+                      const DeviceSpec& dev) {
+  bool needs_ecc = f.kind == FaultKind::kEcc || f.kind == FaultKind::kRetiredPages ||
+                   f.kind == FaultKind::kRemappedRows;
+  if (needs_ecc && !dev.ecc) {
+    check.Fail(kind_at, check.String(kind_at) + " fault on a device with ecc: false");
+  }
+  if (f.kind == FaultKind::kGpm && !dev.gpm) {
+    check.Fail(kind_at, "gpm fault on a device with gpm: false");
+  }
+  if (f.kind == FaultKind::kNvlinkErrors && dev.nvlink_links == 0) {
+    check.Fail(kind_at, "nvlink_errors fault on a device with nvlink_links: 0");
   }
 }
 
@@ -160,12 +210,7 @@ Fault ParseFault(const YamlCheck& check, const At& item, const std::vector<Devic
   }
   f.device = static_cast<unsigned>(index);
   ParseKindFields(check, item, f);
-
-  bool needs_ecc = f.kind == FaultKind::kEcc || f.kind == FaultKind::kRetiredPages ||
-                   f.kind == FaultKind::kRemappedRows;
-  if (needs_ecc && !devices[f.device].ecc) {
-    check.Fail(kind_at, std::string(info.name) + " fault on a device with ecc: false");
-  }
+  CheckDeviceHasIt(check, kind_at, f, devices[f.device]);
   return f;
 }
 

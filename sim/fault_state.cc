@@ -1,6 +1,7 @@
 #include "fault_state.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace gpulse::sim {
 
@@ -46,6 +47,32 @@ unsigned long long FaultState::ThrottleReasons(unsigned device, double t) const 
   return mask;
 }
 
+double FaultState::ThrottledSeconds(unsigned device, unsigned long long reasons, double t) const {
+  std::vector<std::pair<double, double>> spans;  // [begin, end) clipped to [0, t]
+  for (const Fault& f : scenario_.faults) {
+    if (f.device != device || f.kind != FaultKind::kThrottle || (f.reasons & reasons) == 0) {
+      continue;
+    }
+    const double end = std::min(t, f.until.value_or(t));
+    if (f.at < end) spans.emplace_back(f.at, end);
+  }
+  std::sort(spans.begin(), spans.end());
+  double total = 0, covered_to = 0;
+  for (const auto& [begin, end] : spans) {
+    const double from = std::max(begin, covered_to);
+    if (end > from) total += end - from;
+    covered_to = std::max(covered_to, end);
+  }
+  return total;
+}
+
+std::optional<GpmFaultMode> FaultState::Gpm(unsigned device, double t) const {
+  for (const Fault& f : scenario_.faults) {
+    if (f.device == device && f.kind == FaultKind::kGpm && Active(f, t)) return f.gpm_mode;
+  }
+  return std::nullopt;
+}
+
 CounterValues FaultState::Counters(unsigned device, double t) const {
   const sim::Counters& base = scenario_.devices[device].counters;
   CounterValues c;
@@ -56,6 +83,10 @@ CounterValues FaultState::Counters(unsigned device, double t) const {
   c.retired_dbe = base.retired_pages_dbe;
   c.remapped_correctable = base.remapped_rows_correctable;
   c.remapped_uncorrectable = base.remapped_rows_uncorrectable;
+  c.nvlink_crc_flit = base.nvlink_crc_flit;
+  c.nvlink_crc_data = base.nvlink_crc_data;
+  c.nvlink_replay = base.nvlink_replay;
+  c.nvlink_recovery = base.nvlink_recovery;
   for (const Fault& f : scenario_.faults) {
     if (f.device != device || !Active(f, t)) continue;
     switch (f.kind) {
@@ -78,6 +109,12 @@ CounterValues FaultState::Counters(unsigned device, double t) const {
         c.remapped_uncorrectable += f.uncorrectable;
         c.remap_pending = c.remap_pending || f.pending;
         c.remap_failure = c.remap_failure || f.failure;
+        break;
+      case FaultKind::kNvlinkErrors:
+        c.nvlink_crc_flit += f.nvlink_crc_flit;
+        c.nvlink_crc_data += f.nvlink_crc_data;
+        c.nvlink_replay += f.nvlink_replay;
+        c.nvlink_recovery += f.nvlink_recovery;
         break;
       default:
         break;

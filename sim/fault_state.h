@@ -1,5 +1,6 @@
 // The scenario's faults evaluated at time t: which devices are lost or forbidden, which calls are
-// NOT_SUPPORTED, which throttle reasons are active, the health counters, and the XID events. A
+// NOT_SUPPORTED, which throttle reasons are active (and for how long so far: the violation
+// timers), which gpm fault applies, the health counters, and the XID events. A
 // fault takes effect at `at` (inclusive) and, where it has `until`, ends there (exclusive). Counter
 // faults add to the device's starting counters from `at` on.
 //
@@ -7,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "scenario.h"
@@ -21,6 +23,7 @@ struct CounterValues {
   bool retired_pending = false;
   uint64_t remapped_correctable = 0, remapped_uncorrectable = 0;
   bool remap_pending = false, remap_failure = false;
+  uint64_t nvlink_crc_flit = 0, nvlink_crc_data = 0, nvlink_replay = 0, nvlink_recovery = 0;
 };
 
 struct XidEvent {
@@ -39,6 +42,11 @@ class FaultState {
   // Static (`unsupported`, memory_temp/ecc flags) or a not_supported fault active at t.
   bool NotSupported(unsigned device, Call call, double t) const;
   unsigned long long ThrottleReasons(unsigned device, double t) const;
+  // Seconds in [0, t] during which a throttle fault with a reason in `reasons` was active on the
+  // device; overlapping faults count once (the union of their intervals).
+  double ThrottledSeconds(unsigned device, unsigned long long reasons, double t) const;
+  // The gpm fault active at t on the device (the first listed when several are), if any.
+  std::optional<GpmFaultMode> Gpm(unsigned device, double t) const;
   CounterValues Counters(unsigned device, double t) const;
   // Every XID fault, ordered by time (file order among equal times); the index is the event's id.
   const std::vector<XidEvent>& Xids() const { return xids_; }

@@ -32,6 +32,11 @@ constexpr std::array<std::string_view, kCallCount> kCallNames = {
     "events",
     "process_detail_list",
     "process_utilization",
+    "gpm",
+    "pcie_throughput",
+    "fan_speed",
+    "violation_status",
+    "nvlink",
 };
 
 }  // namespace

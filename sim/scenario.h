@@ -44,6 +44,11 @@ enum class Call : uint8_t {
   kEvents,                // nvmlDeviceRegisterEvents
   kProcessDetailList,     // nvmlDeviceGetRunningProcessDetailList
   kProcessUtilization,    // nvmlDeviceGetProcessUtilization
+  kGpm,                   // nvmlGpmSampleGet and nvmlGpmMigSampleGet
+  kPcieThroughput,        // nvmlDeviceGetPcieThroughput
+  kFanSpeed,              // nvmlDeviceGetFanSpeed
+  kViolationStatus,       // nvmlDeviceGetViolationStatus
+  kNvlink,                // nvmlDeviceGetNvLinkState and the NVLink fields
   kCount,
 };
 constexpr size_t kCallCount = static_cast<size_t>(Call::kCount);
@@ -73,6 +78,12 @@ struct Load {
   Channel util, mem_util, enc_util, dec_util;  // percent
   Channel mem_used_mib;
   Channel power_w;
+  // What the profiling readings (GPM, PCIe throughput, NVLink traffic) see. The parser fills a
+  // channel no keyframe sets from another one (activity.h), so these are never left empty.
+  Channel sm_active, sm_occupancy, tensor, dram;  // percent
+  Channel fp64, fp32, fp16, int_util;             // percent (key `int`)
+  Channel pcie_tx_mb_s, pcie_rx_mb_s;             // MB/s (10^6 bytes)
+  Channel nvlink_tx_mb_s, nvlink_rx_mb_s;         // MB/s, all links together
   double repeat_s = 0;  // > 0: the keyframes loop with this period; 0: played once
 };
 
@@ -83,6 +94,8 @@ struct MigInstance {
   uint64_t memory_mib = 0;
   uint64_t mem_used_mib = 0;
   std::string uuid;  // "MIG-…"
+  // The instance's activity (percent, constant) behind its GPM metrics; none: the parent's util.
+  std::optional<double> util;
 };
 
 struct MigConfig {
@@ -118,6 +131,10 @@ struct Counters {
   uint64_t retired_pages_dbe = 0;
   uint64_t remapped_rows_correctable = 0;
   uint64_t remapped_rows_uncorrectable = 0;
+  uint64_t nvlink_crc_flit = 0;  // NVLink error totals, all links together
+  uint64_t nvlink_crc_data = 0;
+  uint64_t nvlink_replay = 0;
+  uint64_t nvlink_recovery = 0;
 };
 
 enum class PowerUsageMode { kAverage, kInstant };
@@ -139,9 +156,12 @@ struct DeviceSpec {
   bool memory_temp = true;
   bool ecc = true;
   bool wobble = true;
+  bool gpm = false;           // GPU Performance Monitoring (Hopper and later)
+  bool fan = false;           // a fan NVML can read (data-center boards are passively cooled)
+  unsigned nvlink_links = 0;  // 0 .. NVML_NVLINK_MAX_LINKS
   PowerUsageMode power_usage = PowerUsageMode::kAverage;
   double energy_offset_j = 0;  // the energy counter at t = 0 (energy since driver load)
-  CallSet unsupported;         // static NOT_SUPPORTED set, memory_temp/ecc flags folded in
+  CallSet unsupported;  // static NOT_SUPPORTED set, memory_temp/ecc/gpm/fan/no-NVLink folded in
   Counters counters;
   MigConfig mig;
   Load load;
@@ -158,11 +178,20 @@ enum class FaultKind {
   kPcieReplay,
   kRetiredPages,
   kRemappedRows,
+  kGpm,
+  kNvlinkErrors,
+};
+
+// What a `gpm` fault does to nvmlGpmMetricsGet.
+enum class GpmFaultMode {
+  kFail,        // the call returns NVML_ERROR_UNKNOWN
+  kZero,        // every supported metric reads 0 (profiling silently stuck)
+  kOutOfRange,  // *_UTIL metrics read 250, *_PER_SEC metrics -1
 };
 
 struct Fault {
   double at = 0;
-  std::optional<double> until;  // throttle and not_supported only: active in [at, until)
+  std::optional<double> until;  // throttle, not_supported and gpm only: active in [at, until)
   unsigned device = 0;
   FaultKind kind = FaultKind::kXid;
   unsigned long long xid = 0;      // kXid
@@ -174,6 +203,10 @@ struct Fault {
   uint64_t uncorrectable = 0;      // kRemappedRows
   bool pending = false;            // kRetiredPages, kRemappedRows
   bool failure = false;            // kRemappedRows
+
+  GpmFaultMode gpm_mode = GpmFaultMode::kFail;  // kGpm
+  // kNvlinkErrors: added to the NVLink error totals.
+  uint64_t nvlink_crc_flit = 0, nvlink_crc_data = 0, nvlink_replay = 0, nvlink_recovery = 0;
 };
 
 struct Scenario {

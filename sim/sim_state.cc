@@ -67,6 +67,28 @@ bool Session::FreeEventSet(nvmlEventSet_t set) {
   return true;
 }
 
+nvmlGpmSample_t Session::AllocGpmSample() {
+  gpm_samples_.push_back(std::make_unique<GpmSample>());
+  return reinterpret_cast<nvmlGpmSample_t>(gpm_samples_.back().get());
+}
+
+GpmSample* Session::FindGpmSample(nvmlGpmSample_t sample) {
+  if (sample == nullptr) return nullptr;
+  for (const auto& s : gpm_samples_) {
+    if (reinterpret_cast<nvmlGpmSample_t>(s.get()) == sample) return s.get();
+  }
+  return nullptr;
+}
+
+bool Session::FreeGpmSample(nvmlGpmSample_t sample) {
+  auto it = std::find_if(gpm_samples_.begin(), gpm_samples_.end(), [&](const auto& s) {
+    return reinterpret_cast<nvmlGpmSample_t>(s.get()) == sample;
+  });
+  if (it == gpm_samples_.end()) return false;
+  gpm_samples_.erase(it);
+  return true;
+}
+
 Simulator& Simulator::Instance() {
   static Simulator* instance = [] {
     auto* s = new Simulator();  // never destroyed: see the header

@@ -1,9 +1,11 @@
 // The simulator's process-wide state behind the exported C API: the reference-counted session (the
-// loaded scenario, its device models, fault state, handles and event sets) and the clock.
+// loaded scenario, its device models, fault state, handles, event sets and GPM samples) and the
+// clock.
 //
 // Ownership: one Simulator per process (never destroyed, so calls racing process exit stay safe). A
 // Session lives from the nvmlInit_v2 that takes the count from 0 to 1 until the nvmlShutdown that
-// takes it back to 0; device handles and event sets are pointers into it and die with it.
+// takes it back to 0; device handles, event sets and GPM samples are pointers into it and die with
+// it.
 //
 // Thread-safety: every member is guarded by mutex(); callers hold it (the C API takes it for the
 // whole call). EventSetWait waits on cv() with the mutex released.
@@ -40,6 +42,15 @@ struct EventSet {
   std::vector<bool> delivered;  // by XidEvent index
 };
 
+// What an nvmlGpmSample_t points at: which scope nvmlGpmSampleGet / nvmlGpmMigSampleGet recorded
+// and when. nvmlGpmMetricsGet computes from the load at the later sample's t.
+struct GpmSample {
+  bool filled = false;  // false until a SampleGet records into it
+  unsigned device = 0;  // the GPU's index
+  int mig_slot = -1;    // >= 0: the MIG instance in that slot (nvmlGpmMigSampleGet)
+  double t = 0;
+};
+
 class Session {
  public:
   explicit Session(Scenario scenario);
@@ -60,6 +71,11 @@ class Session {
   EventSet* FindEventSet(nvmlEventSet_t set);
   bool FreeEventSet(nvmlEventSet_t set);
 
+  size_t gpm_sample_count() const { return gpm_samples_.size(); }
+  nvmlGpmSample_t AllocGpmSample();
+  GpmSample* FindGpmSample(nvmlGpmSample_t sample);  // null when not one of this session's
+  bool FreeGpmSample(nvmlGpmSample_t sample);
+
  private:
   Scenario scenario_;
   std::vector<DeviceModel> models_;
@@ -67,6 +83,7 @@ class Session {
   std::vector<std::unique_ptr<DeviceHandle>> handles_;  // GPUs first (by index), then MIG instances
   std::vector<std::vector<DeviceHandle*>> mig_handles_;  // [gpu][slot]
   std::vector<std::unique_ptr<EventSet>> event_sets_;
+  std::vector<std::unique_ptr<GpmSample>> gpm_samples_;
 };
 
 class Simulator {

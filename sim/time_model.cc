@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "activity.h"
 #include "gpu/nvml/nvml_abi.h"
 #include "identity.h"
 
@@ -19,6 +20,10 @@ constexpr double kMemUtilWobble = 1.0;
 constexpr double kBusyUtil = 5.0;  // above this a GPU counts as busy
 constexpr double kThrottleFactor = 0.7;
 constexpr double kTempWindowS = 5.0;
+// nvmlDeviceGetFanSpeed: the fan idles at 30 % and spins up linearly with the temperature.
+constexpr double kFanIdlePercent = 30.0;
+constexpr double kFanSpanPercent = 70.0;
+constexpr double kKbPerMb = 1e3;  // NVML's PCIe KB are 10^3 bytes
 
 double Phase(const std::string& scenario, unsigned index, const char* what) {
   uint64_t h = StableHash(scenario + "/" + what + "/" + std::to_string(index));
@@ -35,6 +40,18 @@ DeviceModel::DeviceModel(const DeviceSpec& spec, const std::string& scenario, un
       enc_util_(spec.load.enc_util),
       dec_util_(spec.load.dec_util),
       mem_used_(spec.load.mem_used_mib),
+      sm_active_(spec.load.sm_active),
+      sm_occupancy_(spec.load.sm_occupancy),
+      tensor_(spec.load.tensor),
+      dram_(spec.load.dram),
+      fp64_(spec.load.fp64),
+      fp32_(spec.load.fp32),
+      fp16_(spec.load.fp16),
+      int_util_(spec.load.int_util),
+      pcie_tx_(spec.load.pcie_tx_mb_s),
+      pcie_rx_(spec.load.pcie_rx_mb_s),
+      nvlink_tx_(spec.load.nvlink_tx_mb_s),
+      nvlink_rx_(spec.load.nvlink_rx_mb_s),
       wobble_(spec.wobble ? kPowerWobble : 0.0),
       phase_power_(Phase(scenario, index, "power")),
       phase_util_(Phase(scenario, index, "util")),
@@ -44,6 +61,8 @@ DeviceModel::DeviceModel(const DeviceSpec& spec, const std::string& scenario, un
     period_energy_ = power_.Integral(p);
     period_sin_ = power_.SinIntegral(p, spec.idle_power_w, kOmega, phase_power_);
     period_cos_ = power_.SinIntegral(p, spec.idle_power_w, kOmega, phase_power_ + kTwoPi / 4);
+    period_nvlink_tx_ = nvlink_tx_.Integral(p);
+    period_nvlink_rx_ = nvlink_rx_.Integral(p);
   }
 }
 
@@ -179,5 +198,53 @@ unsigned DeviceModel::ClockMhz(int type, double t, bool throttled) const {
 }
 
 int DeviceModel::Pstate(double t) const { return Busy(t) ? 0 : 8; }
+
+LoadLevels DeviceModel::Levels(double t) const {
+  const double s = Wrap(std::max(t, 0.0));
+  LoadLevels l;
+  l.util = util_.At(s);
+  l.mem_util = mem_util_.At(s);
+  l.dec_util = dec_util_.At(s);
+  l.sm_active = sm_active_.At(s);
+  l.sm_occupancy = sm_occupancy_.At(s);
+  l.tensor = tensor_.At(s);
+  l.dram = dram_.At(s);
+  l.fp64 = fp64_.At(s);
+  l.fp32 = fp32_.At(s);
+  l.fp16 = fp16_.At(s);
+  l.integer = int_util_.At(s);
+  l.pcie_tx_mb_s = pcie_tx_.At(s);
+  l.pcie_rx_mb_s = pcie_rx_.At(s);
+  l.nvlink_tx_mb_s = nvlink_tx_.At(s);
+  l.nvlink_rx_mb_s = nvlink_rx_.At(s);
+  return l;
+}
+
+unsigned DeviceModel::PcieKbPerSec(bool tx, double t) const {
+  const double mb_s = (tx ? pcie_tx_ : pcie_rx_).At(Wrap(std::max(t, 0.0)));
+  return static_cast<unsigned>(std::lround(std::max(0.0, mb_s) * kKbPerMb));
+}
+
+double DeviceModel::LoopedIntegral(const PiecewiseLinear& ch, double per_loop, double t) const {
+  if (t <= 0) return 0;
+  const double p = spec_.load.repeat_s;
+  if (p <= 0) return ch.Integral(t);
+  const double n = std::floor(t / p);
+  return n * per_loop + ch.Integral(t - n * p);
+}
+
+double DeviceModel::NvlinkBytes(bool tx, double t) const {
+  const double mb = tx ? LoopedIntegral(nvlink_tx_, period_nvlink_tx_, t)
+                       : LoopedIntegral(nvlink_rx_, period_nvlink_rx_, t);
+  return mb * kBytesPerMb;
+}
+
+unsigned DeviceModel::FanPercent(double t) const {
+  // From the reported (rounded) temperature, so a reader can check one against the other.
+  const double span = spec_.max_temp_c - spec_.idle_temp_c;
+  const double rise = span > 0 ? (TempC(t) - spec_.idle_temp_c) / span : 0.0;
+  const double percent = kFanIdlePercent + kFanSpanPercent * rise;
+  return static_cast<unsigned>(std::clamp(std::lround(percent), 0L, 100L));
+}
 
 }  // namespace gpulse::sim

@@ -72,6 +72,16 @@ struct SimApi {
   nvmlReturn_t (*ProcessDetailList)(nvmlDevice_t, nvmlProcessDetailList_v1_t*);
   nvmlReturn_t (*ProcessUtilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned*,
                                      unsigned long long);
+  nvmlReturn_t (*PcieThroughput)(nvmlDevice_t, int, unsigned*);
+  nvmlReturn_t (*FanSpeed)(nvmlDevice_t, unsigned*);
+  nvmlReturn_t (*ViolationStatus)(nvmlDevice_t, int, nvmlViolationTime_t*);
+  nvmlReturn_t (*NvLinkState)(nvmlDevice_t, unsigned, int*);
+  nvmlReturn_t (*GpmQueryDeviceSupport)(nvmlDevice_t, nvmlGpmSupport_t*);
+  nvmlReturn_t (*GpmSampleAlloc)(nvmlGpmSample_t*);
+  nvmlReturn_t (*GpmSampleFree)(nvmlGpmSample_t);
+  nvmlReturn_t (*GpmSampleGet)(nvmlDevice_t, nvmlGpmSample_t);
+  nvmlReturn_t (*GpmMigSampleGet)(nvmlDevice_t, unsigned, nvmlGpmSample_t);
+  nvmlReturn_t (*GpmMetricsGet)(nvmlGpmMetricsGet_t*);
   const char* (*ScenarioName)();
   const char* (*LastError)();
   void (*SetClock)(double);
@@ -129,6 +139,16 @@ inline const std::vector<const char*>& NvmlSymbols() {
       "nvmlDeviceGetGraphicsRunningProcesses_v3",
       "nvmlDeviceGetRunningProcessDetailList",
       "nvmlDeviceGetProcessUtilization",
+      "nvmlDeviceGetPcieThroughput",
+      "nvmlDeviceGetFanSpeed",
+      "nvmlDeviceGetViolationStatus",
+      "nvmlDeviceGetNvLinkState",
+      "nvmlGpmQueryDeviceSupport",
+      "nvmlGpmSampleAlloc",
+      "nvmlGpmSampleFree",
+      "nvmlGpmSampleGet",
+      "nvmlGpmMigSampleGet",
+      "nvmlGpmMetricsGet",
   };
   return names;
 }
@@ -202,6 +222,16 @@ inline const SimApi& Sim() {
     bind(a.GraphicsProcessesV3, "nvmlDeviceGetGraphicsRunningProcesses_v3");
     bind(a.ProcessDetailList, "nvmlDeviceGetRunningProcessDetailList");
     bind(a.ProcessUtilization, "nvmlDeviceGetProcessUtilization");
+    bind(a.PcieThroughput, "nvmlDeviceGetPcieThroughput");
+    bind(a.FanSpeed, "nvmlDeviceGetFanSpeed");
+    bind(a.ViolationStatus, "nvmlDeviceGetViolationStatus");
+    bind(a.NvLinkState, "nvmlDeviceGetNvLinkState");
+    bind(a.GpmQueryDeviceSupport, "nvmlGpmQueryDeviceSupport");
+    bind(a.GpmSampleAlloc, "nvmlGpmSampleAlloc");
+    bind(a.GpmSampleFree, "nvmlGpmSampleFree");
+    bind(a.GpmSampleGet, "nvmlGpmSampleGet");
+    bind(a.GpmMigSampleGet, "nvmlGpmMigSampleGet");
+    bind(a.GpmMetricsGet, "nvmlGpmMetricsGet");
     bind(a.ScenarioName, "gpulseSimScenarioName");
     bind(a.LastError, "gpulseSimLastError");
     bind(a.SetClock, "gpulseSimSetClock");

@@ -25,7 +25,8 @@ const std::vector<BadScenario>& Cases() {
       {"duplicate top-level key", "devices: [" GPU "]\nname: a\ndevices: []\n", "devices",
        "duplicate key (first at line 1)", 3},
       {"duplicate device key",
-       "devices:\n  - name: G\n    memory_total_mib: 1024\n    power_limit_w: 100\n    power_limit_w: 700\n",
+       "devices:\n  - name: G\n    memory_total_mib: 1024\n    power_limit_w: 100\n    "
+       "power_limit_w: 700\n",
        "devices[0].power_limit_w", "duplicate key (first at line 4)", 5},
       {"unknown device key",
        "devices:\n  - name: G\n    memory_total_mib: 1024\n    power_limt_w: 100\n",
@@ -139,6 +140,72 @@ const std::vector<BadScenario>& Cases() {
        "    mig: {enabled: true, instances: [{profile: a, gpu_instance_id: 1, memory_mib: 4000}]}\n"
        "    processes: [{pid: 5, used_memory_mib: 10, gpu_instance_id: 2}]\n",
        "devices[0].processes[0]", "no MIG instance on this device has these instance ids", 6},
+      {"nvlink_links above 18",
+       "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, nvlink_links: 19}\n",
+       "devices[0].nvlink_links", "19 is out of range [0, 18]", 2},
+      {"gpm not a bool",
+       "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, gpm: yes-ish}\n",
+       "devices[0].gpm", "expected true or false, got 'yes-ish'", 2},
+      {"fan not a bool",
+       "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, fan: 3}\n",
+       "devices[0].fan", "expected true or false", 2},
+      {"negative activity channel",
+       "devices:\n  - name: G\n    memory_total_mib: 1024\n    power_limit_w: 100\n"
+       "    load:\n      - {t: 0, util: 5, tensor: -5}\n",
+       "devices[0].load[0].tensor", "-5 is negative", 6},
+      {"activity percentage above 100",
+       "devices:\n  - name: G\n    memory_total_mib: 1024\n    power_limit_w: 100\n"
+       "    load:\n      - {t: 0, sm_active: 101}\n",
+       "devices[0].load[0].sm_active", "101 is out of range [0, 100]", 6},
+      {"negative PCIe rate",
+       "devices:\n  - name: G\n    memory_total_mib: 1024\n    power_limit_w: 100\n"
+       "    load:\n      - {t: 0, pcie_rx_mb_s: -1}\n",
+       "devices[0].load[0].pcie_rx_mb_s", "-1 is negative", 6},
+      {"NVLink rate above 10 TB/s",
+       "devices:\n  - name: G\n    memory_total_mib: 1024\n    power_limit_w: 100\n"
+       "    load:\n      - {t: 0, nvlink_tx_mb_s: 2e7}\n",
+       "devices[0].load[0].nvlink_tx_mb_s", "out of range [0, 1e+07]", 6},
+      {"misspelt activity channel",
+       "devices:\n  - name: G\n    memory_total_mib: 1024\n    power_limit_w: 100\n"
+       "    load:\n      - {t: 0, tensr: 5}\n",
+       "devices[0].load[0].tensr", "unknown key (did you mean 'tensor'?)", 6},
+      {"MIG instance util above 100",
+       "devices:\n  - name: G\n    memory_total_mib: 8192\n    power_limit_w: 400\n"
+       "    mig: {enabled: true, instances: [{profile: a, gpu_instance_id: 1, memory_mib: 4000, "
+       "util: 120}]}\n",
+       "devices[0].mig.instances[0].util", "120 is out of range [0, 100]", 5},
+      {"negative NVLink counter",
+       "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, nvlink_links: 2, "
+       "counters: {nvlink_replay: -2}}\n",
+       "devices[0].counters.nvlink_replay", "-2 is negative", 2},
+      {"unknown gpm fault mode",
+       "devices: [{name: H100, memory_total_mib: 1024, power_limit_w: 100}]\nfaults:\n"
+       "  - {at: 0, device: 0, kind: gpm, mode: stuck}\n",
+       "faults[0].mode", "unknown gpm fault mode 'stuck'; known: fail, zero, out_of_range", 3},
+      {"gpm fault mode misspelt",
+       "devices: [{name: H100, memory_total_mib: 1024, power_limit_w: 100}]\nfaults:\n"
+       "  - {at: 0, device: 0, kind: gpm, mode: zeros}\n",
+       "faults[0].mode", "unknown gpm fault mode 'zeros' (did you mean 'zero'?)", 3},
+      {"gpm fault without a mode",
+       "devices: [{name: H100, memory_total_mib: 1024, power_limit_w: 100}]\nfaults:\n"
+       "  - {at: 0, device: 0, kind: gpm}\n",
+       "faults[0].mode", "required key is missing", 3},
+      {"gpm fault on a GPU without GPM",
+       "devices: [" GPU "]\nfaults:\n  - {at: 0, device: 0, kind: gpm, mode: zero}\n",
+       "faults[0].kind", "gpm fault on a device with gpm: false", 3},
+      {"nvlink_errors fault without links",
+       "devices: [" GPU
+       "]\nfaults:\n  - {at: 0, device: 0, kind: nvlink_errors, nvlink_replay: 1}\n",
+       "faults[0].kind", "nvlink_errors fault on a device with nvlink_links: 0", 3},
+      {"nvlink_errors fault with another kind's key",
+       "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, nvlink_links: 2}\n"
+       "faults:\n  - {at: 0, device: 0, kind: nvlink_errors, count: 1}\n",
+       "faults[0].count",
+       "unknown key; allowed here: at, device, kind, nvlink_crc_flit, nvlink_crc_data", 4},
+      {"unknown call name near a new one",
+       "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, unsupported: "
+       "[fan_sped]}\n",
+       "devices[0].unsupported[0]", "unknown call name 'fan_sped' (did you mean 'fan_speed'?)", 2},
       {"no devices", "devices: []\n", "devices", "list 1 to 64 devices", 1},
       {"empty file", "", "", "the scenario is empty", 0},
       {"YAML syntax error", "devices: [" GPU "\nfaults: {\n", "", "YAML error", 0},

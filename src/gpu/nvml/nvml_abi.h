@@ -206,4 +206,96 @@ enum : unsigned {
   NVML_FI_DEV_POWER_INSTANT = 186,
 };
 
+// NVLink counters gpulse reads through nvmlDeviceGetFieldValues (scopeId = link for the per-link
+// throughput fields; the error totals are per device).
+enum : unsigned {
+  NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL = 38,
+  NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL = 45,
+  NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL = 52,
+  NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL = 59,
+  NVML_FI_DEV_NVLINK_LINK_COUNT = 91,
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138,  // KiB since driver load, per link (scopeId)
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139,
+};
+constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
+
+// nvmlDeviceGetPcieThroughput counters (nvmlPcieUtilCounter_t); the value is KB/s over 20 ms.
+enum : int { NVML_PCIE_UTIL_TX_BYTES = 0, NVML_PCIE_UTIL_RX_BYTES = 1 };
+
+// nvmlDeviceGetViolationStatus: time clocks were held below the requested level for a reason.
+enum : int {
+  NVML_PERF_POLICY_POWER = 0,
+  NVML_PERF_POLICY_THERMAL = 1,
+  NVML_PERF_POLICY_SYNC_BOOST = 2,
+  NVML_PERF_POLICY_BOARD_LIMIT = 3,
+  NVML_PERF_POLICY_LOW_UTILIZATION = 4,
+  NVML_PERF_POLICY_RELIABILITY = 5,
+};
+
+typedef struct nvmlViolationTime_st {
+  unsigned long long referenceTime;  // CPU time of the reading, microseconds since 1970
+  unsigned long long violationTime;  // ns of violation since driver load
+} nvmlViolationTime_t;
+
+// GPU Performance Monitoring (GPM, Hopper and later): the driver snapshots counters into opaque
+// samples; nvmlGpmMetricsGet turns two samples into rates and ratios over the time between them.
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;  // opaque, from nvmlGpmSampleAlloc
+
+// nvmlGpmMetricId_t values gpulse asks for (NVML_GPM_METRIC_*).
+enum : unsigned {
+  NVML_GPM_METRIC_GRAPHICS_UTIL = 1,
+  NVML_GPM_METRIC_SM_UTIL = 2,
+  NVML_GPM_METRIC_SM_OCCUPANCY = 3,
+  NVML_GPM_METRIC_INTEGER_UTIL = 4,
+  NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,
+  NVML_GPM_METRIC_DFMA_TENSOR_UTIL = 6,
+  NVML_GPM_METRIC_HMMA_TENSOR_UTIL = 7,
+  NVML_GPM_METRIC_IMMA_TENSOR_UTIL = 9,
+  NVML_GPM_METRIC_DRAM_BW_UTIL = 10,
+  NVML_GPM_METRIC_FP64_UTIL = 11,
+  NVML_GPM_METRIC_FP32_UTIL = 12,
+  NVML_GPM_METRIC_FP16_UTIL = 13,
+  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20,
+  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21,
+  NVML_GPM_METRIC_NVDEC_0_UTIL = 30,  // .. NVDEC_7_UTIL = 37
+  NVML_GPM_METRIC_NVJPG_0_UTIL = 40,  // .. NVJPG_7_UTIL = 47
+  NVML_GPM_METRIC_NVOFA_0_UTIL = 50,
+  NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC = 60,
+  NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC = 61,
+  NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC = 62,  // link L: RX = 62 + 2L, TX = 63 + 2L, L < 18
+  NVML_GPM_METRIC_MAX = 98,
+};
+
+// nvml.h declares this as an anonymous struct inside nvmlGpmMetric_t; named here so that the layout
+// check (tests/layout) can read it. Same members, same place.
+typedef struct nvmlGpmMetricInfo_st {
+  char* shortName;
+  char* longName;
+  char* unit;
+} nvmlGpmMetricInfo_t;
+
+typedef struct nvmlGpmMetric_st {
+  unsigned int metricId;           // in: NVML_GPM_METRIC_*
+  nvmlReturn_t nvmlReturn;         // out: this metric's own status
+  double value;                    // out: percent (0..100) for *_UTIL, bytes per second for *_PER_SEC
+  nvmlGpmMetricInfo_t metricInfo;  // out: static strings owned by the driver
+} nvmlGpmMetric_t;
+
+// The driver reads and writes only metrics[0 .. numMetrics); the array length is the header's
+// NVML_GPM_METRIC_MAX of NVML 12.0 (later headers are longer, which the driver does not mind).
+typedef struct nvmlGpmMetricsGet_st {
+  unsigned int version;     // NVML_GPM_METRICS_GET_VERSION
+  unsigned int numMetrics;  // entries of metrics[] in use
+  nvmlGpmSample_t sample1;  // the earlier sample
+  nvmlGpmSample_t sample2;  // the later sample
+  nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+constexpr unsigned NVML_GPM_METRICS_GET_VERSION = 1;
+
+typedef struct nvmlGpmSupport_st {
+  unsigned int version;            // NVML_GPM_SUPPORT_VERSION
+  unsigned int isSupportedDevice;  // out: non-zero when the GPU has GPM
+} nvmlGpmSupport_t;
+constexpr unsigned NVML_GPM_SUPPORT_VERSION = 1;
+
 }  // extern "C"
