@@ -10,6 +10,11 @@
 //                     GPUs x 7 GPU instances = 64), full catalogue, through gpu::ReadEntity as dmon,
 //                     record and the exporter read them: the per-entity cost on a MIG node, side by
 //                     side with BM_Tick/sim's per-device cost (issue 11).
+//   BM_TickProfiling/null/0|1  one device's tick through DeviceReader over the null API, with the
+//                     simulated clock advancing 1 s per iteration so that every tick takes a GPM
+//                     sample and computes the metrics (no 100 ms floor reuse): /0 the catalogue
+//                     without the profiling fields, /1 with all 69 of them. The difference is what
+//                     GPM adds of gpulse's own work per device per tick (issue 15).
 // Each iteration reads every device of the 8xH100 scenario once; counters report per device.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
@@ -84,6 +89,55 @@ NvmlApi NullApi() {
   a.EventSetFree = [](nvmlEventSet_t) -> nvmlReturn_t { return 0; };
   return a;
 }
+
+// The null API with GPM: every metric answers 50 at once.
+NvmlApi NullGpmApi() {
+  NvmlApi a = NullApi();
+  a.GpmQueryDeviceSupport = [](nvmlDevice_t, nvmlGpmSupport_t* s) -> nvmlReturn_t {
+    s->isSupportedDevice = 1;
+    return 0;
+  };
+  a.GpmSampleAlloc = [](nvmlGpmSample_t* s) -> nvmlReturn_t {
+    static std::uintptr_t next = 0x1000;
+    *s = reinterpret_cast<nvmlGpmSample_t>(next += 16);
+    return 0;
+  };
+  a.GpmSampleFree = [](nvmlGpmSample_t) -> nvmlReturn_t { return 0; };
+  a.GpmSampleGet = [](nvmlDevice_t, nvmlGpmSample_t) -> nvmlReturn_t { return 0; };
+  a.GpmMigSampleGet = [](nvmlDevice_t, unsigned, nvmlGpmSample_t) -> nvmlReturn_t { return 0; };
+  a.GpmMetricsGet = [](nvmlGpmMetricsGet_t* g) -> nvmlReturn_t {
+    for (unsigned i = 0; i < g->numMetrics; ++i) {
+      g->metrics[i].nvmlReturn = 0;
+      g->metrics[i].value = 50.0;
+    }
+    return 0;
+  };
+  return a;
+}
+
+void BM_TickProfilingNull(benchmark::State& state) {
+  static const NvmlApi api = NullGpmApi();
+  const bool with_profiling = state.range(0) == 1;
+  std::vector<FieldIndex> fields;
+  for (FieldIndex f : AllFieldIndices()) {
+    if (with_profiling || FieldAt(f).nvml != NvmlSource::kGpm) fields.push_back(f);
+  }
+  auto handle = reinterpret_cast<nvmlDevice_t>(std::uintptr_t{1});
+  nvml::DeviceReader reader(&api, handle);
+  reader.AttachGpm(handle, std::nullopt);
+  gpu::ReadStats stats;
+  Sample s;
+  s.t_mono_ns = 1'000'000'000;
+  for (auto _ : state) {
+    s.t_mono_ns += 1'000'000'000;  // a 1 s tick: past the GPM floor every time
+    reader.Read(fields, s, stats);
+    benchmark::DoNotOptimize(s.values.data());
+  }
+  state.counters["fields"] = static_cast<double>(fields.size());
+  state.counters["ns_per_device_tick"] = benchmark::Counter(
+      static_cast<double>(state.iterations()), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_TickProfilingNull)->Name("BM_TickProfiling/null")->Arg(0)->Arg(1);
 
 void ReadAll(benchmark::State& state, gpu::Backend& b) {
   auto fields = AllFieldIndices();

@@ -47,7 +47,10 @@ nlohmann::json ToJson(const DeviceInfo& d) {
           {"memory_total_bytes", OrNull(d.memory_total_bytes)},
           {"power_limit_watts", OrNull(d.power_limit_watts)},
           {"mig_enabled", OrNull(d.mig_enabled)},
-          {"mig_instances", mig}};
+          {"mig_instances", mig},
+          {"profiling", d.profiling},
+          {"profiling_unsupported_reason",
+           d.profiling ? nlohmann::json(nullptr) : nlohmann::json(d.profiling_unsupported_reason)}};
 }
 
 nlohmann::json ToJson(const SystemInfo* info, const std::string& error) {
@@ -64,7 +67,9 @@ nlohmann::json ToJson(const SystemInfo* info, const std::string& error) {
   if (info != nullptr) {
     for (const auto& d : info->devices) j["devices"].push_back(ToJson(d));
     for (const auto& s : info->skipped) {
-      auto str = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+      auto str = [](const std::string& v) {
+        return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v);
+      };
       j["skipped"].push_back({{"index", s.index},
                               {"reason", s.reason},
                               {"state", s.lost ? "lost" : "skipped"},
@@ -92,9 +97,12 @@ void PrintText(const SystemInfo& info) {
     std::string mig = !d.mig_enabled ? "MIG N/A" : (*d.mig_enabled ? "MIG on" : "MIG off");
     fmt::print("GPU {}: {} (UUID: {}, PCI: {}, {}, {})\n", d.index, d.name, d.uuid, d.pci_bus_id,
                MemoryText(d.memory_total_bytes), mig);
+    if (!d.profiling)
+      fmt::print("  profiling fields: unsupported ({})\n", d.profiling_unsupported_reason);
     for (const auto& m : d.mig_instances) {
-      fmt::print("  MIG {} GI {} CI {} (UUID: {}, {})\n", m.profile.empty() ? "instance" : m.profile,
-                 m.gpu_instance_id, m.compute_instance_id, m.uuid, MemoryText(m.memory_total_bytes));
+      fmt::print("  MIG {} GI {} CI {} (UUID: {}, {})\n",
+                 m.profile.empty() ? "instance" : m.profile, m.gpu_instance_id,
+                 m.compute_instance_id, m.uuid, MemoryText(m.memory_total_bytes));
     }
   }
   for (const auto& s : info.skipped) {
@@ -135,7 +143,8 @@ int Run(const DevicesOptions& o) {
 
 Subcommand SetupDevices(CLI::App& parent) {
   auto opts = std::make_shared<DevicesOptions>();
-  CLI::App* app = parent.add_subcommand("devices", "List GPUs: index, name, UUID, PCI bus id, memory, MIG");
+  CLI::App* app =
+      parent.add_subcommand("devices", "List GPUs: index, name, UUID, PCI bus id, memory, MIG");
   AddGpuOptions(*app, opts->gpu);
   app->add_flag("--json", opts->json,
                 "Print JSON (docs/schema/devices.schema.json; with --visible, "

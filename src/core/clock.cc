@@ -14,4 +14,12 @@ std::int64_t Read(clockid_t id) {
 std::int64_t MonotonicNowNs() { return Read(CLOCK_MONOTONIC); }
 std::int64_t UnixNowNs() { return Read(CLOCK_REALTIME); }
 
+void SleepUntilMonotonicNs(std::int64_t deadline_ns) {
+  timespec ts{};
+  ts.tv_sec = deadline_ns / 1'000'000'000;
+  ts.tv_nsec = deadline_ns % 1'000'000'000;
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
+  }  // EINTR: sleep on until the deadline
+}
+
 }  // namespace gpulse

@@ -8,5 +8,7 @@ namespace gpulse {
 
 std::int64_t MonotonicNowNs();
 std::int64_t UnixNowNs();
+// Sleeps until MonotonicNowNs() >= deadline_ns (returns at once when it already is).
+void SleepUntilMonotonicNs(std::int64_t deadline_ns);
 
 }  // namespace gpulse

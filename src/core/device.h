@@ -29,6 +29,9 @@ struct DeviceInfo {
   std::optional<double> power_limit_watts;  // enforced limit at open
   std::optional<bool> mig_enabled;
   std::vector<MigInstance> mig_instances;
+  // Whether the profiling fields (NVML GPM) can be read, and why not when they cannot.
+  bool profiling = false;
+  std::string profiling_unsupported_reason;
 };
 
 // A device the backend counted but cannot read (e.g. NVML_ERROR_NO_PERMISSION on its index, or a
@@ -104,6 +107,9 @@ struct Sample {
   // Every XID event seen so far, counted per code in ascending code order (filled when the XID
   // field 230 is read; the last-value gauge alone hides repeats).
   std::vector<XidCount> xid_counts;
+  // The profiling (GPM) graphics-engine ratio has read exactly 0 for several reads while NVML's
+  // utilization said the GPU was busy: DCGM's "profiling stuck at 0" failure (nvml_gpm.h).
+  bool profiling_stuck = false;
 };
 
 }  // namespace gpulse

@@ -17,10 +17,20 @@ constexpr ValueType I = ValueType::kInt64;
 constexpr ValueType D = ValueType::kDouble;
 constexpr ValueType B = ValueType::kBitmask;
 
+// A GPM-backed profiling row (DCGM_FI_PROF_*). `gpm` is the NVML_GPM_METRIC_* id (numbers, so that
+// the catalogue does not depend on the NVML header; tests/unit/fields_test.cc checks them against
+// it); `scale` turns GPM's percent into DCGM's 0..1 ratio.
+constexpr FieldSpec Prof(FieldId id, std::string_view name, std::string_view alias,
+                         std::string_view short_name, Unit unit, ValueType type,
+                         std::string_view help, unsigned gpm, double scale, bool per_instance) {
+  return FieldSpec{id,  name,  alias,       short_name, unit, G, type, help, NvmlSource::kGpm,
+                   gpm, scale, per_instance};
+}
+
 // Ordered by id. Help texts follow dcgm-exporter's default counters file where it has the field.
 constexpr std::array kFields = {
-    FieldSpec{100, "DCGM_FI_DEV_SM_CLOCK", "", "SMCLK", kMHz, G, I,
-              "SM clock frequency (in MHz).", kSmClock},
+    FieldSpec{100, "DCGM_FI_DEV_SM_CLOCK", "", "SMCLK", kMHz, G, I, "SM clock frequency (in MHz).",
+              kSmClock},
     FieldSpec{101, "DCGM_FI_DEV_MEM_CLOCK", "", "MMCLK", kMHz, G, I,
               "Memory clock frequency (in MHz).", kMemClock},
     FieldSpec{112, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
@@ -40,6 +50,12 @@ constexpr std::array kFields = {
               "Enforced power limit (in W).", kEnforcedPowerLimit},
     FieldSpec{190, "DCGM_FI_DEV_PSTATE", "", "PSTAT", kPState, G, I,
               "Performance state (P-state) 0-15, 0 is the highest.", kPstate},
+    FieldSpec{191, "DCGM_FI_DEV_FAN_SPEED", "", "FANSP", kPercent, G, I, "Fan speed (in %).",
+              kFanSpeed},
+    FieldSpec{200, "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "", "TXTPT", kKBPerSecond, G, I,
+              "PCIe transmit throughput (in KB/s).", kPcieTxThroughput},
+    FieldSpec{201, "DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "", "RXTPT", kKBPerSecond, G, I,
+              "PCIe receive throughput (in KB/s).", kPcieRxThroughput},
     FieldSpec{202, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_PCIE_REPLAY_TOTAL", "RPCTR",
               kCount, C, I, "Total number of PCIe retries.", kPcieReplay},
     FieldSpec{203, "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO", "GPUTL", kPercent, G, I,
@@ -52,6 +68,18 @@ constexpr std::array kFields = {
               "Decoder utilization (in %).", kDecoderUtilization},
     FieldSpec{230, "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR", "XIDER", kXid, G, I,
               "Value of the last XID error encountered.", kLastXid},
+    FieldSpec{240, "DCGM_FI_DEV_POWER_VIOLATION", "", "PVIOL", kNanoseconds, C, I,
+              "Throttling duration due to power constraints (in ns).", kViolationPower},
+    FieldSpec{241, "DCGM_FI_DEV_THERMAL_VIOLATION", "", "TVIOL", kNanoseconds, C, I,
+              "Throttling duration due to thermal constraints (in ns).", kViolationThermal},
+    FieldSpec{242, "DCGM_FI_DEV_SYNC_BOOST_VIOLATION", "", "SBVIO", kNanoseconds, C, I,
+              "Throttling duration due to sync-boost constraints (in ns).", kViolationSyncBoost},
+    FieldSpec{243, "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", "", "BLVIO", kNanoseconds, C, I,
+              "Throttling duration due to board limit constraints (in ns).", kViolationBoardLimit},
+    FieldSpec{244, "DCGM_FI_DEV_LOW_UTIL_VIOLATION", "", "LUVIO", kNanoseconds, C, I,
+              "Throttling duration due to low utilization (in ns).", kViolationLowUtil},
+    FieldSpec{245, "DCGM_FI_DEV_RELIABILITY_VIOLATION", "", "RVIOL", kNanoseconds, C, I,
+              "Throttling duration due to reliability constraints (in ns).", kViolationReliability},
     FieldSpec{250, "DCGM_FI_DEV_FB_TOTAL", "", "FBTTL", kMiB, G, I,
               "Framebuffer memory total (in MiB).", kMemoryTotal},
     FieldSpec{251, "DCGM_FI_DEV_FB_FREE", "", "FBFRE", kMiB, G, I,
@@ -77,11 +105,210 @@ constexpr std::array kFields = {
     FieldSpec{393, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
               "DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL", "URMPS", kCount, C, I,
               "Number of remapped rows for uncorrectable errors", kRemappedUncorrectable},
-    FieldSpec{394, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL",
-              "CRMPS", kCount, C, I, "Number of remapped rows for correctable errors",
-              kRemappedCorrectable},
+    FieldSpec{394, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+              "DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL", "CRMPS", kCount, C, I,
+              "Number of remapped rows for correctable errors", kRemappedCorrectable},
     FieldSpec{395, "DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_ROW_REMAP_FAILED", "RRF", kNone, G,
               I, "Whether remapping of rows has failed", kRowRemapFailure},
+    FieldSpec{409, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+              "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL", "NFELT", kCount, C, I,
+              "Total number of NVLink flow-control CRC errors.", kNvlinkCrcFlitErrors},
+    FieldSpec{419, "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+              "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL", "NDELT", kCount, C, I,
+              "Total number of NVLink data CRC errors.", kNvlinkCrcDataErrors},
+    FieldSpec{429, "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+              "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL", "NRELT", kCount, C, I,
+              "Total number of NVLink retries.", kNvlinkReplayErrors},
+    FieldSpec{439, "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+              "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL", "NRCLT", kCount, C, I,
+              "Total number of NVLink recovery errors.", kNvlinkRecoveryErrors},
+    // DCGM computes this one as a rate from NVML's KiB counters although dcgm-exporter's file
+    // declares it a counter; gpulse says gauge (docs/fields.md).
+    FieldSpec{449, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL",
+              "NBWLT", kMBPerSecond, G, I,
+              "Total NVLink bandwidth (transmit plus receive) over all links (in MB/s).",
+              kNvlinkThroughput},
+    Prof(1001, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO", "GRACT",
+         kRatio, D, "Ratio of time the graphics engine is active.", 1, 0.01, true),
+    Prof(1002, "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_UTIL_RATIO", "SMACT", kRatio, D,
+         "The ratio of cycles an SM has at least 1 warp assigned.", 2, 0.01, true),
+    Prof(1003, "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_PROF_SM_OCCUPANCY_RATIO", "SMOCC", kRatio, D,
+         "The ratio of number of warps resident on an SM.", 3, 0.01, true),
+    Prof(1004, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_TENSOR_UTIL_RATIO", "TENSO", kRatio,
+         D, "Ratio of cycles the tensor (HMMA) pipe is active.", 5, 0.01, true),
+    Prof(1005, "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_DRAM_UTIL_RATIO", "DRAMA", kRatio, D,
+         "Ratio of cycles the device memory interface is active sending or receiving data.", 10,
+         0.01, true),
+    Prof(1006, "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "DCGM_FI_PROF_FP64_UTIL_RATIO", "FP64A", kRatio, D,
+         "Ratio of cycles the fp64 pipes are active.", 11, 0.01, true),
+    Prof(1007, "DCGM_FI_PROF_PIPE_FP32_ACTIVE", "DCGM_FI_PROF_FP32_UTIL_RATIO", "FP32A", kRatio, D,
+         "Ratio of cycles the fp32 pipes are active.", 12, 0.01, true),
+    Prof(1008, "DCGM_FI_PROF_PIPE_FP16_ACTIVE", "DCGM_FI_PROF_FP16_UTIL_RATIO", "FP16A", kRatio, D,
+         "Ratio of cycles the fp16 pipes are active.", 13, 0.01, true),
+    Prof(1009, "DCGM_FI_PROF_PCIE_TX_BYTES", "", "PCITX", kBytesPerSecond, I,
+         "The rate of data transmitted over the PCIe bus - including both protocol headers and "
+         "data payloads - in bytes per second.",
+         20, 1.0, false),
+    Prof(1010, "DCGM_FI_PROF_PCIE_RX_BYTES", "", "PCIRX", kBytesPerSecond, I,
+         "The rate of data received over the PCIe bus - including both protocol headers and data "
+         "payloads - in bytes per second.",
+         21, 1.0, false),
+    Prof(1011, "DCGM_FI_PROF_NVLINK_TX_BYTES", "", "NVLTX", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink, header and payload, in bytes per second.", 61,
+         1.0, false),
+    Prof(1012, "DCGM_FI_PROF_NVLINK_RX_BYTES", "", "NVLRX", kBytesPerSecond, I,
+         "The rate of data received over NVLink, header and payload, in bytes per second.", 60, 1.0,
+         false),
+    Prof(1013, "DCGM_FI_PROF_PIPE_TENSOR_IMMA_ACTIVE", "DCGM_FI_PROF_IMMA_UTIL_RATIO", "TIMMA",
+         kRatio, D, "Ratio of cycles the tensor (IMMA) pipe is active.", 9, 0.01, true),
+    Prof(1014, "DCGM_FI_PROF_PIPE_TENSOR_HMMA_ACTIVE", "DCGM_FI_PROF_HMMA_UTIL_RATIO", "THMMA",
+         kRatio, D, "Ratio of cycles the tensor (HMMA) pipe is active.", 7, 0.01, true),
+    Prof(1015, "DCGM_FI_PROF_PIPE_TENSOR_DFMA_ACTIVE", "DCGM_FI_PROF_DFMA_UTIL_RATIO", "TDFMA",
+         kRatio, D, "Ratio of cycles the tensor (DFMA) pipe is active.", 6, 0.01, true),
+    Prof(1016, "DCGM_FI_PROF_PIPE_INT_ACTIVE", "DCGM_FI_PROF_INT_UTIL_RATIO", "INTAC", kRatio, D,
+         "Ratio of cycles the integer pipe is active.", 4, 0.01, true),
+    Prof(1017, "DCGM_FI_PROF_NVDEC0_ACTIVE", "DCGM_FI_PROF_NVDEC_UTIL_0_RATIO", "NVDEC0", kRatio, D,
+         "Ratio of cycles NVDEC engine 0 is active.", 30, 0.01, true),
+    Prof(1018, "DCGM_FI_PROF_NVDEC1_ACTIVE", "DCGM_FI_PROF_NVDEC_UTIL_1_RATIO", "NVDEC1", kRatio, D,
+         "Ratio of cycles NVDEC engine 1 is active.", 31, 0.01, true),
+    Prof(1019, "DCGM_FI_PROF_NVDEC2_ACTIVE", "DCGM_FI_PROF_NVDEC_UTIL_2_RATIO", "NVDEC2", kRatio, D,
+         "Ratio of cycles NVDEC engine 2 is active.", 32, 0.01, true),
+    Prof(1020, "DCGM_FI_PROF_NVDEC3_ACTIVE", "DCGM_FI_PROF_NVDEC_UTIL_3_RATIO", "NVDEC3", kRatio, D,
+         "Ratio of cycles NVDEC engine 3 is active.", 33, 0.01, true),
+    Prof(1021, "DCGM_FI_PROF_NVDEC4_ACTIVE", "DCGM_FI_PROF_NVDEC_UTIL_4_RATIO", "NVDEC4", kRatio, D,
+         "Ratio of cycles NVDEC engine 4 is active.", 34, 0.01, true),
+    Prof(1022, "DCGM_FI_PROF_NVDEC5_ACTIVE", "DCGM_FI_PROF_NVDEC_UTIL_5_RATIO", "NVDEC5", kRatio, D,
+         "Ratio of cycles NVDEC engine 5 is active.", 35, 0.01, true),
+    Prof(1023, "DCGM_FI_PROF_NVDEC6_ACTIVE", "DCGM_FI_PROF_NVDEC_UTIL_6_RATIO", "NVDEC6", kRatio, D,
+         "Ratio of cycles NVDEC engine 6 is active.", 36, 0.01, true),
+    Prof(1024, "DCGM_FI_PROF_NVDEC7_ACTIVE", "DCGM_FI_PROF_NVDEC_UTIL_7_RATIO", "NVDEC7", kRatio, D,
+         "Ratio of cycles NVDEC engine 7 is active.", 37, 0.01, true),
+    Prof(1025, "DCGM_FI_PROF_NVJPG0_ACTIVE", "DCGM_FI_PROF_NVJPG_UTIL_0_RATIO", "NVJPG0", kRatio, D,
+         "Ratio of cycles NVJPG engine 0 is active.", 40, 0.01, true),
+    Prof(1026, "DCGM_FI_PROF_NVJPG1_ACTIVE", "DCGM_FI_PROF_NVJPG_UTIL_1_RATIO", "NVJPG1", kRatio, D,
+         "Ratio of cycles NVJPG engine 1 is active.", 41, 0.01, true),
+    Prof(1027, "DCGM_FI_PROF_NVJPG2_ACTIVE", "DCGM_FI_PROF_NVJPG_UTIL_2_RATIO", "NVJPG2", kRatio, D,
+         "Ratio of cycles NVJPG engine 2 is active.", 42, 0.01, true),
+    Prof(1028, "DCGM_FI_PROF_NVJPG3_ACTIVE", "DCGM_FI_PROF_NVJPG_UTIL_3_RATIO", "NVJPG3", kRatio, D,
+         "Ratio of cycles NVJPG engine 3 is active.", 43, 0.01, true),
+    Prof(1029, "DCGM_FI_PROF_NVJPG4_ACTIVE", "DCGM_FI_PROF_NVJPG_UTIL_4_RATIO", "NVJPG4", kRatio, D,
+         "Ratio of cycles NVJPG engine 4 is active.", 44, 0.01, true),
+    Prof(1030, "DCGM_FI_PROF_NVJPG5_ACTIVE", "DCGM_FI_PROF_NVJPG_UTIL_5_RATIO", "NVJPG5", kRatio, D,
+         "Ratio of cycles NVJPG engine 5 is active.", 45, 0.01, true),
+    Prof(1031, "DCGM_FI_PROF_NVJPG6_ACTIVE", "DCGM_FI_PROF_NVJPG_UTIL_6_RATIO", "NVJPG6", kRatio, D,
+         "Ratio of cycles NVJPG engine 6 is active.", 46, 0.01, true),
+    Prof(1032, "DCGM_FI_PROF_NVJPG7_ACTIVE", "DCGM_FI_PROF_NVJPG_UTIL_7_RATIO", "NVJPG7", kRatio, D,
+         "Ratio of cycles NVJPG engine 7 is active.", 47, 0.01, true),
+    Prof(1033, "DCGM_FI_PROF_NVOFA0_ACTIVE", "DCGM_FI_PROF_NVOFA_UTIL_0_RATIO", "NVOFA0", kRatio, D,
+         "Ratio of cycles NVOFA engine 0 is active.", 50, 0.01, true),
+    Prof(1040, "DCGM_FI_PROF_NVLINK_L0_TX_BYTES", "", "NVL0T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 0, header and payload, in bytes per second.", 63,
+         1.0, false),
+    Prof(1041, "DCGM_FI_PROF_NVLINK_L0_RX_BYTES", "", "NVL0R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 0, header and payload, in bytes per second.", 62,
+         1.0, false),
+    Prof(1042, "DCGM_FI_PROF_NVLINK_L1_TX_BYTES", "", "NVL1T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 1, header and payload, in bytes per second.", 65,
+         1.0, false),
+    Prof(1043, "DCGM_FI_PROF_NVLINK_L1_RX_BYTES", "", "NVL1R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 1, header and payload, in bytes per second.", 64,
+         1.0, false),
+    Prof(1044, "DCGM_FI_PROF_NVLINK_L2_TX_BYTES", "", "NVL2T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 2, header and payload, in bytes per second.", 67,
+         1.0, false),
+    Prof(1045, "DCGM_FI_PROF_NVLINK_L2_RX_BYTES", "", "NVL2R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 2, header and payload, in bytes per second.", 66,
+         1.0, false),
+    Prof(1046, "DCGM_FI_PROF_NVLINK_L3_TX_BYTES", "", "NVL3T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 3, header and payload, in bytes per second.", 69,
+         1.0, false),
+    Prof(1047, "DCGM_FI_PROF_NVLINK_L3_RX_BYTES", "", "NVL3R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 3, header and payload, in bytes per second.", 68,
+         1.0, false),
+    Prof(1048, "DCGM_FI_PROF_NVLINK_L4_TX_BYTES", "", "NVL4T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 4, header and payload, in bytes per second.", 71,
+         1.0, false),
+    Prof(1049, "DCGM_FI_PROF_NVLINK_L4_RX_BYTES", "", "NVL4R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 4, header and payload, in bytes per second.", 70,
+         1.0, false),
+    Prof(1050, "DCGM_FI_PROF_NVLINK_L5_TX_BYTES", "", "NVL5T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 5, header and payload, in bytes per second.", 73,
+         1.0, false),
+    Prof(1051, "DCGM_FI_PROF_NVLINK_L5_RX_BYTES", "", "NVL5R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 5, header and payload, in bytes per second.", 72,
+         1.0, false),
+    Prof(1052, "DCGM_FI_PROF_NVLINK_L6_TX_BYTES", "", "NVL6T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 6, header and payload, in bytes per second.", 75,
+         1.0, false),
+    Prof(1053, "DCGM_FI_PROF_NVLINK_L6_RX_BYTES", "", "NVL6R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 6, header and payload, in bytes per second.", 74,
+         1.0, false),
+    Prof(1054, "DCGM_FI_PROF_NVLINK_L7_TX_BYTES", "", "NVL7T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 7, header and payload, in bytes per second.", 77,
+         1.0, false),
+    Prof(1055, "DCGM_FI_PROF_NVLINK_L7_RX_BYTES", "", "NVL7R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 7, header and payload, in bytes per second.", 76,
+         1.0, false),
+    Prof(1056, "DCGM_FI_PROF_NVLINK_L8_TX_BYTES", "", "NVL8T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 8, header and payload, in bytes per second.", 79,
+         1.0, false),
+    Prof(1057, "DCGM_FI_PROF_NVLINK_L8_RX_BYTES", "", "NVL8R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 8, header and payload, in bytes per second.", 78,
+         1.0, false),
+    Prof(1058, "DCGM_FI_PROF_NVLINK_L9_TX_BYTES", "", "NVL9T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 9, header and payload, in bytes per second.", 81,
+         1.0, false),
+    Prof(1059, "DCGM_FI_PROF_NVLINK_L9_RX_BYTES", "", "NVL9R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 9, header and payload, in bytes per second.", 80,
+         1.0, false),
+    Prof(1060, "DCGM_FI_PROF_NVLINK_L10_TX_BYTES", "", "NVL10T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 10, header and payload, in bytes per second.",
+         83, 1.0, false),
+    Prof(1061, "DCGM_FI_PROF_NVLINK_L10_RX_BYTES", "", "NVL10R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 10, header and payload, in bytes per second.", 82,
+         1.0, false),
+    Prof(1062, "DCGM_FI_PROF_NVLINK_L11_TX_BYTES", "", "NVL11T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 11, header and payload, in bytes per second.",
+         85, 1.0, false),
+    Prof(1063, "DCGM_FI_PROF_NVLINK_L11_RX_BYTES", "", "NVL11R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 11, header and payload, in bytes per second.", 84,
+         1.0, false),
+    Prof(1064, "DCGM_FI_PROF_NVLINK_L12_TX_BYTES", "", "NVL12T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 12, header and payload, in bytes per second.",
+         87, 1.0, false),
+    Prof(1065, "DCGM_FI_PROF_NVLINK_L12_RX_BYTES", "", "NVL12R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 12, header and payload, in bytes per second.", 86,
+         1.0, false),
+    Prof(1066, "DCGM_FI_PROF_NVLINK_L13_TX_BYTES", "", "NVL13T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 13, header and payload, in bytes per second.",
+         89, 1.0, false),
+    Prof(1067, "DCGM_FI_PROF_NVLINK_L13_RX_BYTES", "", "NVL13R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 13, header and payload, in bytes per second.", 88,
+         1.0, false),
+    Prof(1068, "DCGM_FI_PROF_NVLINK_L14_TX_BYTES", "", "NVL14T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 14, header and payload, in bytes per second.",
+         91, 1.0, false),
+    Prof(1069, "DCGM_FI_PROF_NVLINK_L14_RX_BYTES", "", "NVL14R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 14, header and payload, in bytes per second.", 90,
+         1.0, false),
+    Prof(1070, "DCGM_FI_PROF_NVLINK_L15_TX_BYTES", "", "NVL15T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 15, header and payload, in bytes per second.",
+         93, 1.0, false),
+    Prof(1071, "DCGM_FI_PROF_NVLINK_L15_RX_BYTES", "", "NVL15R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 15, header and payload, in bytes per second.", 92,
+         1.0, false),
+    Prof(1072, "DCGM_FI_PROF_NVLINK_L16_TX_BYTES", "", "NVL16T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 16, header and payload, in bytes per second.",
+         95, 1.0, false),
+    Prof(1073, "DCGM_FI_PROF_NVLINK_L16_RX_BYTES", "", "NVL16R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 16, header and payload, in bytes per second.", 94,
+         1.0, false),
+    Prof(1074, "DCGM_FI_PROF_NVLINK_L17_TX_BYTES", "", "NVL17T", kBytesPerSecond, I,
+         "The rate of data transmitted over NVLink 17, header and payload, in bytes per second.",
+         97, 1.0, false),
+    Prof(1075, "DCGM_FI_PROF_NVLINK_L17_RX_BYTES", "", "NVL17R", kBytesPerSecond, I,
+         "The rate of data received over NVLink 17, header and payload, in bytes per second.", 96,
+         1.0, false),
 };
 
 constexpr std::array kLabelFields = {
@@ -90,9 +317,8 @@ constexpr std::array kLabelFields = {
     LabelFieldSpec{2, "DCGM_FI_NVML_VERSION", "", "NVML Version", LabelSource::kNvmlVersion},
 };
 
-constexpr std::string_view kProf = "profiling (DCP/GPM) field: gpulse does not read profiling metrics";
-constexpr std::string_view kNvlink = "NVLink counter: gpulse does not read NVLink yet";
-constexpr std::string_view kViolation = "violation timer: gpulse does not read it yet";
+constexpr std::string_view kProfNoGpm =
+    "profiling field without an NVML GPM metric: gpulse reads profiling through GPM only";
 constexpr std::string_view kInfoLabel = "string label: gpulse does not read it";
 constexpr std::string_view kExp =
     "dcgm-exporter's own family: gpulse exports gpulse_xid_errors_total and /health instead";
@@ -105,30 +331,13 @@ constexpr std::array kUnreadable = {
     UnreadableFieldSpec{81, "DCGM_FI_DEV_POWER_INFOROM_VER", kInfoLabel},
     UnreadableFieldSpec{82, "DCGM_FI_DEV_INFOROM_IMAGE_VER", kInfoLabel},
     UnreadableFieldSpec{85, "DCGM_FI_DEV_VBIOS_VERSION", kInfoLabel},
-    UnreadableFieldSpec{240, "DCGM_FI_DEV_POWER_VIOLATION", kViolation},
-    UnreadableFieldSpec{241, "DCGM_FI_DEV_THERMAL_VIOLATION", kViolation},
-    UnreadableFieldSpec{242, "DCGM_FI_DEV_SYNC_BOOST_VIOLATION", kViolation},
-    UnreadableFieldSpec{243, "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", kViolation},
-    UnreadableFieldSpec{244, "DCGM_FI_DEV_LOW_UTIL_VIOLATION", kViolation},
-    UnreadableFieldSpec{245, "DCGM_FI_DEV_RELIABILITY_VIOLATION", kViolation},
-    UnreadableFieldSpec{409, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", kNvlink},
-    UnreadableFieldSpec{419, "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", kNvlink},
-    UnreadableFieldSpec{429, "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", kNvlink},
-    UnreadableFieldSpec{439, "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", kNvlink},
-    UnreadableFieldSpec{449, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", kNvlink},
-    UnreadableFieldSpec{526, "DCGM_FI_DEV_VGPU_LICENSE_STATUS", "vGPU field: gpulse does not support vGPU"},
-    UnreadableFieldSpec{1001, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", kProf},
-    UnreadableFieldSpec{1002, "DCGM_FI_PROF_SM_ACTIVE", kProf},
-    UnreadableFieldSpec{1003, "DCGM_FI_PROF_SM_OCCUPANCY", kProf},
-    UnreadableFieldSpec{1004, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", kProf},
-    UnreadableFieldSpec{1005, "DCGM_FI_PROF_DRAM_ACTIVE", kProf},
-    UnreadableFieldSpec{1006, "DCGM_FI_PROF_PIPE_FP64_ACTIVE", kProf},
-    UnreadableFieldSpec{1007, "DCGM_FI_PROF_PIPE_FP32_ACTIVE", kProf},
-    UnreadableFieldSpec{1008, "DCGM_FI_PROF_PIPE_FP16_ACTIVE", kProf},
-    UnreadableFieldSpec{1009, "DCGM_FI_PROF_PCIE_TX_BYTES", kProf},
-    UnreadableFieldSpec{1010, "DCGM_FI_PROF_PCIE_RX_BYTES", kProf},
-    UnreadableFieldSpec{1011, "DCGM_FI_PROF_NVLINK_TX_BYTES", kProf},
-    UnreadableFieldSpec{1012, "DCGM_FI_PROF_NVLINK_RX_BYTES", kProf},
+    UnreadableFieldSpec{526, "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
+                        "vGPU field: gpulse does not support vGPU"},
+    UnreadableFieldSpec{1034, "DCGM_FI_PROF_NVOFA1_ACTIVE", kProfNoGpm},
+    UnreadableFieldSpec{1076, "DCGM_FI_PROF_C2C_TX_ALL_BYTES", kProfNoGpm},
+    UnreadableFieldSpec{1077, "DCGM_FI_PROF_C2C_TX_DATA_BYTES", kProfNoGpm},
+    UnreadableFieldSpec{1078, "DCGM_FI_PROF_C2C_RX_ALL_BYTES", kProfNoGpm},
+    UnreadableFieldSpec{1079, "DCGM_FI_PROF_C2C_RX_DATA_BYTES", kProfNoGpm},
     UnreadableFieldSpec{0, "DCGM_EXP_CLOCK_EVENTS_COUNT", kExp},
     UnreadableFieldSpec{0, "DCGM_EXP_XID_ERRORS_COUNT", kExp},
     UnreadableFieldSpec{0, "DCGM_EXP_GPU_HEALTH_STATUS", kExp},
@@ -139,9 +348,10 @@ using enum SelfMetric;
 constexpr std::array kSelfMetrics = {
     SelfMetricSpec{kBuildInfo, "gpulse_build_info", "", G,
                    "gpulse build: version and git commit as labels; the value is always 1."},
-    SelfMetricSpec{kBackendUp, "gpulse_backend_up", "", G,
-                   "1 when the GPU backend answered for at least one device in the read behind this "
-                   "response, else 0."},
+    SelfMetricSpec{
+        kBackendUp, "gpulse_backend_up", "", G,
+        "1 when the GPU backend answered for at least one device in the read behind this "
+        "response, else 0."},
     SelfMetricSpec{kScrapeDuration, "gpulse_scrape_duration_seconds", "seconds", G,
                    "Seconds the device read behind this response took (one read is shared by the "
                    "scrapes that arrive within --min-refresh-ms)."},
@@ -158,11 +368,19 @@ constexpr std::array kSelfMetrics = {
     SelfMetricSpec{kBackendFailedCalls, "gpulse_backend_failed_calls_total", "", C,
                    "GPU library calls that failed transiently since start; their readings were "
                    "absent from that read."},
+    SelfMetricSpec{kProfilingStuck, "gpulse_profiling_stuck", "", G,
+                   "1 when the GPU's profiling graphics-engine ratio has read exactly 0 for several "
+                   "reads while its utilization said busy (profiling silently stuck), else 0."},
+    SelfMetricSpec{kProfilingFailedCalls, "gpulse_profiling_failed_calls_total", "", C,
+                   "Profiling (NVML GPM) calls that failed since start; those profiling readings "
+                   "were absent, not 0."},
+    SelfMetricSpec{kProfilingRejectedValues, "gpulse_profiling_rejected_values_total", "", C,
+                   "Profiling readings the driver answered outside their range (a ratio outside "
+                   "0..1, a negative rate) and gpulse dropped instead of exporting."},
 };
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::toupper(static_cast<unsigned char>(x)) ==
                   std::toupper(static_cast<unsigned char>(y));
          });
@@ -211,7 +429,8 @@ Result<std::vector<FieldIndex>> ParseFieldList(std::string_view list) {
     if (comma == std::string_view::npos) comma = list.size();
     std::string_view entry = Trim(list.substr(pos, comma - pos));
     pos = comma + 1;
-    if (entry.empty()) return InvalidArgument("empty entry in field list \"" + std::string(list) + "\"");
+    if (entry.empty())
+      return InvalidArgument("empty entry in field list \"" + std::string(list) + "\"");
     auto index = FindField(entry);
     if (!index) {
       return InvalidArgument("unknown field \"" + std::string(entry) +
@@ -230,7 +449,8 @@ std::span<const LabelFieldSpec> AllLabelFields() { return kLabelFields; }
 const LabelFieldSpec* FindLabelField(std::string_view name) {
   std::string_view s = Trim(name);
   for (const LabelFieldSpec& f : kLabelFields) {
-    if (EqualsIgnoreCase(s, f.name) || (!f.alias.empty() && EqualsIgnoreCase(s, f.alias))) return &f;
+    if (EqualsIgnoreCase(s, f.name) || (!f.alias.empty() && EqualsIgnoreCase(s, f.alias)))
+      return &f;
   }
   return nullptr;
 }
@@ -256,17 +476,38 @@ const SelfMetricSpec& SelfMetricAt(SelfMetric metric) {
 
 std::string_view UnitSymbol(Unit unit) {
   switch (unit) {
-    case kNone: return "";
-    case kPercent: return "%";
-    case kMiB: return "MiB";
-    case kWatts: return "W";
-    case kMilliJoules: return "mJ";
-    case kCelsius: return "C";
-    case kMHz: return "MHz";
-    case kCount: return "count";
-    case kBitmask: return "bitmask";
-    case kPState: return "P-state";
-    case kXid: return "XID";
+    case kNone:
+      return "";
+    case kPercent:
+      return "%";
+    case kMiB:
+      return "MiB";
+    case kWatts:
+      return "W";
+    case kMilliJoules:
+      return "mJ";
+    case kCelsius:
+      return "C";
+    case kMHz:
+      return "MHz";
+    case kCount:
+      return "count";
+    case kBitmask:
+      return "bitmask";
+    case kPState:
+      return "P-state";
+    case kXid:
+      return "XID";
+    case kRatio:
+      return "ratio";
+    case kBytesPerSecond:
+      return "B/s";
+    case kKBPerSecond:
+      return "KB/s";
+    case kMBPerSecond:
+      return "MB/s";
+    case kNanoseconds:
+      return "ns";
   }
   return "";
 }
@@ -276,12 +517,15 @@ std::string_view PromTypeName(PromType type) {
 }
 
 bool PerInstance(const FieldSpec& field) {
+  if (field.nvml == NvmlSource::kGpm) return field.per_instance;
   switch (field.nvml) {
     case NvmlSource::kMemoryTotal:
     case NvmlSource::kMemoryFree:
     case NvmlSource::kMemoryUsed:
-    case NvmlSource::kMemoryReserved: return true;
-    default: return false;
+    case NvmlSource::kMemoryReserved:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -1,5 +1,6 @@
 // The field catalogue: every reading gpulse knows is one row of one table. dmon, the exporter, the
-// reports and the docs all read it; it is the only place a field's name, unit or help text is written.
+// reports and the docs all read it; it is the only place a field's name, unit or help text is
+// written.
 //
 // Field ids and names are DCGM's (dcgm_fields.h), so `-e 155,150` and `-e DCGM_FI_DEV_POWER_USAGE`
 // mean what they mean to dcgmi users. The table is immutable and safe to read from any thread.
@@ -26,8 +27,13 @@ enum class Unit {
   kMHz,
   kCount,
   kBitmask,
-  kPState,  // 0 (highest performance) .. 15
-  kXid,     // an XID error code
+  kPState,          // 0 (highest performance) .. 15
+  kXid,             // an XID error code
+  kRatio,           // 0 .. 1 (DCGM's profiling fields)
+  kBytesPerSecond,  // B/s
+  kKBPerSecond,     // KB/s (1000 bytes), nvmlDeviceGetPcieThroughput's unit
+  kMBPerSecond,     // MB/s (10^6 bytes)
+  kNanoseconds,     // ns
 };
 
 enum class PromType { kGauge, kCounter };
@@ -68,7 +74,24 @@ enum class NvmlSource {
   kRemappedCorrectable,
   kRowRemapFailure,
   kLastXid,  // from the XID event set, not a query
+  kFanSpeed,
+  kPcieTxThroughput,
+  kPcieRxThroughput,
+  kViolationPower,  // nvmlDeviceGetViolationStatus, one policy each
+  kViolationThermal,
+  kViolationSyncBoost,
+  kViolationBoardLimit,
+  kViolationLowUtil,
+  kViolationReliability,
+  kNvlinkCrcFlitErrors,  // nvmlDeviceGetFieldValues NVLink totals
+  kNvlinkCrcDataErrors,
+  kNvlinkReplayErrors,
+  kNvlinkRecoveryErrors,
+  kNvlinkThroughput,  // rate from the difference of two NVLink KiB counters
+  kGpm,               // a GPM metric: FieldSpec::gpm says which
+  kSourceCount,       // not a source: the number of them
 };
+constexpr unsigned kNvmlSourceCount = static_cast<unsigned>(NvmlSource::kSourceCount);
 
 using FieldId = int;  // the DCGM numeric id, e.g. 155
 
@@ -82,10 +105,16 @@ struct FieldSpec {
   ValueType value_type;
   std::string_view help;  // the exposition's HELP text (dcgm-exporter's where it has one)
   NvmlSource nvml;
+  unsigned gpm = 0;    // kGpm: the NVML_GPM_METRIC_* id
+  double scale = 1.0;  // kGpm: multiplies GPM's value (percent -> ratio is 0.01)
+  // Lowest entity that has the reading. kGpm ratios exist per MIG instance (DCGM's "CI"/"GI"
+  // level); PCIe and NVLink rates are the GPU's only.
+  bool per_instance = false;
 };
 
-// Whether NVML gives the reading per MIG GPU instance (through the instance's handle): memory. Every
-// other reading exists for the whole GPU only and is never copied to its instances.
+// Whether NVML gives the reading per MIG GPU instance: memory (through the instance's handle) and
+// the GPM activity ratios (through the parent's instance sample). Every other reading exists for
+// the whole GPU only and is never copied to its instances.
 bool PerInstance(const FieldSpec& field);
 
 // All rows, in catalogue order (ordered by id).
@@ -143,6 +172,9 @@ enum class SelfMetric {
   kDeviceSampleAge,
   kXidErrorsTotal,
   kBackendFailedCalls,
+  kProfilingStuck,
+  kProfilingFailedCalls,
+  kProfilingRejectedValues,
 };
 
 struct SelfMetricSpec {

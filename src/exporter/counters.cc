@@ -1,11 +1,11 @@
 #include "exporter/counters.h"
 
-#include "sys/regular_file.h"
-
 #include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <sstream>
+
+#include "sys/regular_file.h"
 
 namespace gpulse::exporter {
 namespace {
@@ -13,8 +13,11 @@ namespace {
 // dcgm-exporter's default-counters.csv, in file order, restricted to what gpulse reads. The PROF
 // fields (1001, 1004, 1005, 1009, 1010), NVLink bandwidth (449) and the vGPU license (526) are left
 // out: docs/exporter.md lists them.
-constexpr FieldId kDefaultFieldIds[] = {100, 101, 140, 150, 155, 156, 202, 203, 204,
-                                        206, 207, 230, 251, 252, 253, 393, 394, 395};
+// dcgm-exporter's default counters file, in its order (research/dcgm.md section 1), without the
+// vGPU license status gpulse cannot read.
+constexpr FieldId kDefaultFieldIds[] = {100, 101, 140, 150,  155,  156,  202,  203,
+                                        204, 206, 207, 230,  251,  252,  253,  449,
+                                        393, 394, 395, 1001, 1004, 1005, 1009, 1010};
 constexpr FieldId kDefaultLabelIds[] = {1};
 
 std::string_view Trim(std::string_view s) {

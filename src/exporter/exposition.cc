@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/xid.h"
 #include "prom/writer.h"
 
 namespace gpulse::exporter {
@@ -27,6 +28,15 @@ std::optional<std::string> LabelValue(const SystemInfo& info, const LabelFieldSp
       return info.library_version;
   }
   return std::nullopt;
+}
+
+// dcgm-exporter's labels on the XID gauge: the code and NVIDIA's description of it.
+std::string_view XidLabels(double xid, std::string& out) {
+  const auto code = static_cast<std::uint64_t>(xid);
+  out = "err_code=\"" + std::to_string(code) + "\",err_msg=\"";
+  prom::AppendEscapedLabelValue(out, XidDescription(code));
+  out += '"';
+  return out;
 }
 
 void Header(std::string& out, SelfMetric m) {
@@ -77,7 +87,9 @@ MigInstance InstanceOf(const Entity& e) {
 
 MetricsPage::MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSet> counters,
                          PageOptions options)
-    : info_(info), counters_(std::move(counters)), options_(std::move(options)),
+    : info_(info),
+      counters_(std::move(counters)),
+      options_(std::move(options)),
       entities_(BuildEntities(info)) {
   for (const Entity& e : entities_) {
     lost_labels_.push_back(RenderLabelList(LostLabels(e)));
@@ -105,6 +117,7 @@ MetricsPage::MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSe
   }
   build_labels_ = RenderLabelList({{"version", options_.version}, {"commit", options_.commit}});
   backend_labels_ = RenderLabelList({{"backend", info_.backend}});
+  for (const DeviceInfo& d : info_.devices) profiling_ = profiling_ || d.profiling;
 }
 
 void MetricsPage::Render(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out) const {
@@ -119,6 +132,7 @@ void MetricsPage::Render(const Snapshot& snap, std::int64_t now_mono_ns, std::st
 
 void MetricsPage::RenderCounters(const Snapshot& snap, std::string& out) const {
   std::size_t n = std::min(snap.entities.size(), entities_.size());
+  std::string xid_extra;
   for (const Counter& c : counters_->counters) {
     const FieldSpec& spec = FieldAt(c.field);
     const bool per_instance = PerInstance(spec);
@@ -136,7 +150,9 @@ void MetricsPage::RenderCounters(const Snapshot& snap, std::string& out) const {
         prom::AppendFamilyHeader(out, c.name, c.help, c.type);
         header = true;
       }
-      prom::AppendSample(out, c.name, full_labels_[i], "", *s.values[c.field], FormatOf(spec));
+      std::string_view extra;
+      if (spec.nvml == NvmlSource::kLastXid) extra = XidLabels(*s.values[c.field], xid_extra);
+      prom::AppendSample(out, c.name, full_labels_[i], extra, *s.values[c.field], FormatOf(spec));
     }
   }
 }
@@ -148,7 +164,8 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns,
   constexpr auto kFloat = prom::ValueFormat::kShortest;
   std::size_t n = std::min(snap.entities.size(), entities_.size());
   auto lost = [&](std::size_t i) {
-    return entities_[i].state == EntityState::kLost || snap.entities[i].sample.state == DeviceState::kLost;
+    return entities_[i].state == EntityState::kLost ||
+           snap.entities[i].sample.state == DeviceState::kLost;
   };
   // Present entities with readings of their own.
   auto live = [&](std::size_t i) { return entities_[i].readable() && !lost(i); };
@@ -162,6 +179,14 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns,
   Header(out, SelfMetric::kBackendFailedCalls);
   AppendSample(out, SelfMetricAt(SelfMetric::kBackendFailedCalls).name, backend_labels_, "",
                static_cast<double>(snap.failed_calls_total), kInt);
+  if (profiling_) {
+    Header(out, SelfMetric::kProfilingFailedCalls);
+    AppendSample(out, SelfMetricAt(SelfMetric::kProfilingFailedCalls).name, backend_labels_, "",
+                 static_cast<double>(snap.profiling_failed_total), kInt);
+    Header(out, SelfMetric::kProfilingRejectedValues);
+    AppendSample(out, SelfMetricAt(SelfMetric::kProfilingRejectedValues).name, backend_labels_, "",
+                 static_cast<double>(snap.profiling_rejected_total), kInt);
+  }
   Header(out, SelfMetric::kScrapeDuration);
   AppendSample(out, SelfMetricAt(SelfMetric::kScrapeDuration).name, "", "", snap.duration_ns / 1e9,
                kFloat);
@@ -192,6 +217,17 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns,
       double age = std::max<std::int64_t>(0, now_mono_ns - snap.entities[i].sample.t_mono_ns) / 1e9;
       AppendSample(out, SelfMetricAt(SelfMetric::kDeviceSampleAge).name, short_labels_[i], "", age,
                    kFloat);
+    }
+  }
+  if (profiling_ && any_live) {
+    Header(out, SelfMetric::kProfilingStuck);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!live(i) || !gpu(i) || !entities_[i].device_pos ||
+          !info_.devices[*entities_[i].device_pos].profiling) {
+        continue;
+      }
+      AppendSample(out, SelfMetricAt(SelfMetric::kProfilingStuck).name, short_labels_[i], "",
+                   snap.entities[i].sample.profiling_stuck ? 1 : 0, kInt);
     }
   }
   // XIDs of every GPU, lost ones included: counters keep their last value, never reset.

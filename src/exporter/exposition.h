@@ -68,6 +68,7 @@ class MetricsPage {
   mutable std::atomic<std::size_t> size_hint_{0};  // the last body's size (a reserve hint only)
   std::string build_labels_;
   std::string backend_labels_;
+  bool profiling_ = false;  // some GPU has GPM: the profiling self metrics are exported
 };
 
 }  // namespace gpulse::exporter

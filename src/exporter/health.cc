@@ -7,15 +7,15 @@ namespace gpulse::exporter {
 namespace {
 
 std::string Name(const Entity& e) {
-  std::string id = !e.uuid.empty() ? e.uuid : (!e.pci_bus_id.empty() ? e.pci_bus_id : "identity unknown");
+  std::string id =
+      !e.uuid.empty() ? e.uuid : (!e.pci_bus_id.empty() ? e.pci_bus_id : "identity unknown");
   return fmt::format("GPU {} ({})", e.gpu, id);
 }
 
 }  // namespace
 
 HealthVerdict EvaluateHealth(const SystemInfo& info, const std::vector<Entity>& entities,
-                             const Snapshot* snap, std::int64_t now,
-                             std::int64_t staleness_ns,
+                             const Snapshot* snap, std::int64_t now, std::int64_t staleness_ns,
                              std::optional<std::int64_t> in_flight_since) {
   if (in_flight_since && now - *in_flight_since > staleness_ns) {
     return {false, fmt::format("a device read has been running for {:.3f} s (limit {:.3f} s)",
@@ -38,6 +38,11 @@ HealthVerdict EvaluateHealth(const SystemInfo& info, const std::vector<Entity>& 
     const Entity& e = entities[i];
     if (d.sample.state == DeviceState::kLost && e.kind == EntityKind::kGpu) {
       return {false, Name(e) + " is lost (the driver answered GPU_IS_LOST)"};
+    }
+    if (d.sample.profiling_stuck) {
+      return {false, fmt::format("{} ({}): profiling reads 0 while the GPU is busy (stuck; "
+                                 "gpulse_profiling_stuck)",
+                                 EntityLabel(e), e.uuid)};
     }
     if (d.failed_calls > 0) {
       return {false, fmt::format("{} ({}): {} call(s) failed in the last read", EntityLabel(e),

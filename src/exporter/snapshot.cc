@@ -33,6 +33,8 @@ std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend, const std::v
     r.failed_calls = backend.stats().failed_calls - before;
   }
   s->failed_calls_total = backend.stats().failed_calls;
+  s->profiling_failed_total = backend.stats().profiling_failed_calls;
+  s->profiling_rejected_total = backend.stats().profiling_rejected_values;
   s->duration_ns = MonotonicNowNs() - s->start_mono_ns;
   return s;
 }

@@ -25,6 +25,8 @@ struct Snapshot {
   std::vector<FieldIndex> fields;        // what was asked for
   std::vector<DeviceReading> entities;   // parallel to BuildEntities(SystemInfo)
   std::uint64_t failed_calls_total = 0;  // backend's running count, for the self metric
+  std::uint64_t profiling_failed_total = 0;    // likewise, GPM calls
+  std::uint64_t profiling_rejected_total = 0;  // GPM values out of range, dropped
 
   // At least one device answered (the basis of gpulse_backend_up).
   bool AnyDeviceRead() const;

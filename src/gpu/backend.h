@@ -20,6 +20,10 @@ namespace gpulse::gpu {
 struct ReadStats {
   std::uint64_t failed_calls = 0;        // transient errors: the reading is absent this tick
   std::uint64_t unsupported_calls = 0;   // NOT_SUPPORTED (remembered, not retried)
+  // Profiling (GPM): calls that failed (also counted in failed_calls), and metric values outside
+  // their range that were dropped instead of reported.
+  std::uint64_t profiling_failed_calls = 0;
+  std::uint64_t profiling_rejected_values = 0;
 };
 
 class Backend {

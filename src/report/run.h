@@ -18,10 +18,10 @@
 namespace gpulse::report {
 
 // One GPU at one tick. Every reading is optional, marked present in a bitmask (kept compact: a run
-// holds one of these per device per tick, about 96 bytes): a reading that is unsupported or failed
+// holds one of these per device per tick, about 128 bytes): a reading that is unsupported or failed
 // this tick is absent (null in run.json), never zero-filled, and the device keeps its sample.
 struct GpuSample {
-  enum Extra : std::uint16_t {
+  enum Extra : std::uint32_t {
     // The five ADR-007 readings.
     kMemoryUsed = 1 << 8,
     kMemoryTotal = 1 << 9,
@@ -37,6 +37,13 @@ struct GpuSample {
     kPcieReplay = 1 << 5,
     kEccSbeVolatile = 1 << 6,
     kEccDbeVolatile = 1 << 7,
+    // The profiling extras (NVML GPM, issue 15).
+    kGrEngineActive = 1 << 13,
+    kSmActive = 1 << 14,
+    kTensorActive = 1 << 15,
+    kDramActive = 1 << 16,
+    kPcieTxBytes = 1 << 17,
+    kPcieRxBytes = 1 << 18,
   };
 
   std::int64_t elapsed_ns = 0;
@@ -54,7 +61,13 @@ struct GpuSample {
   std::uint32_t sm_clock_mhz = 0;
   std::uint32_t memory_clock_mhz = 0;
   std::uint32_t pcie_replay_count = 0;
-  std::uint16_t present = 0;  // Extra bits
+  std::uint64_t pcie_tx_bytes_per_second = 0;
+  std::uint64_t pcie_rx_bytes_per_second = 0;
+  float gr_engine_active = 0;  // ratios 0..1 (DCGM_FI_PROF_*), 4 decimals in run.json
+  float sm_active = 0;
+  float tensor_active = 0;
+  float dram_active = 0;
+  std::uint32_t present = 0;  // Extra bits
 
   bool has(Extra e) const { return (present & e) != 0; }
   template <typename T>

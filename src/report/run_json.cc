@@ -303,6 +303,17 @@ void AppendSample(fmt::memory_buffer& b, const GpuSample& s) {
   extra(GpuSample::kPcieReplay, ",\"pcie_replay_count\":", s.pcie_replay_count);
   extra(GpuSample::kEccSbeVolatile, ",\"ecc_sbe_volatile\":", s.ecc_sbe_volatile);
   extra(GpuSample::kEccDbeVolatile, ",\"ecc_dbe_volatile\":", s.ecc_dbe_volatile);
+  auto ratio = [&](GpuSample::Extra e, const auto& key, float v) {
+    if (!s.has(e)) return;
+    Lit(b, key);
+    fmt::format_to(std::back_inserter(b), "{:.4f}", v);
+  };
+  ratio(GpuSample::kGrEngineActive, ",\"gr_engine_active\":", s.gr_engine_active);
+  ratio(GpuSample::kSmActive, ",\"sm_active\":", s.sm_active);
+  ratio(GpuSample::kTensorActive, ",\"tensor_active\":", s.tensor_active);
+  ratio(GpuSample::kDramActive, ",\"dram_active\":", s.dram_active);
+  extra(GpuSample::kPcieTxBytes, ",\"pcie_tx_bytes_per_second\":", s.pcie_tx_bytes_per_second);
+  extra(GpuSample::kPcieRxBytes, ",\"pcie_rx_bytes_per_second\":", s.pcie_rx_bytes_per_second);
   b.push_back('}');
 }
 

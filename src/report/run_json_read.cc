@@ -110,6 +110,19 @@ GpuSample ParseSample(const json& s) {
   extra(GpuSample::kPcieReplay, "pcie_replay_count", g.pcie_replay_count);
   extra(GpuSample::kEccSbeVolatile, "ecc_sbe_volatile", g.ecc_sbe_volatile);
   extra(GpuSample::kEccDbeVolatile, "ecc_dbe_volatile", g.ecc_dbe_volatile);
+  extra(GpuSample::kPcieTxBytes, "pcie_tx_bytes_per_second", g.pcie_tx_bytes_per_second);
+  extra(GpuSample::kPcieRxBytes, "pcie_rx_bytes_per_second", g.pcie_rx_bytes_per_second);
+  auto ratio = [&](GpuSample::Extra e, const char* key, float& field) {
+    if (auto v = OptGet<double>(s, key)) {
+      if (!(*v >= 0.0 && *v <= 1.0)) throw std::out_of_range(std::string(key) + " outside 0..1");
+      field = static_cast<float>(*v);
+      g.present |= e;
+    }
+  };
+  ratio(GpuSample::kGrEngineActive, "gr_engine_active", g.gr_engine_active);
+  ratio(GpuSample::kSmActive, "sm_active", g.sm_active);
+  ratio(GpuSample::kTensorActive, "tensor_active", g.tensor_active);
+  ratio(GpuSample::kDramActive, "dram_active", g.dram_active);
   return g;
 }
 

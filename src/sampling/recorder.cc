@@ -17,6 +17,8 @@ FieldIndex Idx(FieldId id) { return *IndexOf(id); }
 constexpr FieldId kFbUsed = 252, kFbTotal = 250, kGpuUtil = 203, kGpuTemp = 150, kPower = 155;
 constexpr FieldId kMemUtil = 204, kSmClock = 100, kMemClock = 101, kEnergy = 156, kReasons = 112,
                   kPcieReplay = 202, kEccSbe = 310, kEccDbe = 311, kXid = 230;
+constexpr FieldId kGrEngine = 1001, kSmActive = 1002, kTensor = 1004, kDram = 1005, kPcieTx = 1009,
+                  kPcieRx = 1010;
 
 struct ExtraMap {
   FieldId id;
@@ -40,6 +42,12 @@ constexpr ExtraMap kExtras[] = {
     {kPcieReplay, report::GpuSample::kPcieReplay, "pcie_replay_count"},
     {kEccSbe, report::GpuSample::kEccSbeVolatile, "ecc_sbe_volatile"},
     {kEccDbe, report::GpuSample::kEccDbeVolatile, "ecc_dbe_volatile"},
+    {kGrEngine, report::GpuSample::kGrEngineActive, "gr_engine_active"},
+    {kSmActive, report::GpuSample::kSmActive, "sm_active"},
+    {kTensor, report::GpuSample::kTensorActive, "tensor_active"},
+    {kDram, report::GpuSample::kDramActive, "dram_active"},
+    {kPcieTx, report::GpuSample::kPcieTxBytes, "pcie_tx_bytes_per_second"},
+    {kPcieRx, report::GpuSample::kPcieRxBytes, "pcie_rx_bytes_per_second"},
 };
 constexpr std::size_t kColumns = std::size(kRequired) + std::size(kExtras);
 
@@ -65,6 +73,8 @@ const TimelineIndex& Indices() {
 std::uint64_t U64(double v) { return v <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(v)); }
 std::uint32_t U32(double v) { return static_cast<std::uint32_t>(U64(v)); }
 constexpr double kMiB = 1024.0 * 1024.0;  // the catalogue reports framebuffer in MiB
+// A ratio kept to run.json's 4 decimals, so that a journal read back formats the same bytes.
+float Ratio(double x) { return static_cast<float>(std::round(std::clamp(x, 0.0, 1.0) * 1e4) / 1e4); }
 
 void Store(report::GpuSample& g, report::GpuSample::Extra bit, double x) {
   using G = report::GpuSample;
@@ -83,6 +93,12 @@ void Store(report::GpuSample& g, report::GpuSample::Extra bit, double x) {
     case G::kPcieReplay: g.pcie_replay_count = U32(x); break;
     case G::kEccSbeVolatile: g.ecc_sbe_volatile = U64(x); break;
     case G::kEccDbeVolatile: g.ecc_dbe_volatile = U64(x); break;
+    case G::kGrEngineActive: g.gr_engine_active = Ratio(x); break;
+    case G::kSmActive: g.sm_active = Ratio(x); break;
+    case G::kTensorActive: g.tensor_active = Ratio(x); break;
+    case G::kDramActive: g.dram_active = Ratio(x); break;
+    case G::kPcieTxBytes: g.pcie_tx_bytes_per_second = U64(x); break;
+    case G::kPcieRxBytes: g.pcie_rx_bytes_per_second = U64(x); break;
   }
 }
 

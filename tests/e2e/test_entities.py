@@ -147,8 +147,12 @@ class RecordEntitiesTest(GpulseTestCase):
                                  [None, None, None])
                 self.assertGreater(s["memory_used_bytes"], 0)
         absent = {a["device_index"]: a for a in doc["gpu_timeline"]["absent"]}
-        self.assertNotIn(0, absent)
-        self.assertEqual(absent[1]["unsupported"], ["temperature_celsius"])
+        # L40S (Ada) has no GPM: the profiling readings are unsupported on every GPU, and GPU 0 lacks
+        # nothing else.
+        profiling = ["gr_engine_active", "sm_active", "tensor_active", "dram_active", "pcie_tx_bytes_per_second",
+                     "pcie_rx_bytes_per_second"]
+        self.assertEqual(absent[0]["unsupported"], profiling)
+        self.assertEqual(absent[1]["unsupported"], ["temperature_celsius"] + profiling)
         self.assertIn("power_draw_milliwatts", absent[3]["unsupported"])
         self.assertIn("GPU 1:  VRAM", text)
         self.assertIn("temp peak n/a", text)

@@ -124,6 +124,32 @@ class PrometheusScrapesExportersTest(GpulseTestCase):
         self.assertGreater(ratio, 0.5)
         self.assertLess(ratio, 1.0)
         self.check_dashboard(prom)
+        self.check_nvidia_dashboard(prom)
+
+    # The queries of NVIDIA's own Grafana dashboard for dcgm-exporter (grafana/dcgm-exporter-dashboard.json
+    # in NVIDIA/dcgm-exporter), its $instance and $gpu variables set to "all". Each must find series on
+    # gpulse as it does on dcgm-exporter: the tensor panel was empty before GPM (issue 15).
+    NVIDIA_DASHBOARD = {
+        "GPU Temperature": 'DCGM_FI_DEV_GPU_TEMP{instance=~"$instance", gpu=~"$gpu"}',
+        "GPU Avg. Temp": 'avg(DCGM_FI_DEV_GPU_TEMP{instance=~"$instance", gpu=~"$gpu"})',
+        "GPU Power Usage": 'DCGM_FI_DEV_POWER_USAGE{instance=~"$instance", gpu=~"$gpu"}',
+        "GPU Power Total": 'sum(DCGM_FI_DEV_POWER_USAGE{instance=~"$instance", gpu=~"$gpu"})',
+        "GPU SM Clocks": 'DCGM_FI_DEV_SM_CLOCK{instance=~"$instance", gpu=~"$gpu"} * 1000000',
+        "GPU Utilization": 'DCGM_FI_DEV_GPU_UTIL{instance=~"$instance", gpu=~"$gpu"}',
+        "GPU Framebuffer Mem Used": 'DCGM_FI_DEV_FB_USED{instance=~"$instance", gpu=~"$gpu"}',
+        "Tensor Core Utilization": 'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{instance=~"$instance", gpu=~"$gpu"}',
+        # The dashboard's variables: label_values(DCGM_FI_DEV_GPU_TEMP, instance) and (..., gpu).
+        "variable instance": "count by (instance) (DCGM_FI_DEV_GPU_TEMP)",
+        "variable gpu": "count by (gpu) (DCGM_FI_DEV_GPU_TEMP)",
+    }
+
+    def check_nvidia_dashboard(self, prom):
+        for panel, expr in self.NVIDIA_DASHBOARD.items():
+            expr = expr.replace("$instance", ".*").replace("$gpu", ".*")
+            with self.subTest(panel=panel, expr=expr):
+                self.assertTrue(prom.wait_for(expr, 1), "NVIDIA's dashboard query finds series")
+        tensor = prom.wait_for('DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{Hostname="node-a"}', 8)
+        self.assertEqual(len(tensor), 8, "every H100 has a tensor series (the A100s have no GPM)")
 
     def check_mig(self, prom, b):
         # One memory series per MIG GPU instance, with dcgm-exporter's labels; the MIG-enabled parent

@@ -40,14 +40,14 @@ TEST(Counters, ReadsDcgmExporterFormat) {
 TEST(Counters, FieldsGpulseCannotReadAreSkippedWithAWarning) {
   auto set = ParseCounters(
       "DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n"
-      "DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, Ratio of time the graphics engine is active.\n"
-      "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, NVLink.\n"
+      "DCGM_FI_PROF_NVOFA1_ACTIVE, gauge, Ratio of cycles NVOFA engine 1 is active.\n"
+      "DCGM_FI_PROF_C2C_TX_ALL_BYTES, gauge, C2C.\n"
       "DCGM_FI_DEV_SERIAL, label, Serial\n",
       "d.csv");
   ASSERT_TRUE(set.ok()) << set.error().message;
   EXPECT_EQ(set->counters.size(), 1u);
   ASSERT_EQ(set->warnings.size(), 3u);
-  EXPECT_EQ(set->warnings[0].rfind("d.csv:2: skipping DCGM_FI_PROF_GR_ENGINE_ACTIVE: profiling", 0),
+  EXPECT_EQ(set->warnings[0].rfind("d.csv:2: skipping DCGM_FI_PROF_NVOFA1_ACTIVE: profiling", 0),
             0u)
       << set->warnings[0];
   EXPECT_NE(set->warnings[1].find("d.csv:3:"), std::string::npos);
@@ -70,7 +70,7 @@ TEST(Counters, BadLinesFailWithFileLineAndReason) {
            {"DCGM_FI_DEV_GPU_UTIL, gauge, \"unterminated\n", "unterminated quoted field"},
            {"155, gauge, x\n", "unknown field \"155\""},
            {"# nothing\n", "no field gpulse can read"},
-           {"DCGM_FI_PROF_SM_ACTIVE, gauge, x\n", "no field gpulse can read"},
+           {"DCGM_FI_PROF_NVOFA1_ACTIVE, gauge, x\n", "no field gpulse can read"},
        }) {
     auto set = ParseCounters(c.text, "f.csv");
     ASSERT_FALSE(set.ok()) << c.text;
@@ -105,9 +105,15 @@ TEST(Counters, DefaultSetMirrorsDcgmExporterForReadableFields) {
                                          "DCGM_FI_DEV_FB_FREE",
                                          "DCGM_FI_DEV_FB_USED",
                                          "DCGM_FI_DEV_FB_RESERVED",
+                                         "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
                                          "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
                                          "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-                                         "DCGM_FI_DEV_ROW_REMAP_FAILURE"};
+                                         "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+                                         "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+                                         "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+                                         "DCGM_FI_PROF_DRAM_ACTIVE",
+                                         "DCGM_FI_PROF_PCIE_TX_BYTES",
+                                         "DCGM_FI_PROF_PCIE_RX_BYTES"};
   EXPECT_EQ(names, want);
   ASSERT_EQ(set.labels.size(), 1u);
   EXPECT_EQ(set.labels[0].name, "DCGM_FI_DRIVER_VERSION");

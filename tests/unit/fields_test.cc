@@ -84,7 +84,8 @@ TEST(Fields, LabelFieldsAndUnreadableFieldsAreDistinctFromReadableOnes) {
     EXPECT_EQ(FindLabelField(u.name), nullptr) << u.name;
     EXPECT_FALSE(u.reason.empty()) << u.name;
   }
-  EXPECT_NE(FindUnreadableField("DCGM_FI_PROF_GR_ENGINE_ACTIVE"), nullptr);
+  EXPECT_NE(FindUnreadableField("DCGM_FI_PROF_NVOFA1_ACTIVE"), nullptr);  // no GPM metric for it
+  EXPECT_EQ(FindUnreadableField("DCGM_FI_PROF_GR_ENGINE_ACTIVE"), nullptr);  // read through GPM
 }
 
 TEST(Fields, EverySelfMetricHasOneRowWithAConventionalName) {

@@ -70,6 +70,16 @@ struct NvmlApi {
                                                        nvmlProcessInfo_v1_t*) = nullptr;
   nvmlReturn_t (*DeviceGetProcessUtilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*,
                                               unsigned*, unsigned long long) = nullptr;
+  nvmlReturn_t (*DeviceGetFanSpeed)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetPcieThroughput)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetViolationStatus)(nvmlDevice_t, int, nvmlViolationTime_t*) = nullptr;
+  // GPM (NVML 12, Hopper and later); all six or the profiling fields are unsupported.
+  nvmlReturn_t (*GpmQueryDeviceSupport)(nvmlDevice_t, nvmlGpmSupport_t*) = nullptr;
+  nvmlReturn_t (*GpmSampleAlloc)(nvmlGpmSample_t*) = nullptr;
+  nvmlReturn_t (*GpmSampleFree)(nvmlGpmSample_t) = nullptr;
+  nvmlReturn_t (*GpmSampleGet)(nvmlDevice_t, nvmlGpmSample_t) = nullptr;
+  nvmlReturn_t (*GpmMigSampleGet)(nvmlDevice_t, unsigned, nvmlGpmSample_t) = nullptr;
+  nvmlReturn_t (*GpmMetricsGet)(nvmlGpmMetricsGet_t*) = nullptr;
   nvmlReturn_t (*EventSetCreate)(nvmlEventSet_t*) = nullptr;
   nvmlReturn_t (*DeviceRegisterEvents)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
   nvmlReturn_t (*EventSetWait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;

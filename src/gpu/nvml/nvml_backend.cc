@@ -38,7 +38,45 @@ Result<std::unique_ptr<NvmlBackend>> NvmlBackend::Create(const NvmlApi& api,
     b->instance_readers_.push_back(std::move(readers));
   }
   b->RegisterXidEvents();
+  b->AttachGpm(enumeration->mig_handles);
   return b;
+}
+
+void NvmlBackend::AttachGpm(const std::vector<std::vector<nvmlDevice_t>>& mig_handles) {
+  for (std::size_t pos = 0; pos < readers_.size(); ++pos) {
+    DeviceReader& gpu = readers_[pos];
+    gpu.AttachGpm(gpu.handle(), std::nullopt);
+    DeviceInfo& info = info_.devices[pos];
+    info.profiling = gpu.gpm()->Supported();
+    info.profiling_unsupported_reason = gpu.gpm()->unsupported_reason();
+    if (!info.profiling || pos >= mig_handles.size()) continue;
+    for (std::size_t m = 0; m < instance_readers_[pos].size() && m < info.mig_instances.size();
+         ++m) {
+      const MigInstance& mig = info.mig_instances[m];
+      // Without the GPU-instance id there is nothing to name in nvmlGpmMigSampleGet.
+      if (mig.ids_known) instance_readers_[pos][m].AttachGpm(gpu.handle(), mig.gpu_instance_id);
+    }
+  }
+}
+
+void NvmlBackend::PrimeGpm(std::span<const FieldIndex> fields) {
+  if (gpm_primed_) return;
+  bool wanted = false;
+  for (FieldIndex f : fields) wanted = wanted || FieldAt(f).nvml == NvmlSource::kGpm;
+  if (!wanted) return;
+  gpm_primed_ = true;
+  const std::int64_t start = MonotonicNowNs();
+  bool any = false;
+  auto prime = [&](DeviceReader& r) {
+    if (r.gpm() == nullptr || r.lost() || !r.gpm()->Supported()) return;
+    r.gpm()->Prime(start, stats_);
+    any = any || r.gpm()->primed();
+  };
+  for (DeviceReader& r : readers_) prime(r);
+  for (auto& instances : instance_readers_) {
+    for (DeviceReader& r : instances) prime(r);
+  }
+  if (any) SleepUntilMonotonicNs(start + kGpmMinIntervalNs);
 }
 
 NvmlBackend::~NvmlBackend() {
@@ -72,6 +110,7 @@ void NvmlBackend::DrainEvents() {
 }
 
 void NvmlBackend::Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) {
+  PrimeGpm(fields);
   for (FieldIndex f : fields) {
     if (FieldAt(f).nvml == NvmlSource::kLastXid) {
       DrainEvents();
@@ -87,6 +126,7 @@ void NvmlBackend::ReadInstance(std::size_t pos, std::size_t mig_pos,
                                std::span<const FieldIndex> fields, Sample& out) {
   DeviceReader& r = instance_readers_.at(pos).at(mig_pos);
   if (readers_.at(pos).lost()) r.MarkLost();  // an instance goes with its GPU
+  PrimeGpm(fields);
   out.t_mono_ns = MonotonicNowNs();
   out.t_unix_ns = UnixNowNs();
   r.Read(fields, out, stats_);
@@ -108,8 +148,9 @@ Result<std::unique_ptr<gpu::Backend>> OpenNvmlBackend(const gpu::BackendOptions&
   if (!lib && !options.simulate.empty()) {
     // Asked for the simulator: its library missing is the user's setup, not "no NVIDIA driver".
     if (auto loaded = sys::DynamicLibrary::Open(path); !loaded) {
-      return Error{ErrorCode::kNotFound,
-                   "--simulate: the NVML simulator library cannot be loaded: " + loaded.error().message};
+      return Error{
+          ErrorCode::kNotFound,
+          "--simulate: the NVML simulator library cannot be loaded: " + loaded.error().message};
     }
   }
   if (!lib) return lib.error();

@@ -37,6 +37,10 @@ class NvmlBackend final : public gpu::Backend {
       : api_(api), keepalive_(std::move(keepalive)) {}
   void RegisterXidEvents();
   void DrainEvents();
+  void AttachGpm(const std::vector<std::vector<nvmlDevice_t>>& mig_handles);
+  // Before the first read of a profiling field: one GPM sample of every entity, then the 100 ms
+  // floor once, so that the first read already has values.
+  void PrimeGpm(std::span<const FieldIndex> fields);
 
   NvmlApi api_;
   std::shared_ptr<void> keepalive_;
@@ -46,6 +50,7 @@ class NvmlBackend final : public gpu::Backend {
   std::vector<std::vector<DeviceReader>> instance_readers_;  // parallel to each mig_instances
   nvmlEventSet_t events_ = nullptr;
   gpu::ReadStats stats_;
+  bool gpm_primed_ = false;
 };
 
 // The registry's entry point: loads NVML (or the simulator for options.simulate) and opens it.

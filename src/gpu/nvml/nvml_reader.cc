@@ -6,43 +6,155 @@ namespace gpulse::nvml {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr unsigned kAllLinks = 0xFFFFFFFFu;  // scopeId: NVML sums the counter over every link
 
+// One entry of the batched nvmlDeviceGetFieldValues call.
+struct FieldValueCall {
+  Call call;
+  unsigned field_id;
+  unsigned scope_id;
+  NvmlSource source;
+  double scale;
+};
 
+constexpr FieldValueCall kFieldValueCalls[] = {
+    {Call::kFieldPowerInstant, NVML_FI_DEV_POWER_INSTANT, 0, NvmlSource::kPowerInstant, 1e-3},
+    {Call::kFieldMemoryTemp, NVML_FI_DEV_MEMORY_TEMP, 0, NvmlSource::kMemoryTemperature, 1.0},
+    {Call::kFieldNvlinkCrcFlit, NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, 0,
+     NvmlSource::kNvlinkCrcFlitErrors, 1.0},
+    {Call::kFieldNvlinkCrcData, NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, 0,
+     NvmlSource::kNvlinkCrcDataErrors, 1.0},
+    {Call::kFieldNvlinkReplay, NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, 0,
+     NvmlSource::kNvlinkReplayErrors, 1.0},
+    {Call::kFieldNvlinkRecovery, NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, 0,
+     NvmlSource::kNvlinkRecoveryErrors, 1.0},
+    // TX and RX land in the same source: they are summed (see ReadFieldValues).
+    {Call::kFieldNvlinkThroughput, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, kAllLinks,
+     NvmlSource::kNvlinkThroughput, 1.0},
+    {Call::kFieldNvlinkThroughput, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, kAllLinks,
+     NvmlSource::kNvlinkThroughput, 1.0},
+};
+constexpr int kMaxFieldValues = static_cast<int>(std::size(kFieldValueCalls));
+
+std::optional<double> ValueOf(const nvmlFieldValue_t& f) {
+  const nvmlValue_t& val = f.value;
+  switch (f.valueType) {
+    case NVML_VALUE_TYPE_DOUBLE:
+      return val.dVal;
+    case NVML_VALUE_TYPE_UNSIGNED_INT:
+      return val.uiVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG:
+      return static_cast<double>(val.ulVal);
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+      return static_cast<double>(val.ullVal);
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+      return static_cast<double>(val.sllVal);
+    case NVML_VALUE_TYPE_SIGNED_INT:
+      return val.siVal;
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+      return val.usVal;
+    default:
+      return std::nullopt;  // an unknown value type is not guessed at
+  }
+}
 
 }  // namespace
+
+bool IsFieldValueCall(Call call) {
+  for (const FieldValueCall& f : kFieldValueCalls) {
+    if (f.call == call) return true;
+  }
+  return false;
+}
 
 Call CallFor(NvmlSource s) {
   switch (s) {
     case NvmlSource::kUtilizationGpu:
-    case NvmlSource::kUtilizationMemory: return Call::kUtilization;
-    case NvmlSource::kEncoderUtilization: return Call::kEncoder;
-    case NvmlSource::kDecoderUtilization: return Call::kDecoder;
+    case NvmlSource::kUtilizationMemory:
+      return Call::kUtilization;
+    case NvmlSource::kEncoderUtilization:
+      return Call::kEncoder;
+    case NvmlSource::kDecoderUtilization:
+      return Call::kDecoder;
     case NvmlSource::kMemoryTotal:
     case NvmlSource::kMemoryFree:
     case NvmlSource::kMemoryUsed:
-    case NvmlSource::kMemoryReserved: return Call::kMemoryV2;
-    case NvmlSource::kPowerUsage: return Call::kPowerUsage;
-    case NvmlSource::kPowerInstant: return Call::kFieldPowerInstant;
-    case NvmlSource::kTotalEnergy: return Call::kEnergy;
-    case NvmlSource::kEnforcedPowerLimit: return Call::kPowerLimit;
-    case NvmlSource::kGpuTemperature: return Call::kTemperature;
-    case NvmlSource::kMemoryTemperature: return Call::kFieldMemoryTemp;
-    case NvmlSource::kSmClock: return Call::kSmClock;
-    case NvmlSource::kMemClock: return Call::kMemClock;
-    case NvmlSource::kPstate: return Call::kPstate;
-    case NvmlSource::kClocksEventReasons: return Call::kClockReasons;
-    case NvmlSource::kPcieReplay: return Call::kPcieReplay;
-    case NvmlSource::kEccSbeVolatile: return Call::kEccSbeVolatile;
-    case NvmlSource::kEccDbeVolatile: return Call::kEccDbeVolatile;
-    case NvmlSource::kEccSbeAggregate: return Call::kEccSbeAggregate;
-    case NvmlSource::kEccDbeAggregate: return Call::kEccDbeAggregate;
-    case NvmlSource::kRetiredSbe: return Call::kRetiredSbe;
-    case NvmlSource::kRetiredDbe: return Call::kRetiredDbe;
-    case NvmlSource::kRetiredPending: return Call::kRetiredPending;
+    case NvmlSource::kMemoryReserved:
+      return Call::kMemoryV2;
+    case NvmlSource::kPowerUsage:
+      return Call::kPowerUsage;
+    case NvmlSource::kPowerInstant:
+      return Call::kFieldPowerInstant;
+    case NvmlSource::kTotalEnergy:
+      return Call::kEnergy;
+    case NvmlSource::kEnforcedPowerLimit:
+      return Call::kPowerLimit;
+    case NvmlSource::kGpuTemperature:
+      return Call::kTemperature;
+    case NvmlSource::kMemoryTemperature:
+      return Call::kFieldMemoryTemp;
+    case NvmlSource::kSmClock:
+      return Call::kSmClock;
+    case NvmlSource::kMemClock:
+      return Call::kMemClock;
+    case NvmlSource::kPstate:
+      return Call::kPstate;
+    case NvmlSource::kClocksEventReasons:
+      return Call::kClockReasons;
+    case NvmlSource::kPcieReplay:
+      return Call::kPcieReplay;
+    case NvmlSource::kEccSbeVolatile:
+      return Call::kEccSbeVolatile;
+    case NvmlSource::kEccDbeVolatile:
+      return Call::kEccDbeVolatile;
+    case NvmlSource::kEccSbeAggregate:
+      return Call::kEccSbeAggregate;
+    case NvmlSource::kEccDbeAggregate:
+      return Call::kEccDbeAggregate;
+    case NvmlSource::kRetiredSbe:
+      return Call::kRetiredSbe;
+    case NvmlSource::kRetiredDbe:
+      return Call::kRetiredDbe;
+    case NvmlSource::kRetiredPending:
+      return Call::kRetiredPending;
     case NvmlSource::kRemappedUncorrectable:
     case NvmlSource::kRemappedCorrectable:
-    case NvmlSource::kRowRemapFailure: return Call::kRemappedRows;
-    case NvmlSource::kLastXid: return Call::kXidEvents;
+    case NvmlSource::kRowRemapFailure:
+      return Call::kRemappedRows;
+    case NvmlSource::kLastXid:
+      return Call::kXidEvents;
+    case NvmlSource::kFanSpeed:
+      return Call::kFanSpeed;
+    case NvmlSource::kPcieTxThroughput:
+      return Call::kPcieTx;
+    case NvmlSource::kPcieRxThroughput:
+      return Call::kPcieRx;
+    case NvmlSource::kViolationPower:
+      return Call::kViolationPower;
+    case NvmlSource::kViolationThermal:
+      return Call::kViolationThermal;
+    case NvmlSource::kViolationSyncBoost:
+      return Call::kViolationSyncBoost;
+    case NvmlSource::kViolationBoardLimit:
+      return Call::kViolationBoardLimit;
+    case NvmlSource::kViolationLowUtil:
+      return Call::kViolationLowUtil;
+    case NvmlSource::kViolationReliability:
+      return Call::kViolationReliability;
+    case NvmlSource::kNvlinkCrcFlitErrors:
+      return Call::kFieldNvlinkCrcFlit;
+    case NvmlSource::kNvlinkCrcDataErrors:
+      return Call::kFieldNvlinkCrcData;
+    case NvmlSource::kNvlinkReplayErrors:
+      return Call::kFieldNvlinkReplay;
+    case NvmlSource::kNvlinkRecoveryErrors:
+      return Call::kFieldNvlinkRecovery;
+    case NvmlSource::kNvlinkThroughput:
+      return Call::kFieldNvlinkThroughput;
+    case NvmlSource::kGpm:
+      return Call::kGpm;
+    case NvmlSource::kSourceCount:
+      break;
   }
   return Call::kXidEvents;
 }
@@ -70,9 +182,15 @@ DeviceReader DeviceReader::ForInstance(const NvmlApi* api, nvmlDevice_t handle) 
   DeviceReader r(api, handle);
   for (unsigned c = 0; c < static_cast<unsigned>(Call::kCount); ++c) {
     auto call = static_cast<Call>(c);
-    if (call != Call::kMemoryV2 && call != Call::kMemoryV1) r.MarkUnsupported(call);
+    if (call != Call::kMemoryV2 && call != Call::kMemoryV1 && call != Call::kGpm) {
+      r.MarkUnsupported(call);
+    }
   }
   return r;
+}
+
+void DeviceReader::AttachGpm(nvmlDevice_t parent, std::optional<unsigned> gpu_instance_id) {
+  gpm_ = std::make_unique<GpmReader>(api_, parent, gpu_instance_id);
 }
 
 bool DeviceReader::SourceUnsupported(NvmlSource source) const {
@@ -105,18 +223,19 @@ void DeviceReader::Read(std::span<const FieldIndex> fields, Sample& out, gpu::Re
   }
   // Memory comes from _v2 when the driver has it, else from v1 (which lacks the reserved figure).
   constexpr unsigned kV2 = static_cast<unsigned>(Call::kMemoryV2);
-  if (wanted[kV2] && unsupported(Call::kMemoryV2)) wanted.set(static_cast<unsigned>(Call::kMemoryV1));
+  if (wanted[kV2] && unsupported(Call::kMemoryV2))
+    wanted.set(static_cast<unsigned>(Call::kMemoryV1));
   wanted &= ~unsupported_;
 
   Values v;
-  bool power_instant = wanted[static_cast<unsigned>(Call::kFieldPowerInstant)];
-  bool memory_temp = wanted[static_cast<unsigned>(Call::kFieldMemoryTemp)];
-  if (power_instant || memory_temp) ReadFieldValues(power_instant, memory_temp, v, stats);
+  const bool gpm_wanted = wanted[static_cast<unsigned>(Call::kGpm)] && gpm_ != nullptr;
+  // The stuck-at-zero check compares GPM with NVML's utilization, so GPM reads it too.
+  if (gpm_wanted && !unsupported(Call::kUtilization))
+    wanted.set(static_cast<unsigned>(Call::kUtilization));
+  ReadFieldValues(wanted, v, out.t_mono_ns, stats);
   for (unsigned c = 0; c < static_cast<unsigned>(Call::kCount) && !lost_; ++c) {
     auto call = static_cast<Call>(c);
-    if (wanted[c] && call != Call::kFieldPowerInstant && call != Call::kFieldMemoryTemp) {
-      Perform(call, v, stats);
-    }
+    if (wanted[c] && !IsFieldValueCall(call)) Perform(call, v, stats);
   }
   if (lost_) {
     out.values.assign(AllFields().size(), std::nullopt);
@@ -127,8 +246,18 @@ void DeviceReader::Read(std::span<const FieldIndex> fields, Sample& out, gpu::Re
   out.state = DeviceState::kOk;
   for (FieldIndex f : fields) {
     NvmlSource source = FieldAt(f).nvml;
+    if (source == NvmlSource::kGpm) continue;
     out.values[f] = v[static_cast<unsigned>(source)];
     if (!out.values[f] && SourceUnsupported(source)) out.unsupported[f] = true;
+  }
+  if (gpm_wanted) {
+    gpm_->Read(fields, out.t_mono_ns, v[static_cast<unsigned>(NvmlSource::kUtilizationGpu)], out,
+               stats);
+    out.profiling_stuck = gpm_->stuck();
+  } else if (wanted[static_cast<unsigned>(Call::kGpm)] || unsupported(Call::kGpm)) {
+    for (FieldIndex f : fields) {
+      if (FieldAt(f).nvml == NvmlSource::kGpm) out.unsupported[f] = true;
+    }
   }
   if (wanted[static_cast<unsigned>(Call::kXidEvents)]) CopyXidCounts(out);
 }
@@ -155,50 +284,63 @@ void DeviceReader::ReadMemory(Values& v, gpu::ReadStats& stats) {
   if (Check(Call::kMemoryV1, a.DeviceGetMemoryInfo(handle_, &m), stats)) {
     v[static_cast<unsigned>(NvmlSource::kMemoryTotal)] = m.total / kMiB;
     v[static_cast<unsigned>(NvmlSource::kMemoryFree)] = m.free / kMiB;
-    v[static_cast<unsigned>(NvmlSource::kMemoryUsed)] = m.used / kMiB;  // v1 counts reserved as used
+    v[static_cast<unsigned>(NvmlSource::kMemoryUsed)] =
+        m.used / kMiB;  // v1 counts reserved as used
   }
 }
 
-void DeviceReader::ReadFieldValues(bool power_instant, bool memory_temp, Values& v,
-                                   gpu::ReadStats& stats) {
-  if (api_->DeviceGetFieldValues == nullptr) {
-    if (power_instant) MarkUnsupported(Call::kFieldPowerInstant);
-    if (memory_temp) MarkUnsupported(Call::kFieldMemoryTemp);
-    return;
-  }
-  struct Want {
-    Call call;
-    unsigned field_id;
-    NvmlSource source;
-    double scale;
-  };
-  Want wants[2];
+void DeviceReader::ReadFieldValues(const std::bitset<static_cast<unsigned>(Call::kCount)>& wanted,
+                                   Values& v, std::int64_t now_ns, gpu::ReadStats& stats) {
+  const FieldValueCall* asked[kMaxFieldValues];
+  nvmlFieldValue_t values[kMaxFieldValues]{};
   int n = 0;
-  if (power_instant) wants[n++] = {Call::kFieldPowerInstant, NVML_FI_DEV_POWER_INSTANT, NvmlSource::kPowerInstant, 1e-3};
-  if (memory_temp) wants[n++] = {Call::kFieldMemoryTemp, NVML_FI_DEV_MEMORY_TEMP, NvmlSource::kMemoryTemperature, 1.0};
-  nvmlFieldValue_t values[2]{};
-  for (int i = 0; i < n; ++i) values[i].fieldId = wants[i].field_id;
+  for (const FieldValueCall& f : kFieldValueCalls) {
+    if (!wanted[static_cast<unsigned>(f.call)]) continue;
+    if (api_->DeviceGetFieldValues == nullptr) {
+      MarkUnsupported(f.call);
+      continue;
+    }
+    asked[n] = &f;
+    values[n].fieldId = f.field_id;
+    values[n].scopeId = f.scope_id;
+    ++n;
+  }
+  if (n == 0) return;
   nvmlReturn_t rc = api_->DeviceGetFieldValues(handle_, n, values);
   if (Classify(rc) != ErrorClass::kOk) {
-    for (int i = 0; i < n && !lost_; ++i) Check(wants[i].call, rc, stats);
+    for (int i = 0; i < n && !lost_; ++i) Check(asked[i]->call, rc, stats);
     return;
   }
+  std::optional<double> nvlink_kib = 0.0;  // TX + RX; absent when either is
+  bool nvlink_asked = false;
   for (int i = 0; i < n; ++i) {
-    if (!Check(wants[i].call, values[i].nvmlReturn, stats)) continue;
-    const nvmlValue_t& val = values[i].value;
-    std::optional<double> x;
-    switch (values[i].valueType) {
-      case NVML_VALUE_TYPE_DOUBLE: x = val.dVal; break;
-      case NVML_VALUE_TYPE_UNSIGNED_INT: x = val.uiVal; break;
-      case NVML_VALUE_TYPE_UNSIGNED_LONG: x = static_cast<double>(val.ulVal); break;
-      case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: x = static_cast<double>(val.ullVal); break;
-      case NVML_VALUE_TYPE_SIGNED_LONG_LONG: x = static_cast<double>(val.sllVal); break;
-      case NVML_VALUE_TYPE_SIGNED_INT: x = val.siVal; break;
-      case NVML_VALUE_TYPE_UNSIGNED_SHORT: x = val.usVal; break;
-      default: ++stats.failed_calls; break;  // an unknown value type is not guessed at
+    const FieldValueCall& f = *asked[i];
+    const bool ok = Check(f.call, values[i].nvmlReturn, stats);
+    std::optional<double> x = ok ? ValueOf(values[i]) : std::nullopt;
+    if (ok && !x) ++stats.failed_calls;
+    if (f.source == NvmlSource::kNvlinkThroughput) {
+      nvlink_asked = true;
+      nvlink_kib = x && nvlink_kib ? std::optional<double>(*nvlink_kib + *x) : std::nullopt;
+      continue;
     }
-    if (x) v[static_cast<unsigned>(wants[i].source)] = *x * wants[i].scale;
+    if (x) v[static_cast<unsigned>(f.source)] = *x * f.scale;
   }
+  if (nvlink_asked) {
+    v[static_cast<unsigned>(NvmlSource::kNvlinkThroughput)] =
+        nvlink_kib ? NvlinkRate(*nvlink_kib, now_ns) : std::nullopt;
+    if (!nvlink_kib) nvlink_kib_.reset();
+  }
+}
+
+std::optional<double> DeviceReader::NvlinkRate(double kib, std::int64_t now_ns) {
+  std::optional<double> rate;
+  if (nvlink_kib_ && now_ns > nvlink_ns_ && kib >= *nvlink_kib_) {
+    const double seconds = static_cast<double>(now_ns - nvlink_ns_) / 1e9;
+    rate = (kib - *nvlink_kib_) * 1024.0 / 1e6 / seconds;
+  }
+  nvlink_kib_ = kib;  // a counter that went back (driver reload) starts over: no rate this read
+  nvlink_ns_ = now_ns;
+  return rate;
 }
 
 void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
@@ -220,11 +362,13 @@ void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
     }
     case Call::kEncoder:
     case Call::kDecoder: {
-      auto fn = call == Call::kEncoder ? a.DeviceGetEncoderUtilization : a.DeviceGetDecoderUtilization;
+      auto fn =
+          call == Call::kEncoder ? a.DeviceGetEncoderUtilization : a.DeviceGetDecoderUtilization;
       if (absent_fn(reinterpret_cast<const void*>(fn))) return;
       unsigned util = 0, period = 0;
       if (!Check(call, fn(h, &util, &period), stats)) return;
-      slot(call == Call::kEncoder ? NvmlSource::kEncoderUtilization : NvmlSource::kDecoderUtilization) = util;
+      slot(call == Call::kEncoder ? NvmlSource::kEncoderUtilization
+                                  : NvmlSource::kDecoderUtilization) = util;
       return;
     }
     case Call::kMemoryV2:
@@ -237,7 +381,8 @@ void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
       if (absent_fn(reinterpret_cast<const void*>(fn))) return;
       unsigned mw = 0;
       if (!Check(call, fn(h, &mw), stats)) return;
-      slot(call == Call::kPowerUsage ? NvmlSource::kPowerUsage : NvmlSource::kEnforcedPowerLimit) = mw / 1000.0;
+      slot(call == Call::kPowerUsage ? NvmlSource::kPowerUsage : NvmlSource::kEnforcedPowerLimit) =
+          mw / 1000.0;
       return;
     }
     case Call::kEnergy: {
@@ -286,7 +431,8 @@ void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
     case Call::kPcieReplay: {
       if (absent_fn(reinterpret_cast<const void*>(a.DeviceGetPcieReplayCounter))) return;
       unsigned n = 0;
-      if (Check(call, a.DeviceGetPcieReplayCounter(h, &n), stats)) slot(NvmlSource::kPcieReplay) = n;
+      if (Check(call, a.DeviceGetPcieReplayCounter(h, &n), stats))
+        slot(NvmlSource::kPcieReplay) = n;
       return;
     }
     case Call::kEccSbeVolatile:
@@ -297,8 +443,10 @@ void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
       bool sbe = call == Call::kEccSbeVolatile || call == Call::kEccSbeAggregate;
       bool vol = call == Call::kEccSbeVolatile || call == Call::kEccDbeVolatile;
       unsigned long long n = 0;
-      if (!Check(call, a.DeviceGetTotalEccErrors(h, sbe ? NVML_MEMORY_ERROR_TYPE_CORRECTED : NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
-                                                 vol ? NVML_VOLATILE_ECC : NVML_AGGREGATE_ECC, &n),
+      if (!Check(call,
+                 a.DeviceGetTotalEccErrors(
+                     h, sbe ? NVML_MEMORY_ERROR_TYPE_CORRECTED : NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                     vol ? NVML_VOLATILE_ECC : NVML_AGGREGATE_ECC, &n),
                  stats)) {
         return;
       }
@@ -312,11 +460,14 @@ void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
       if (absent_fn(reinterpret_cast<const void*>(a.DeviceGetRetiredPages))) return;
       bool sbe = call == Call::kRetiredSbe;
       unsigned count = 0;  // a zero-sized query answers with the count
-      nvmlReturn_t rc = a.DeviceGetRetiredPages(
-          h, sbe ? NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS : NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
-          &count, nullptr);
+      nvmlReturn_t rc =
+          a.DeviceGetRetiredPages(h,
+                                  sbe ? NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+                                      : NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+                                  &count, nullptr);
       if (rc == NVML_ERROR_INSUFFICIENT_SIZE) rc = NVML_SUCCESS;
-      if (Check(call, rc, stats)) slot(sbe ? NvmlSource::kRetiredSbe : NvmlSource::kRetiredDbe) = count;
+      if (Check(call, rc, stats))
+        slot(sbe ? NvmlSource::kRetiredSbe : NvmlSource::kRetiredDbe) = count;
       return;
     }
     case Call::kRetiredPending: {
@@ -339,8 +490,52 @@ void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
     case Call::kXidEvents:
       slot(NvmlSource::kLastXid) = last_xid_;
       return;  // the per-code counts are copied by Read
+    case Call::kFanSpeed: {
+      if (absent_fn(reinterpret_cast<const void*>(a.DeviceGetFanSpeed))) return;
+      unsigned percent = 0;
+      if (Check(call, a.DeviceGetFanSpeed(h, &percent), stats))
+        slot(NvmlSource::kFanSpeed) = percent;
+      return;
+    }
+    case Call::kPcieTx:
+    case Call::kPcieRx: {
+      if (absent_fn(reinterpret_cast<const void*>(a.DeviceGetPcieThroughput))) return;
+      const bool tx = call == Call::kPcieTx;
+      unsigned kb = 0;
+      if (Check(call,
+                a.DeviceGetPcieThroughput(h, tx ? NVML_PCIE_UTIL_TX_BYTES : NVML_PCIE_UTIL_RX_BYTES,
+                                          &kb),
+                stats)) {
+        slot(tx ? NvmlSource::kPcieTxThroughput : NvmlSource::kPcieRxThroughput) = kb;
+      }
+      return;
+    }
+    case Call::kViolationPower:
+    case Call::kViolationThermal:
+    case Call::kViolationSyncBoost:
+    case Call::kViolationBoardLimit:
+    case Call::kViolationLowUtil:
+    case Call::kViolationReliability: {
+      if (absent_fn(reinterpret_cast<const void*>(a.DeviceGetViolationStatus))) return;
+      const int policy = static_cast<int>(call) - static_cast<int>(Call::kViolationPower);
+      static_assert(static_cast<int>(Call::kViolationReliability) -
+                        static_cast<int>(Call::kViolationPower) ==
+                    NVML_PERF_POLICY_RELIABILITY);
+      nvmlViolationTime_t t{};
+      if (Check(call, a.DeviceGetViolationStatus(h, policy, &t), stats)) {
+        slot(static_cast<NvmlSource>(static_cast<int>(NvmlSource::kViolationPower) + policy)) =
+            static_cast<double>(t.violationTime);
+      }
+      return;
+    }
     case Call::kFieldPowerInstant:
     case Call::kFieldMemoryTemp:
+    case Call::kFieldNvlinkCrcFlit:
+    case Call::kFieldNvlinkCrcData:
+    case Call::kFieldNvlinkReplay:
+    case Call::kFieldNvlinkRecovery:
+    case Call::kFieldNvlinkThroughput:
+    case Call::kGpm:
     case Call::kCount:
       return;
   }

@@ -9,6 +9,7 @@
 #include <bitset>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "core/fields.h"
 #include "gpu/backend.h"
 #include "gpu/nvml/nvml_api.h"
+#include "gpu/nvml/nvml_gpm.h"
 
 namespace gpulse::nvml {
 
@@ -47,8 +49,26 @@ enum class Call : unsigned {
   kRetiredPending,
   kRemappedRows,
   kXidEvents,
+  kFanSpeed,
+  kPcieTx,
+  kPcieRx,
+  kViolationPower,
+  kViolationThermal,
+  kViolationSyncBoost,
+  kViolationBoardLimit,
+  kViolationLowUtil,
+  kViolationReliability,
+  kFieldNvlinkCrcFlit,  // entries of the same batched nvmlDeviceGetFieldValues
+  kFieldNvlinkCrcData,
+  kFieldNvlinkReplay,
+  kFieldNvlinkRecovery,
+  kFieldNvlinkThroughput,  // two entries (TX, RX) over all links
+  kGpm,                    // read by the GpmReader
   kCount
 };
+
+// Whether `call` is one entry of the batched nvmlDeviceGetFieldValues.
+bool IsFieldValueCall(Call call);
 
 class DeviceReader {
  public:
@@ -58,7 +78,13 @@ class DeviceReader {
   // made; every other call is unsupported at this level, never the parent's value.
   static DeviceReader ForInstance(const NvmlApi* api, nvmlDevice_t handle);
 
-  // See Backend::Read.
+  // Reads the profiling fields through GPM: of this GPU (`gpu_instance_id` nullopt), or of the MIG
+  // instance `gpu_instance_id` of the GPU `parent`.
+  void AttachGpm(nvmlDevice_t parent, std::optional<unsigned> gpu_instance_id);
+  GpmReader* gpm() { return gpm_.get(); }
+  const GpmReader* gpm() const { return gpm_.get(); }
+
+  // See Backend::Read. out.t_mono_ns must be set: rates and the GPM floor are timed by it.
   void Read(std::span<const FieldIndex> fields, Sample& out, gpu::ReadStats& stats);
 
   bool lost() const { return lost_; }
@@ -73,14 +99,16 @@ class DeviceReader {
   nvmlDevice_t handle() const { return handle_; }
 
  private:
-  using Values = std::array<std::optional<double>, 32>;  // indexed by NvmlSource
-  static_assert(static_cast<unsigned>(NvmlSource::kLastXid) < 32);
+  using Values = std::array<std::optional<double>, kNvmlSourceCount>;  // indexed by NvmlSource
 
   // Records the outcome of `call`; true when its values may be used.
   bool Check(Call call, nvmlReturn_t rc, gpu::ReadStats& stats);
   void Perform(Call call, Values& v, gpu::ReadStats& stats);
   void ReadMemory(Values& v, gpu::ReadStats& stats);
-  void ReadFieldValues(bool power_instant, bool memory_temp, Values& v, gpu::ReadStats& stats);
+  void ReadFieldValues(const std::bitset<static_cast<unsigned>(Call::kCount)>& wanted, Values& v,
+                       std::int64_t now_ns, gpu::ReadStats& stats);
+  // DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL: MB/s from the KiB counter's change since the last read.
+  std::optional<double> NvlinkRate(double kib, std::int64_t now_ns);
   // Whether `source` can never be read on this device (its call, and any fallback, unsupported).
   bool SourceUnsupported(NvmlSource source) const;
   void CopyXidCounts(Sample& out) const;
@@ -90,8 +118,11 @@ class DeviceReader {
   bool lost_ = false;
   std::bitset<static_cast<unsigned>(Call::kCount)> unsupported_;
   std::optional<double> last_xid_;
-  std::vector<std::uint64_t> pending_xids_;  // handed out by the next Read
+  std::vector<std::uint64_t> pending_xids_;                 // handed out by the next Read
   std::map<unsigned long long, std::uint64_t> xid_counts_;  // code -> events since open
+  std::unique_ptr<GpmReader> gpm_;
+  std::optional<double> nvlink_kib_;  // the last NVLink TX+RX counter, KiB
+  std::int64_t nvlink_ns_ = 0;
 };
 
 // The call that yields a catalogue source.

@@ -1,0 +1,210 @@
+#include "gpu/nvml/nvml_gpm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "gpu/nvml/nvml_errors.h"
+
+namespace gpulse::nvml {
+namespace {
+
+constexpr unsigned kGraphicsMetric = NVML_GPM_METRIC_GRAPHICS_UTIL;
+
+// Whether `value` (as GPM gives it: percent or bytes per second) is a possible reading of `field`.
+bool InRange(const FieldSpec& field, double value) {
+  if (!std::isfinite(value) || value < 0) return false;
+  return field.unit != Unit::kRatio || value <= 100.0 + 1e-9;
+}
+
+std::string ReasonFor(nvmlReturn_t rc) {
+  switch (Classify(rc)) {
+    case ErrorClass::kNotSupported:
+      return "the GPU has no GPM (profiling needs Hopper or later)";
+    case ErrorClass::kNoPermission:
+      return "GPM is not permitted to this user";
+    default:
+      return "the GPM support query failed (error " + std::to_string(rc) + ")";
+  }
+}
+
+}  // namespace
+
+GpmReader::GpmReader(const NvmlApi* api, nvmlDevice_t device,
+                     std::optional<unsigned> gpu_instance_id)
+    : api_(api), device_(device), gpu_instance_id_(gpu_instance_id) {}
+
+GpmReader::GpmReader(GpmReader&& other) noexcept
+    : api_(other.api_),
+      device_(other.device_),
+      gpu_instance_id_(other.gpu_instance_id_),
+      supported_(other.supported_),
+      reason_(std::move(other.reason_)),
+      latest_(other.latest_),
+      latest_ns_(other.latest_ns_),
+      values_(std::move(other.values_)),
+      metric_unsupported_(std::move(other.metric_unsupported_)),
+      graphics_percent_(other.graphics_percent_),
+      zero_while_busy_(other.zero_while_busy_),
+      stuck_(other.stuck_) {
+  for (int i = 0; i < 2; ++i) std::swap(samples_[i], other.samples_[i]);
+}
+
+GpmReader::~GpmReader() {
+  for (nvmlGpmSample_t s : samples_) {
+    if (s != nullptr && api_->GpmSampleFree != nullptr) api_->GpmSampleFree(s);
+  }
+}
+
+bool GpmReader::Supported() {
+  if (supported_) return *supported_;
+  const NvmlApi& a = *api_;
+  supported_ = false;
+  const bool mig = gpu_instance_id_.has_value();
+  if (!a.GpmQueryDeviceSupport || !a.GpmSampleAlloc || !a.GpmSampleFree || !a.GpmMetricsGet ||
+      (mig ? !a.GpmMigSampleGet : !a.GpmSampleGet)) {
+    reason_ = "the NVML library has no GPM functions (driver older than R520)";
+    return false;
+  }
+  nvmlGpmSupport_t support{};
+  support.version = NVML_GPM_SUPPORT_VERSION;
+  nvmlReturn_t rc = a.GpmQueryDeviceSupport(device_, &support);
+  if (rc != NVML_SUCCESS) {
+    reason_ = ReasonFor(rc);
+    return false;
+  }
+  if (support.isSupportedDevice == 0) {
+    reason_ = "the GPU has no GPM (profiling needs Hopper or later)";
+    return false;
+  }
+  for (nvmlGpmSample_t& s : samples_) {
+    if (a.GpmSampleAlloc(&s) != NVML_SUCCESS || s == nullptr) {
+      reason_ = "the driver could not allocate GPM samples";
+      return false;
+    }
+  }
+  values_.assign(AllFields().size(), std::nullopt);
+  metric_unsupported_.assign(AllFields().size(), false);
+  supported_ = true;
+  return true;
+}
+
+nvmlReturn_t GpmReader::TakeSample(nvmlGpmSample_t sample) {
+  return gpu_instance_id_ ? api_->GpmMigSampleGet(device_, *gpu_instance_id_, sample)
+                          : api_->GpmSampleGet(device_, sample);
+}
+
+void GpmReader::Prime(std::int64_t now_ns, gpu::ReadStats& stats) {
+  if (primed() || !Supported()) return;
+  if (TakeSample(samples_[0]) != NVML_SUCCESS) {
+    ++stats.failed_calls;
+    ++stats.profiling_failed_calls;
+    return;
+  }
+  latest_ = 0;
+  latest_ns_ = now_ns;
+}
+
+void GpmReader::Read(std::span<const FieldIndex> fields, std::int64_t now_ns,
+                     std::optional<double> busy_percent, Sample& out, gpu::ReadStats& stats) {
+  bool any = false;
+  for (FieldIndex f : fields) any = any || FieldAt(f).nvml == NvmlSource::kGpm;
+  if (!any) return;
+  if (!Supported()) {
+    for (FieldIndex f : fields) {
+      if (FieldAt(f).nvml == NvmlSource::kGpm) out.unsupported[f] = true;
+    }
+    return;
+  }
+  if (!primed()) {
+    Prime(now_ns, stats);  // the values come with the next read
+  } else if (now_ns - latest_ns_ >= kGpmMinIntervalNs) {
+    const int next = 1 - latest_;
+    nvmlReturn_t rc = TakeSample(samples_[next]);
+    if (rc == NVML_SUCCESS) {
+      Compute(fields, samples_[latest_], samples_[next], stats);
+      latest_ = next;
+      latest_ns_ = now_ns;
+      CheckStuck(busy_percent);
+    } else {
+      if (Classify(rc) == ErrorClass::kGpuLost) return;  // the device reader notices the loss
+      ++stats.failed_calls;
+      ++stats.profiling_failed_calls;
+      std::fill(values_.begin(), values_.end(), std::nullopt);
+    }
+  }
+  for (FieldIndex f : fields) {
+    if (FieldAt(f).nvml != NvmlSource::kGpm) continue;
+    out.values[f] = values_[f];
+    out.unsupported[f] = !values_[f] && metric_unsupported_[f];
+  }
+}
+
+void GpmReader::Compute(std::span<const FieldIndex> fields, nvmlGpmSample_t earlier,
+                        nvmlGpmSample_t later, gpu::ReadStats& stats) {
+  std::fill(values_.begin(), values_.end(), std::nullopt);
+  auto request = std::make_unique<nvmlGpmMetricsGet_t>();
+  request->version = NVML_GPM_METRICS_GET_VERSION;
+  request->sample1 = earlier;
+  request->sample2 = later;
+  std::vector<FieldIndex> asked;  // parallel to request->metrics
+  auto add = [&](unsigned metric) {
+    for (unsigned i = 0; i < request->numMetrics; ++i) {
+      if (request->metrics[i].metricId == metric) return;
+    }
+    if (request->numMetrics < NVML_GPM_METRIC_MAX)
+      request->metrics[request->numMetrics++].metricId = metric;
+  };
+  for (FieldIndex f : fields) {
+    const FieldSpec& spec = FieldAt(f);
+    if (spec.nvml != NvmlSource::kGpm || metric_unsupported_[f]) continue;
+    add(spec.gpm);
+    asked.push_back(f);
+  }
+  add(kGraphicsMetric);  // always: the stuck-at-zero check needs it
+  graphics_percent_.reset();
+  nvmlReturn_t rc = api_->GpmMetricsGet(request.get());
+  if (rc != NVML_SUCCESS) {
+    ++stats.failed_calls;
+    ++stats.profiling_failed_calls;
+    return;
+  }
+  for (unsigned i = 0; i < request->numMetrics; ++i) {
+    const nvmlGpmMetric_t& m = request->metrics[i];
+    if (m.metricId == kGraphicsMetric && m.nvmlReturn == NVML_SUCCESS && std::isfinite(m.value)) {
+      graphics_percent_ = m.value;
+    }
+    for (FieldIndex f : asked) {
+      const FieldSpec& spec = FieldAt(f);
+      if (spec.gpm != m.metricId) continue;
+      if (m.nvmlReturn != NVML_SUCCESS) {
+        ErrorClass c = Classify(m.nvmlReturn);
+        if (c == ErrorClass::kNotSupported || c == ErrorClass::kNoPermission) {
+          metric_unsupported_[f] = true;
+          ++stats.unsupported_calls;
+        } else {
+          ++stats.failed_calls;
+          ++stats.profiling_failed_calls;
+        }
+        continue;
+      }
+      if (!InRange(spec, m.value)) {
+        ++stats.profiling_rejected_values;
+        continue;
+      }
+      values_[f] = m.value * spec.scale;
+    }
+  }
+}
+
+void GpmReader::CheckStuck(std::optional<double> busy_percent) {
+  if (!graphics_percent_ || !busy_percent) return;  // nothing to compare this read
+  if (*graphics_percent_ == 0.0 && *busy_percent >= kStuckBusyPercent) {
+    zero_while_busy_ = std::min(zero_while_busy_ + 1, kStuckReads);
+  } else {
+    zero_while_busy_ = 0;
+  }
+  stuck_ = zero_while_busy_ >= kStuckReads;
+}
+
+}  // namespace gpulse::nvml
