@@ -7,7 +7,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 echo "== tick cost (bench/tick_bench.cc)"
-"$build/bin/tick_bench" --benchmark_filter='BM_Tick/(null|sim)|BM_TickEntities|BM_SimCallsOnly|BM_ProcessSpawnAnchor' \
+"$build/bin/tick_bench" --benchmark_filter='BM_Tick/(null|sim)|BM_TickEntities|BM_TickProfiling|BM_SimCallsOnly|BM_ProcessSpawnAnchor' \
   --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_format=json --benchmark_out="$out/tick.json" --benchmark_out_format=json >/dev/null
 /usr/bin/python3 bench/tick_report.py "$out/tick.json"

@@ -12,6 +12,10 @@
 # then starts a small CUDA process (cuda_hold, pinned by UUID to the last GPU) and checks that
 # `gpulse ps` finds it on that GPU, that `gpulse devices --visible --env-from PID` maps its CUDA
 # device 0 to that GPU, and that both agree with `nvidia-smi --query-compute-apps`.
+# Profiling (issue 15): the GPM fields next to `nvidia-smi dmon --gpm-metrics` at the same moment,
+# PCIe throughput next to `nvidia-smi -q -d PCI`'s Tx/Rx throughput, violation time and NVLink
+# counters next to `nvidia-smi -q -d PERFORMANCE` and `nvidia-smi nvlink -s` (printed side by side;
+# only the GPM ratios get a verdict), and the tick cost with and without the profiling fields.
 # Finishes in well under 3 minutes.
 set -uo pipefail
 bin=${1:-build/bin}
@@ -163,11 +167,110 @@ PY
 field_rc=$?
 
 echo
+echo "== profiling (GPM), PCIe and NVLink throughput, violation time"
+GPULSE="$gpulse" BIN="$bin" timeout 120 python3 - <<'PY'
+import json, os, re, subprocess
+
+gpulse = os.environ["GPULSE"]
+
+def sh(args, timeout=40):
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    except Exception as e:
+        return subprocess.CompletedProcess(args, 1, "", str(e))
+
+# gpulse field -> NVML GPM metric id (nvidia-smi dmon --gpm-metrics takes the same ids)
+GPM = [("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1), ("DCGM_FI_PROF_SM_ACTIVE", 2), ("DCGM_FI_PROF_SM_OCCUPANCY", 3),
+       ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 5), ("DCGM_FI_PROF_DRAM_ACTIVE", 10),
+       ("DCGM_FI_PROF_PCIE_TX_BYTES", 20), ("DCGM_FI_PROF_PCIE_RX_BYTES", 21)]
+OTHER = ["DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "DCGM_FI_DEV_POWER_VIOLATION",
+         "DCGM_FI_DEV_THERMAL_VIOLATION", "DCGM_FI_DEV_SYNC_BOOST_VIOLATION", "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION",
+         "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+         "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_FAN_SPEED"]
+fields = [f for f, _ in GPM] + OTHER
+p = sh([gpulse, "dmon", "-c", "2", "-d", "1000", "--format", "json", "-e", ",".join(fields)], timeout=60)
+ours = {}
+for line in p.stdout.strip().splitlines():
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    if "gpu_instance_id" not in r:
+        ours[r["gpu"]] = r["fields"]  # the second line wins: the NVLink rate needs two reads
+if p.returncode != 0:
+    print("gpulse dmon failed:", p.stderr[-500:])
+q = sh(["nvidia-smi", "dmon", "-c", "1", "--gpm-metrics", ",".join(str(m) for _, m in GPM)])
+theirs, header = {}, []
+for line in q.stdout.splitlines():
+    if line.startswith("#") and not header:
+        header = line.lstrip("#").split()
+    elif line.strip() and not line.startswith("#"):
+        cols = line.split()
+        if cols and cols[0].isdigit():
+            theirs[int(cols[0])] = cols[1:]
+if q.returncode != 0:
+    print("nvidia-smi dmon --gpm-metrics:", (q.stderr or q.stdout).strip()[-300:])
+print("nvidia-smi dmon --gpm-metrics columns:", header)
+print("| gpu | field | gpulse | nvidia-smi dmon --gpm-metrics | verdict |")
+print("|---|---|---|---|---|")
+bad = 0
+for gpu, f in sorted(ours.items()):
+    # nvidia-smi prints the GPM metrics after its own gpu column, in the order asked for, in percent
+    # for the utilizations (the PCIe columns' unit is printed in its header, so only shown).
+    row = theirs.get(gpu, [])
+    extra = len(row) - len(GPM)
+    for k, (name, metric) in enumerate(GPM):
+        g = f.get(name)
+        s = row[extra + k] if 0 <= extra and extra + k < len(row) else None
+        try:
+            sv = float(s)
+        except (TypeError, ValueError):
+            sv = None
+        if metric < 20 and g is not None and sv is not None:
+            ok = abs(g * 100 - sv) <= 10  # one second apart on a live GPU: 10 points
+            verdict = "match" if ok else "DIFFERS"
+            bad += not ok
+        else:
+            verdict = "both n/a" if g is None and sv is None else "shown"
+        gs = "n/a" if g is None else (f"{g:.3f}" if metric < 20 else f"{g:.0f}")
+        print(f"| {gpu} | {name} | {gs} | {s if s is not None else 'n/a'} | {verdict} |")
+    for name in OTHER:
+        v = f.get(name)
+        print(f"| {gpu} | {name} | {'n/a' if v is None else f'{v:.0f}'} | | |")
+
+pci = sh(["nvidia-smi", "-q", "-d", "PCI"]).stdout
+print("\n-- nvidia-smi -q -d PCI (throughput lines)")
+for line in pci.splitlines():
+    if re.search(r"(Tx|Rx) Throughput", line):
+        print(line.strip())
+perf = sh(["nvidia-smi", "-q", "-d", "PERFORMANCE"]).stdout
+print("-- nvidia-smi -q -d PERFORMANCE (event reason counters)")
+for line in perf.splitlines():
+    if re.search(r"Capping|Slowdown|Braking|Sync Boost|Counters", line):
+        print(line.strip())
+links = sh(["nvidia-smi", "nvlink", "-s"]).stdout
+print("-- nvidia-smi nvlink -s:", sum(1 for l in links.splitlines() if re.search(r"Link \d+:", l)), "link lines")
+
+bench = os.path.join(os.environ["BIN"], "tick_bench")
+if os.access(bench, os.X_OK):
+    r = sh([bench, "--benchmark_filter=BM_TickProfiling", "--benchmark_format=json",
+            "--benchmark_min_time=0.3"], timeout=60)
+    try:
+        for b in json.loads(r.stdout)["benchmarks"]:
+            print(f"{b['name']}: {b['ns_per_device_tick']/1000:.2f} us per device tick ({b['fields']:.0f} fields)")
+    except Exception:
+        print("tick_bench BM_TickProfiling failed:", r.stderr[-300:])
+print(f"\n{bad} profiling ratio(s) differ beyond tolerance")
+PY
+prof_rc=$?
+
+echo
 echo "== identity: a CUDA process found by gpulse ps and devices --visible --env-from"
 hold="$bin/cuda_hold"
 if [ ! -x "$hold" ]; then
   echo "identity: $hold not found; skipped"
-  exit $field_rc
+  [ "$field_rc" -eq 0 ] && [ "$prof_rc" -eq 0 ]
+  exit
 fi
 target_uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | tail -n 1 | tr -d ' ')
 target_index=$(nvidia-smi --query-gpu=index --format=csv,noheader | tail -n 1 | tr -d ' ')
@@ -223,4 +326,4 @@ PY
 id_rc=$?
 kill "$hold_pid" 2>/dev/null; wait "$hold_pid" 2>/dev/null
 rm -f "$out" "$out.ps" "$out.ps.err" "$out.vis"
-[ "$field_rc" -eq 0 ] && [ "$id_rc" -eq 0 ]
+[ "$field_rc" -eq 0 ] && [ "$prof_rc" -eq 0 ] && [ "$id_rc" -eq 0 ]

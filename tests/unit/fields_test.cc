@@ -105,3 +105,25 @@ TEST(Fields, EverySelfMetricHasOneRowWithAConventionalName) {
 
 }  // namespace
 }  // namespace gpulse
+
+#include "core/xid.h"
+
+namespace gpulse {
+namespace {
+
+TEST(Xid, DescriptionsAreNvidiasAndUnknownCodesSaySo) {
+  EXPECT_EQ(XidDescription(0), "No Error");
+  EXPECT_EQ(XidDescription(13), "Graphics Engine Exception");
+  EXPECT_EQ(XidDescription(31), "GPU memory page fault");
+  EXPECT_EQ(XidDescription(48), "Double Bit ECC Error");
+  EXPECT_EQ(XidDescription(79), "GPU has fallen off the bus");
+  EXPECT_EQ(XidDescription(94), "Contained ECC error");
+  EXPECT_EQ(XidDescription(95), "Uncontained ECC error");
+  EXPECT_EQ(XidDescription(154), "GPU Recovery Action Changed");  // the last row: the search reaches it
+  EXPECT_EQ(XidDescription(155), "Unknown Error");
+  EXPECT_EQ(XidDescription(~0ULL), "Unknown Error");
+  for (std::uint64_t code = 0; code < 200; ++code) EXPECT_FALSE(XidDescription(code).empty()) << code;
+}
+
+}  // namespace
+}  // namespace gpulse

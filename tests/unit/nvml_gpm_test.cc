@@ -108,7 +108,9 @@ TEST_F(GpmReaderTest, CatalogueMetricIdsAreNvmlsOwn) {
   EXPECT_EQ(gpm(1041), NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC);      // L0 RX
   EXPECT_EQ(gpm(1075), NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 34);  // L17 RX
   for (const FieldSpec& f : AllFields()) {
-    if (f.nvml == NvmlSource::kGpm) EXPECT_LT(f.gpm, NVML_GPM_METRIC_MAX) << f.name;
+    if (f.nvml == NvmlSource::kGpm) {
+      EXPECT_LT(f.gpm, NVML_GPM_METRIC_MAX) << f.name;
+    }
   }
 }
 
@@ -212,6 +214,21 @@ TEST_F(GpmReaderTest, AMetricTheDriverDoesNotSupportIsUnsupportedAndNotAskedAgai
   r.Read(fields, 3 * kSecond, std::nullopt, s, stats_);
   EXPECT_EQ(g.asked.count(NVML_GPM_METRIC_NVOFA_0_UTIL), 0u);
   EXPECT_TRUE(s.unsupported[F(1033)]);
+}
+
+TEST_F(GpmReaderTest, TheRequestIsPreparedOnceAndFollowsTheFields) {
+  GpmReader r(&api_, dev_, std::nullopt);
+  Sample s = Fresh();
+  r.Read(std::vector<FieldIndex>{F(1001)}, kSecond, std::nullopt, s, stats_);
+  r.Read(std::vector<FieldIndex>{F(1001)}, 2 * kSecond, std::nullopt, s, stats_);
+  EXPECT_EQ(g.asked, (std::set<unsigned>{NVML_GPM_METRIC_GRAPHICS_UTIL}));
+  g.asked.clear();
+  s = Fresh();
+  r.Read(std::vector<FieldIndex>{F(1004), F(1005)}, 3 * kSecond, std::nullopt, s, stats_);
+  EXPECT_EQ(g.asked, (std::set<unsigned>{NVML_GPM_METRIC_GRAPHICS_UTIL, NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+                                         NVML_GPM_METRIC_DRAM_BW_UTIL}));
+  EXPECT_TRUE(s.values[F(1004)]);
+  EXPECT_FALSE(s.values[F(1001)]) << "a field no longer asked for is not reported";
 }
 
 TEST_F(GpmReaderTest, ZeroWhileBusyForSeveralReadsIsStuck) {

@@ -43,6 +43,10 @@ GpmReader::GpmReader(GpmReader&& other) noexcept
       latest_(other.latest_),
       latest_ns_(other.latest_ns_),
       values_(std::move(other.values_)),
+      request_(std::move(other.request_)),
+      planned_(std::move(other.planned_)),
+      planned_field_(std::move(other.planned_field_)),
+      plan_valid_(other.plan_valid_),
       metric_unsupported_(std::move(other.metric_unsupported_)),
       graphics_percent_(other.graphics_percent_),
       zero_while_busy_(other.zero_while_busy_),
@@ -130,7 +134,9 @@ void GpmReader::Read(std::span<const FieldIndex> fields, std::int64_t now_ns,
       if (Classify(rc) == ErrorClass::kGpuLost) return;  // the device reader notices the loss
       ++stats.failed_calls;
       ++stats.profiling_failed_calls;
-      std::fill(values_.begin(), values_.end(), std::nullopt);
+      for (int f : planned_field_) {
+        if (f >= 0) values_[f].reset();
+      }
     }
   }
   for (FieldIndex f : fields) {
@@ -140,60 +146,72 @@ void GpmReader::Read(std::span<const FieldIndex> fields, std::int64_t now_ns,
   }
 }
 
-void GpmReader::Compute(std::span<const FieldIndex> fields, nvmlGpmSample_t earlier,
-                        nvmlGpmSample_t later, gpu::ReadStats& stats) {
-  std::fill(values_.begin(), values_.end(), std::nullopt);
-  auto request = std::make_unique<nvmlGpmMetricsGet_t>();
-  request->version = NVML_GPM_METRICS_GET_VERSION;
-  request->sample1 = earlier;
-  request->sample2 = later;
-  std::vector<FieldIndex> asked;  // parallel to request->metrics
-  auto add = [&](unsigned metric) {
-    for (unsigned i = 0; i < request->numMetrics; ++i) {
-      if (request->metrics[i].metricId == metric) return;
-    }
-    if (request->numMetrics < NVML_GPM_METRIC_MAX)
-      request->metrics[request->numMetrics++].metricId = metric;
+void GpmReader::Plan(std::span<const FieldIndex> fields) {
+  if (plan_valid_ && std::equal(fields.begin(), fields.end(), planned_.begin(), planned_.end()))
+    return;
+  if (request_ == nullptr) request_ = std::make_unique<nvmlGpmMetricsGet_t>();
+  planned_.assign(fields.begin(), fields.end());
+  planned_field_.clear();
+  request_->numMetrics = 0;
+  std::array<bool, NVML_GPM_METRIC_MAX> added{};
+  auto add = [&](unsigned metric, int field) {
+    if (metric >= NVML_GPM_METRIC_MAX || added[metric]) return;
+    added[metric] = true;
+    request_->metrics[request_->numMetrics++].metricId = metric;
+    planned_field_.push_back(field);
   };
   for (FieldIndex f : fields) {
     const FieldSpec& spec = FieldAt(f);
-    if (spec.nvml != NvmlSource::kGpm || metric_unsupported_[f]) continue;
-    add(spec.gpm);
-    asked.push_back(f);
+    if (spec.nvml == NvmlSource::kGpm && !metric_unsupported_[f]) add(spec.gpm, f);
   }
-  add(kGraphicsMetric);  // always: the stuck-at-zero check needs it
+  add(kGraphicsMetric, -1);  // always: the stuck-at-zero check needs it (a no-op when asked for)
+  plan_valid_ = true;
+}
+
+void GpmReader::Compute(std::span<const FieldIndex> fields, nvmlGpmSample_t earlier,
+                        nvmlGpmSample_t later, gpu::ReadStats& stats) {
+  Plan(fields);
+  for (int f : planned_field_) {
+    if (f >= 0) values_[f].reset();
+  }
+  nvmlGpmMetricsGet_t& request = *request_;
+  request.version = NVML_GPM_METRICS_GET_VERSION;
+  request.sample1 = earlier;
+  request.sample2 = later;
+  for (unsigned i = 0; i < request.numMetrics; ++i)
+    request.metrics[i].nvmlReturn = NVML_ERROR_UNKNOWN;
   graphics_percent_.reset();
-  nvmlReturn_t rc = api_->GpmMetricsGet(request.get());
+  nvmlReturn_t rc = api_->GpmMetricsGet(&request);
   if (rc != NVML_SUCCESS) {
     ++stats.failed_calls;
     ++stats.profiling_failed_calls;
     return;
   }
-  for (unsigned i = 0; i < request->numMetrics; ++i) {
-    const nvmlGpmMetric_t& m = request->metrics[i];
+  for (unsigned i = 0; i < request.numMetrics; ++i) {
+    const nvmlGpmMetric_t& m = request.metrics[i];
     if (m.metricId == kGraphicsMetric && m.nvmlReturn == NVML_SUCCESS && std::isfinite(m.value)) {
       graphics_percent_ = m.value;
     }
-    for (FieldIndex f : asked) {
-      const FieldSpec& spec = FieldAt(f);
-      if (spec.gpm != m.metricId) continue;
-      if (m.nvmlReturn != NVML_SUCCESS) {
-        ErrorClass c = Classify(m.nvmlReturn);
-        if (c == ErrorClass::kNotSupported || c == ErrorClass::kNoPermission) {
-          metric_unsupported_[f] = true;
-          ++stats.unsupported_calls;
-        } else {
-          ++stats.failed_calls;
-          ++stats.profiling_failed_calls;
-        }
-        continue;
+    const int f = planned_field_[i];
+    if (f < 0) continue;
+    const FieldSpec& spec = FieldAt(static_cast<FieldIndex>(f));
+    if (m.nvmlReturn != NVML_SUCCESS) {
+      ErrorClass c = Classify(m.nvmlReturn);
+      if (c == ErrorClass::kNotSupported || c == ErrorClass::kNoPermission) {
+        metric_unsupported_[f] = true;
+        plan_valid_ = false;  // not asked again
+        ++stats.unsupported_calls;
+      } else {
+        ++stats.failed_calls;
+        ++stats.profiling_failed_calls;
       }
-      if (!InRange(spec, m.value)) {
-        ++stats.profiling_rejected_values;
-        continue;
-      }
-      values_[f] = m.value * spec.scale;
+      continue;
     }
+    if (!InRange(spec, m.value)) {
+      ++stats.profiling_rejected_values;
+      continue;
+    }
+    values_[f] = m.value * spec.scale;
   }
 }
 

@@ -15,7 +15,9 @@
 // Not thread-safe: one owner thread, like the rest of the backend.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -60,6 +62,9 @@ class GpmReader {
 
  private:
   nvmlReturn_t TakeSample(nvmlGpmSample_t sample);
+  // Prepares request_ for `fields` (the metrics, once each, plus the graphics-engine metric) unless
+  // it already is: a tick asks for the same fields every time, so this is a comparison.
+  void Plan(std::span<const FieldIndex> fields);
   void Compute(std::span<const FieldIndex> fields, nvmlGpmSample_t earlier, nvmlGpmSample_t later,
                gpu::ReadStats& stats);
   void CheckStuck(std::optional<double> busy_percent);
@@ -74,7 +79,11 @@ class GpmReader {
   std::int64_t latest_ns_ = 0;
   // The values of the last metrics computation by FieldIndex, reused inside the 100 ms floor.
   std::vector<std::optional<double>> values_;
-  std::vector<bool> metric_unsupported_;  // by FieldIndex: the driver said NOT_SUPPORTED
+  std::unique_ptr<nvmlGpmMetricsGet_t> request_;  // 4 KB: allocated once, reused every read
+  std::vector<FieldIndex> planned_;               // the `fields` request_ was prepared for
+  std::vector<int> planned_field_;                // per request_ metric: its FieldIndex, or -1
+  bool plan_valid_ = false;
+  std::vector<bool> metric_unsupported_;    // by FieldIndex: the driver said NOT_SUPPORTED
   std::optional<double> graphics_percent_;  // the last graphics-engine reading, percent
   int zero_while_busy_ = 0;
   bool stuck_ = false;
