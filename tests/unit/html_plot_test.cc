@@ -185,7 +185,7 @@ TEST(RenderHtml, NamesEachDeviceRowAndKeepsEventsOfGpusWithoutSamples) {
   GpuSample s = Reasons(0, 0);
   s.device_index = 0;
   run.gpu_samples.push_back(s);
-  run.devices.push_back(DeviceInfo{0, "Model <X>", "GPU-abc", "", {}, {}, {}, {}, {}});
+  run.devices.push_back(DeviceInfo{0, "Model <X>", "GPU-abc", "", {}, {}, {}, {}, {}, false, {}});
   Entity gone;
   gone.gpu = 5;
   gone.uuid = "GPU-five";
