@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli/build_info.h"
+#include "cli/dcgm_exporter_flags.h"
 #include "cli/gpu_options.h"
 #include "cli/subcommand.h"
 #include "gpu/registry.h"
@@ -24,6 +25,9 @@ struct ExporterCliOptions {
   bool no_hostname = false;
   bool once = false;
   bool print_counters = false;
+  DcgmCompat dcgm;  // dcgm-exporter's own flags and variables
+  CLI::Option* min_refresh = nullptr;
+  CLI::Option* staleness = nullptr;
 };
 
 int UsageOrFailure(const Error& e) {
@@ -43,7 +47,27 @@ std::optional<std::string> ChooseHostname(const ExporterCliOptions& o) {
   return std::nullopt;
 }
 
+// dcgm-exporter's honoured options, in gpulse's terms; refuses the ones gpulse cannot honour.
+Status ApplyDcgmExporterFlags(ExporterCliOptions& o) {
+  if (Status s = CheckDcgmExporterFlags(o.dcgm); !s.ok()) return s;
+  o.exp.replace_blanks_in_model_name = o.dcgm.replace_blanks_in_model_name;
+  if (o.dcgm.collect_interval_ms) {
+    if (o.min_refresh->count() > 0) {
+      return InvalidArgument(
+          "--collect-interval (-c, $DCGM_EXPORTER_INTERVAL) and --min-refresh-ms say the same "
+          "thing: give one");
+    }
+    o.exp.min_refresh_ms = *o.dcgm.collect_interval_ms;
+    // A read may be that old before a scrape refreshes it: /health must not call it stale sooner.
+    if (o.staleness->count() == 0) {
+      o.exp.staleness_ms += o.exp.min_refresh_ms;
+    }
+  }
+  return Status::Ok();
+}
+
 int Run(ExporterCliOptions& o) {
+  if (Status s = ApplyDcgmExporterFlags(o); !s.ok()) return UsageOrFailure(s.error());
   o.exp.hostname = ChooseHostname(o);
   o.exp.version = kGpulseVersion;
   o.exp.commit = kGpulseGitCommit;
@@ -81,10 +105,10 @@ Subcommand SetupExporter(CLI::App& parent) {
   app->add_option(
       "-f,--collectors", o->exp.counters_file,
       "Counters file in dcgm-exporter's CSV format (default: the built-in set; SIGHUP reloads)");
-  app->add_option("--min-refresh-ms", o->exp.min_refresh_ms,
-                  "Scrapes within this many ms of a device read share it")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 60'000));
+  o->min_refresh = app->add_option("--min-refresh-ms", o->exp.min_refresh_ms,
+                                   "Scrapes within this many ms of a device read share it")
+                       ->capture_default_str()
+                       ->check(CLI::Range(0, 60'000));
   auto* host =
       app->add_option("--hostname", o->hostname,
                       "Value of the Hostname label (default: $NODE_NAME, else the host name)");
@@ -92,11 +116,12 @@ Subcommand SetupExporter(CLI::App& parent) {
   host->excludes(nohost);
   app->add_option("--web-config-file", o->exp.web_config_file,
                   "TLS and basic-auth configuration (Prometheus exporter-toolkit format)");
-  app->add_option(
-         "--health-staleness-ms", o->exp.staleness_ms,
-         "/health fails when the last device read is older than this or still running after it")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3'600'000));
+  o->staleness =
+      app->add_option(
+             "--health-staleness-ms", o->exp.staleness_ms,
+             "/health fails when the last device read is older than this or still running after it")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 3'600'000));
   app->add_option("--max-connections", o->exp.max_connections,
                   "Connections served at once; at the limit the oldest that has not yet passed a "
                   "request makes room, else a new one is closed")
@@ -110,6 +135,7 @@ Subcommand SetupExporter(CLI::App& parent) {
   app->add_flag(
       "--print-counters", o->print_counters,
       "Print the counters in use (the -f file after checking it, or the built-in set) and exit");
+  AddDcgmExporterFlags(*app, o->dcgm);
   return {app, [o] { return Run(*o); }};
 }
 

@@ -1,11 +1,15 @@
 // The `gpulse` binary: parses the command line and dispatches to one subcommand. This is the single
 // error boundary of the CLI: failures arrive as values and leave as a message and an exit code.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/dcgm_exporter_flags.h"
 #include "cli/subcommand.h"
 #include "cli/version.h"
 
@@ -19,8 +23,22 @@ int main(int argc, char** argv) {
   std::vector<Subcommand> commands;
   for (SetupFn setup : kSubcommands) commands.push_back(setup(app));
 
+  // Installed as (or linked to) `dcgm-exporter`, gpulse is the exporter with dcgm-exporter's flags,
+  // so images whose entrypoint passes flags only keep working (ADR 0015).
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string_view self = argc > 0 ? std::string_view(argv[0]) : std::string_view();
+  self = self.substr(self.rfind('/') == std::string_view::npos ? 0 : self.rfind('/') + 1);
+  if (self == "dcgm-exporter") args.insert(args.begin(), "exporter");
+  if (!args.empty() && args.front() == "exporter") {
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    RewriteGoStyleFlags(rest);
+    std::copy(rest.begin(), rest.end(), args.begin() + 1);
+  }
+  std::reverse(args.begin(), args.end());   // CLI11 takes the arguments last first
+  app.name(argc > 0 ? argv[0] : "gpulse");  // what parse(argc, argv) would have set, for --help
+
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

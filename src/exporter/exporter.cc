@@ -32,7 +32,8 @@ std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> 
   std::vector<FieldIndex> fields = counters->ReadFields();
   auto snap = ReadSnapshot(backend, BuildEntities(backend.info()), fields);
   MetricsPage page(backend.info(), std::move(counters),
-                   {options.hostname, options.version, options.commit});
+                   {options.hostname, options.version, options.commit,
+                    options.replace_blanks_in_model_name});
   std::string out;
   page.Render(*snap, MonotonicNowNs(), out);
   return out;
@@ -102,7 +103,8 @@ void Exporter::Install(std::shared_ptr<const CounterSet> counters) {
   auto fields = counters->ReadFields();
   auto page = std::make_shared<const MetricsPage>(
       backend_->info(), std::move(counters),
-      PageOptions{options_.hostname, options_.version, options_.commit});
+      PageOptions{options_.hostname, options_.version, options_.commit,
+                  options_.replace_blanks_in_model_name});
   std::lock_guard lock(mu_);
   page_ = std::move(page);
   fields_ = std::move(fields);

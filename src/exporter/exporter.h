@@ -39,6 +39,7 @@ struct ExporterOptions {
   std::size_t max_connections_per_peer = 256;
   std::string version;
   std::string commit;
+  bool replace_blanks_in_model_name = false;  // dcgm-exporter's --replace-blanks-in-model-name
 };
 
 // Loads the counters file named by the options (or the default); warnings go to stderr.

@@ -46,13 +46,29 @@ void Header(std::string& out, SelfMetric m) {
 
 }  // namespace
 
+std::string ReplaceBlanks(std::string_view model) {
+  std::string out;
+  bool blank = false;
+  for (char c : model) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+      blank = true;
+      continue;
+    }
+    if (blank && !out.empty()) out += '-';
+    blank = false;
+    out += c;
+  }
+  return out;
+}
+
 LabelList DeviceLabels(const SystemInfo& info, const DeviceInfo& d, const MigInstance* mig,
-                       const CounterSet& counters, const std::optional<std::string>& hostname) {
+                       const CounterSet& counters, const PageOptions& options) {
+  const std::optional<std::string>& hostname = options.hostname;
   LabelList l = {{"gpu", std::to_string(d.index)},
                  {"UUID", d.uuid},
                  {"pci_bus_id", d.pci_bus_id},
                  {"device", "nvidia" + std::to_string(d.index)},
-                 {"modelName", d.name}};
+                 {"modelName", options.replace_blanks_in_model_name ? ReplaceBlanks(d.name) : d.name}};
   if (mig != nullptr) {
     l.emplace_back("GPU_I_PROFILE", mig->profile);
     l.emplace_back("GPU_I_ID", std::to_string(mig->gpu_instance_id));
@@ -101,7 +117,7 @@ MetricsPage::MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSe
     const DeviceInfo& d = info_.devices[*e.device_pos];
     std::optional<MigInstance> mig;
     if (e.kind != EntityKind::kGpu) mig = InstanceOf(e);
-    LabelList full = DeviceLabels(info_, d, mig ? &*mig : nullptr, *counters_, options_.hostname);
+    LabelList full = DeviceLabels(info_, d, mig ? &*mig : nullptr, *counters_, options_);
     std::string gi_id = e.gpu_instance_id ? std::to_string(*e.gpu_instance_id) : "";  // "": unknown
     for (auto& [k, v] : full) {
       if (k == "GPU_I_ID") v = gi_id;

@@ -33,13 +33,18 @@ struct PageOptions {
   std::optional<std::string> hostname;  // the Hostname label; nullopt drops it (--no-hostname)
   std::string version;                  // gpulse_build_info labels
   std::string commit;
+  bool replace_blanks_in_model_name = false;  // dcgm-exporter's flag: "NVIDIA H100 80GB HBM3" -> "NVIDIA-H100-80GB-HBM3"
 };
+
+// dcgm-exporter's modelName with --replace-blanks-in-model-name: each run of blanks becomes one "-",
+// leading and trailing blanks go.
+std::string ReplaceBlanks(std::string_view model);
 
 using LabelList = std::vector<std::pair<std::string, std::string>>;
 
 // dcgm-exporter's label set of one GPU (mig == nullptr) or one MIG GPU instance of it.
 LabelList DeviceLabels(const SystemInfo& info, const DeviceInfo& device, const MigInstance* mig,
-                       const CounterSet& counters, const std::optional<std::string>& hostname);
+                       const CounterSet& counters, const PageOptions& options);
 
 class MetricsPage {
  public:

@@ -203,7 +203,7 @@ TEST(DeviceLabels, MigInstancesAndLabelRowsSortedByName) {
   MigInstance mig;
   mig.profile = "3g.20gb";
   mig.gpu_instance_id = 2;
-  LabelList l = DeviceLabels(info, info.devices[0], &mig, *set, "h");
+  LabelList l = DeviceLabels(info, info.devices[0], &mig, *set, PageOptions{"h"});
   std::vector<std::string> names;
   for (const auto& [k, v] : l) names.push_back(k);
   EXPECT_EQ(names, (std::vector<std::string>{"gpu", "UUID", "pci_bus_id", "device", "modelName",
