@@ -39,8 +39,7 @@ constexpr auto kFlags = std::to_array<DcgmFlagSpec>({
      kDefaultOnly, kK8s},
     {"kubernetes-pod-label-allowlist-regex", "",
      "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", false, "", kDefaultOnly, kK8s},
-    {"devices", "d", "DCGM_EXPORTER_DEVICES_STR", false, "f", kDefaultOnly,
-     "device selection other than f (every GPU, or its MIG instances) is not implemented yet"},
+    {"devices", "d", "DCGM_EXPORTER_DEVICES_STR", false, "f", kHonoured, ""},
     {"no-hostname", "n", "DCGM_EXPORTER_NO_HOSTNAME", true, "", kGpulseOption, ""},
     {"switch-devices", "s", "DCGM_EXPORTER_OTHER_DEVICES_STR", false, "f", kDefaultOnly,
      "gpulse reads no NvSwitch entities"},
@@ -119,7 +118,13 @@ void AddDcgmExporterFlags(CLI::App& app, DcgmCompat& compat) {
         opt = app.get_option("--" + std::string(f.name));
         break;
       case kHonoured:
-        if (f.name == "collect-interval") {
+        if (f.name == "devices") {
+          opt =
+              app.add_option(Names(f), compat.devices,
+                             "dcgm-exporter's device selection: f (every GPU, MIG instances for "
+                             "their readings), g[:0,1 or 0-3] (GPUs only), i (MIG instances only)")
+                  ->capture_default_str();
+        } else if (f.name == "collect-interval") {
           opt = app.add_option(Names(f), compat.collect_interval_ms,
                                "dcgm-exporter's collection interval in ms: taken as "
                                "--min-refresh-ms (readings are at most that old)");

@@ -51,6 +51,12 @@ std::optional<std::string> ChooseHostname(const ExporterCliOptions& o) {
 Status ApplyDcgmExporterFlags(ExporterCliOptions& o) {
   if (Status s = CheckDcgmExporterFlags(o.dcgm); !s.ok()) return s;
   o.exp.replace_blanks_in_model_name = o.dcgm.replace_blanks_in_model_name;
+  auto devices = exporter::ParseDeviceSelection(o.dcgm.devices);
+  if (!devices) {
+    return InvalidArgument("--devices (-d) / $DCGM_EXPORTER_DEVICES_STR: " +
+                           devices.error().message);
+  }
+  o.exp.devices = *devices;
   if (o.dcgm.collect_interval_ms) {
     if (o.min_refresh->count() > 0) {
       return InvalidArgument(

@@ -1,6 +1,9 @@
 #include "exporter/exposition.h"
 
 #include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
 
 #include "core/xid.h"
 #include "prom/writer.h"
@@ -39,12 +42,62 @@ std::string_view XidLabels(double xid, std::string& out) {
   return out;
 }
 
+bool Selected(const Entity& e, const DeviceSelection& sel) {
+  switch (sel.kind) {
+    case DeviceSelection::Kind::kFlex: return true;
+    case DeviceSelection::Kind::kInstances: return e.kind == EntityKind::kGpuInstance;
+    case DeviceSelection::Kind::kGpus:
+      return e.kind == EntityKind::kGpu &&
+             (sel.gpus.empty() || std::find(sel.gpus.begin(), sel.gpus.end(), e.gpu) != sel.gpus.end());
+  }
+  return true;
+}
+
 void Header(std::string& out, SelfMetric m) {
   const SelfMetricSpec& s = SelfMetricAt(m);
   prom::AppendFamilyHeader(out, s.name, s.help, s.prom_type);
 }
 
 }  // namespace
+
+Result<DeviceSelection> ParseDeviceSelection(std::string_view text) {
+  DeviceSelection sel;
+  auto bad = [&](std::string_view why) {
+    return InvalidArgument(fmt::format("devices \"{}\": {} (dcgm-exporter's forms: f, g, g:0,1, g:0-3, i)",
+                                       text, why));
+  };
+  if (text == "f") return sel;
+  if (text == "i") {
+    sel.kind = DeviceSelection::Kind::kInstances;
+    return sel;
+  }
+  if (text.starts_with("i:")) {
+    return bad("GPU-instance entity ids are DCGM's own numbering, which gpulse does not have; use i");
+  }
+  if (text != "g" && !text.starts_with("g:")) return bad("expected f, g[:IDS] or i");
+  sel.kind = DeviceSelection::Kind::kGpus;
+  if (text == "g") return sel;
+  std::string_view list = text.substr(2);
+  while (true) {
+    std::string_view item = list.substr(0, list.find(','));
+    auto number = [&](std::string_view n) -> std::optional<unsigned> {
+      unsigned v = 0;
+      auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
+      if (ec != std::errc() || end != n.data() + n.size() || n.empty() || v > 1023) return std::nullopt;
+      return v;
+    };
+    std::size_t dash = item.find('-');
+    auto lo = number(item.substr(0, dash));
+    auto hi = dash == std::string_view::npos ? lo : number(item.substr(dash + 1));
+    if (!lo || !hi || *hi < *lo) return bad(fmt::format("\"{}\" is not an index or a range a-b", item));
+    for (unsigned v = *lo; v <= *hi; ++v) {
+      if (std::find(sel.gpus.begin(), sel.gpus.end(), v) == sel.gpus.end()) sel.gpus.push_back(v);
+    }
+    if (item.size() == list.size()) break;
+    list.remove_prefix(item.size() + 1);
+  }
+  return sel;
+}
 
 std::string ReplaceBlanks(std::string_view model) {
   std::string out;
@@ -127,9 +180,12 @@ MetricsPage::MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSe
     if (mig) short_list.emplace_back("GPU_I_ID", gi_id);
     short_labels_.push_back(RenderLabelList(short_list));
   }
+  exported_.assign(entities_.size(), true);
+  for (std::size_t i = 0; i < entities_.size(); ++i) exported_[i] = Selected(entities_[i], options_.devices);
   has_instances_.assign(entities_.size(), false);
-  for (const Entity& e : entities_) {
-    if (e.kind == EntityKind::kGpuInstance && e.parent) has_instances_[*e.parent] = true;
+  for (std::size_t i = 0; i < entities_.size(); ++i) {
+    const Entity& e = entities_[i];
+    if (e.kind == EntityKind::kGpuInstance && e.parent && exported_[i]) has_instances_[*e.parent] = true;
   }
   build_labels_ = RenderLabelList({{"version", options_.version}, {"commit", options_.commit}});
   backend_labels_ = RenderLabelList({{"backend", info_.backend}});
@@ -155,7 +211,7 @@ void MetricsPage::RenderCounters(const Snapshot& snap, std::string& out) const {
     bool header = false;
     for (std::size_t i = 0; i < n; ++i) {
       const Sample& s = snap.entities[i].sample;
-      if (!entities_[i].readable() || s.state != DeviceState::kOk || c.field >= s.values.size() ||
+      if (!exported_[i] || !entities_[i].readable() || s.state != DeviceState::kOk || c.field >= s.values.size() ||
           !s.values[c.field]) {
         continue;
       }
@@ -183,8 +239,9 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns,
     return entities_[i].state == EntityState::kLost ||
            snap.entities[i].sample.state == DeviceState::kLost;
   };
-  // Present entities with readings of their own.
-  auto live = [&](std::size_t i) { return entities_[i].readable() && !lost(i); };
+  // Present entities with readings of their own, among those selected (-d). gpulse_device_lost and
+  // the XID counters stay for every GPU: they are the health of the node, not a device's readings.
+  auto live = [&](std::size_t i) { return exported_[i] && entities_[i].readable() && !lost(i); };
   auto gpu = [&](std::size_t i) { return entities_[i].kind == EntityKind::kGpu; };
 
   Header(out, SelfMetric::kBuildInfo);

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <string_view>
 #include <vector>
 
 #include "core/device.h"
@@ -29,11 +30,24 @@
 
 namespace gpulse::exporter {
 
+// dcgm-exporter's -d/--devices: which entities have series. `f` (flex, the default): every GPU, a
+// MIG-enabled one's per-instance readings on its instances; `g[:IDS]`: GPUs only (a MIG-enabled GPU
+// keeps its whole-GPU readings), all or the listed indices; `i`: MIG GPU instances only.
+struct DeviceSelection {
+  enum class Kind { kFlex, kGpus, kInstances };
+  Kind kind = Kind::kFlex;
+  std::vector<unsigned> gpus;  // kGpus: these indices only; empty: every GPU
+};
+
+// Parses dcgm-exporter's syntax: "f", "g", "g:0,2", "g:0-3", "i". An error names what is wrong.
+Result<DeviceSelection> ParseDeviceSelection(std::string_view text);
+
 struct PageOptions {
   std::optional<std::string> hostname;  // the Hostname label; nullopt drops it (--no-hostname)
   std::string version;                  // gpulse_build_info labels
   std::string commit;
   bool replace_blanks_in_model_name = false;  // dcgm-exporter's flag: "NVIDIA H100 80GB HBM3" -> "NVIDIA-H100-80GB-HBM3"
+  DeviceSelection devices;
 };
 
 // dcgm-exporter's modelName with --replace-blanks-in-model-name: each run of blanks becomes one "-",
@@ -69,7 +83,8 @@ class MetricsPage {
   std::vector<std::string> full_labels_;   // per entity, rendered
   std::vector<std::string> short_labels_;  // per entity: gpu, UUID[, GPU_I_ID] (or pci_bus_id)
   std::vector<std::string> lost_labels_;   // per entity: gpu, UUID, pci_bus_id
-  std::vector<bool> has_instances_;        // per entity: a GPU with MIG GPU instances
+  std::vector<bool> has_instances_;        // per entity: a GPU with exported MIG GPU instances
+  std::vector<bool> exported_;             // per entity: selected by options_.devices
   mutable std::atomic<std::size_t> size_hint_{0};  // the last body's size (a reserve hint only)
   std::string build_labels_;
   std::string backend_labels_;

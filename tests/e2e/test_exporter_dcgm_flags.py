@@ -27,7 +27,6 @@ DEFAULT_ONLY = [
     ("--kubernetes-gpu-id-type", None, "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "device-name", "uid"),
     ("--kubernetes-pod-label-allowlist-regex", None, "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", "app.*",
      None),
-    ("--devices", "-d", "DCGM_EXPORTER_DEVICES_STR", "g:0", "f"),
     ("--switch-devices", "-s", "DCGM_EXPORTER_OTHER_DEVICES_STR", "g", "f"),
     ("--fake-gpus", None, "DCGM_EXPORTER_USE_FAKE_GPUS", "true", "false"),
     ("--xid-count-window-size", "-x", "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", "60000", "300000"),
@@ -154,6 +153,26 @@ class Honoured(GpulseTestCase):
             second = parse_families(e.get("/metrics")[2].decode())["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]
             self.assertEqual(first, second, "the same read")
             self.assertEqual(e.get("/health")[0], 200, "a read younger than the interval is not stale")
+
+    def test_devices_selects_gpus_or_instances(self):
+        def fb_used(*args, env=None):
+            p = run("exporter", "--simulate", "mig-a100", "--once", "-n", *args, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return sorted((l["gpu"], l.get("GPU_I_ID", "")) for l, _ in parse_families(p.stdout)["DCGM_FI_DEV_FB_USED"])
+        # mig-a100: GPU 0 is MIG-enabled with instances 2, 3, 9 and 10; GPU 1 is not.
+        flex = [("0", "10"), ("0", "2"), ("0", "3"), ("0", "9"), ("1", "")]
+        self.assertEqual(fb_used(), flex)
+        self.assertEqual(fb_used("-d", "f"), flex)
+        self.assertEqual(fb_used("-d", "g"), [("0", ""), ("1", "")], "a MIG GPU keeps its whole-GPU memory")
+        self.assertEqual(fb_used("-d", "g:1"), [("1", "")])
+        self.assertEqual(fb_used("--devices", "g:0-1"), [("0", ""), ("1", "")])
+        self.assertEqual(fb_used(env={"DCGM_EXPORTER_DEVICES_STR": "i"}), flex[:4])
+        self.assertEqual(fb_used("-d", "g:0", env={"DCGM_EXPORTER_DEVICES_STR": "i"}), [("0", "")], "flag wins")
+        for bad in ("x", "i:1", "g:2-1", "g:a"):
+            with self.subTest(devices=bad):
+                p = run("exporter", "--simulate", "mig-a100", "--once", "-d", bad)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn("--devices (-d) / $DCGM_EXPORTER_DEVICES_STR", p.stderr)
 
     def test_listen_variable_chooses_the_address(self):
         proc = subprocess.Popen([GPULSE, "exporter", "--simulate", "1xH200"], stdout=subprocess.DEVNULL,

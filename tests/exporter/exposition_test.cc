@@ -268,3 +268,35 @@ TEST(Health, Verdicts) {
 
 }  // namespace
 }  // namespace gpulse::exporter
+
+namespace gpulse::exporter {
+namespace {
+
+TEST(DeviceSelection, DcgmExportersForms) {
+  using K = DeviceSelection::Kind;
+  EXPECT_EQ(ParseDeviceSelection("f")->kind, K::kFlex);
+  EXPECT_EQ(ParseDeviceSelection("i")->kind, K::kInstances);
+  auto g = ParseDeviceSelection("g");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->kind, K::kGpus);
+  EXPECT_TRUE(g->gpus.empty());
+  auto list = ParseDeviceSelection("g:3,0-1,1");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->gpus, (std::vector<unsigned>{3, 0, 1}));
+  for (const char* bad : {"", "x", "g:", "g:,", "g:1,", "g:a", "g:2-1", "g:-1", "g:1-", "i:0", "f:0",
+                          "g:99999999999"}) {
+    auto r = ParseDeviceSelection(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("devices \""), std::string::npos) << r.error().message;
+  }
+}
+
+TEST(ReplaceBlanks, RunsOfBlanksBecomeOneDash) {
+  EXPECT_EQ(ReplaceBlanks("NVIDIA H100 80GB HBM3"), "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(ReplaceBlanks("  NVIDIA \t A100  "), "NVIDIA-A100");
+  EXPECT_EQ(ReplaceBlanks("NVIDIA-A10"), "NVIDIA-A10");
+  EXPECT_EQ(ReplaceBlanks(""), "");
+}
+
+}  // namespace
+}  // namespace gpulse::exporter
