@@ -25,12 +25,12 @@ bool InRange(unsigned id, unsigned first, unsigned count) {
 
 std::optional<double> GpuLevelRate(const GpmActivity& a, double mb_s) {
   if (!a.gpu_scope) return std::nullopt;
-  return mb_s * kBytesPerMb;
+  return mb_s * kBytesPerMb / kBytesPerMib;
 }
 
 std::optional<double> NvlinkTotal(const GpmActivity& a, double mb_s) {
   if (!a.gpu_scope || a.nvlink_links == 0) return std::nullopt;
-  return mb_s * kBytesPerMb;
+  return mb_s * kBytesPerMb / kBytesPerMib;
 }
 
 // Link L's share of the total: RX = 62 + 2L, TX = 63 + 2L.
@@ -39,7 +39,7 @@ std::optional<double> NvlinkPerLink(const GpmActivity& a, unsigned id) {
   const unsigned link = offset / 2;
   if (!a.gpu_scope || link >= a.nvlink_links) return std::nullopt;
   const double total = offset % 2 == 1 ? a.nvlink_tx_mb_s : a.nvlink_rx_mb_s;
-  return total * kBytesPerMb / a.nvlink_links;
+  return total * kBytesPerMb / kBytesPerMib / a.nvlink_links;
 }
 
 std::optional<double> EngineMetric(const GpmActivity& a, unsigned id) {
@@ -82,8 +82,8 @@ const std::array<NameEntry, NVML_GPM_METRIC_MAX>& Names() {
     Name(t, NVML_GPM_METRIC_FP64_UTIL, "FP64_UTIL", "FP64 pipe activity", "%");
     Name(t, NVML_GPM_METRIC_FP32_UTIL, "FP32_UTIL", "FP32 pipe activity", "%");
     Name(t, NVML_GPM_METRIC_FP16_UTIL, "FP16_UTIL", "FP16 pipe activity", "%");
-    Name(t, NVML_GPM_METRIC_PCIE_TX_PER_SEC, "PCIE_TX_PER_SEC", "PCIe bytes transmitted", "B/s");
-    Name(t, NVML_GPM_METRIC_PCIE_RX_PER_SEC, "PCIE_RX_PER_SEC", "PCIe bytes received", "B/s");
+    Name(t, NVML_GPM_METRIC_PCIE_TX_PER_SEC, "PCIE_TX_PER_SEC", "PCIe bytes transmitted", "MiB/s");
+    Name(t, NVML_GPM_METRIC_PCIE_RX_PER_SEC, "PCIE_RX_PER_SEC", "PCIe bytes received", "MiB/s");
     for (unsigned n = 0; n < kCodecIds; ++n) {
       const std::string i = std::to_string(n);
       Name(t, NVML_GPM_METRIC_NVDEC_0_UTIL + n, "NVDEC_" + i + "_UTIL", "NVDEC " + i + " activity",
@@ -93,14 +93,14 @@ const std::array<NameEntry, NVML_GPM_METRIC_MAX>& Names() {
     }
     Name(t, NVML_GPM_METRIC_NVOFA_0_UTIL, "NVOFA_0_UTIL", "NVOFA 0 activity", "%");
     Name(t, NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, "NVLINK_TOTAL_RX_PER_SEC",
-         "NVLink bytes received, all links", "B/s");
+         "NVLink bytes received, all links", "MiB/s");
     Name(t, NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, "NVLINK_TOTAL_TX_PER_SEC",
-         "NVLink bytes transmitted, all links", "B/s");
+         "NVLink bytes transmitted, all links", "MiB/s");
     for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
       const std::string l = std::to_string(link);
       const unsigned rx = NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 2 * link;
-      Name(t, rx, "NVLINK_L" + l + "_RX_PER_SEC", "NVLink " + l + " bytes received", "B/s");
-      Name(t, rx + 1, "NVLINK_L" + l + "_TX_PER_SEC", "NVLink " + l + " bytes transmitted", "B/s");
+      Name(t, rx, "NVLINK_L" + l + "_RX_PER_SEC", "NVLink " + l + " bytes received", "MiB/s");
+      Name(t, rx + 1, "NVLINK_L" + l + "_TX_PER_SEC", "NVLink " + l + " bytes transmitted", "MiB/s");
     }
     return t;
   }();

@@ -35,6 +35,8 @@ inline constexpr double kImmaPerTensor = 0.15;
 inline constexpr double kDfmaPerTensor = 0.05;
 
 inline constexpr double kBytesPerMb = 1e6;  // the channels' MB are 10^6 bytes
+// NVML answers the GPM *_PER_SEC metrics in MiB/s (nvml.h), so the simulator does too.
+inline constexpr double kBytesPerMib = 1048576.0;
 // What the `out_of_range` gpm fault reports: impossible percentages and rates.
 inline constexpr double kOutOfRangePercent = 250.0;
 inline constexpr double kOutOfRangeRate = -1.0;

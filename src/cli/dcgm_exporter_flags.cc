@@ -171,10 +171,30 @@ Status CheckDcgmExporterFlags(const DcgmCompat& compat) {
   return Status::Ok();
 }
 
+const DcgmFlagSpec* ShortAlias(char c) {
+  for (const DcgmFlagSpec& f : kFlags) {
+    if (f.alias.size() == 1 && f.alias[0] == c) return &f;
+  }
+  return nullptr;
+}
+
 void RewriteGoStyleFlags(std::vector<std::string>& args) {
-  for (std::string& a : args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string& a = args[i];
     if (a == "--") break;
     if (a.size() < 3 || a[0] != '-' || a[1] == '-') continue;
+    const DcgmFlagSpec* alias = a[2] == '=' ? ShortAlias(a[1]) : nullptr;
+    if (alias != nullptr && alias->is_bool) {  // Go's -k=false: CLI11 takes --kubernetes=false
+      a = "--" + std::string(alias->name) + a.substr(2);
+      continue;
+    }
+    if (alias != nullptr) {  // Go's -f=/path: CLI11 would take "=/path" as the value
+      std::string value = a.substr(3);
+      a.resize(2);
+      args.insert(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(value));
+      ++i;
+      continue;
+    }
     std::string_view name = std::string_view(a).substr(1);
     name = name.substr(0, name.find('='));
     if (IsKnownLongName(name)) a.insert(0, "-");

@@ -57,6 +57,13 @@ Status ApplyDcgmExporterFlags(ExporterCliOptions& o) {
                            devices.error().message);
   }
   o.exp.devices = *devices;
+  // $DCGM_EXPORTER_INTERVAL from the pod's environment yields to an explicit --min-refresh-ms (a
+  // flag wins over a variable); -c and --min-refresh-ms both on the command line contradict.
+  const char* env_interval = std::getenv("DCGM_EXPORTER_INTERVAL");
+  if (o.dcgm.collect_interval_ms && o.min_refresh->count() > 0 && env_interval != nullptr &&
+      std::to_string(*o.dcgm.collect_interval_ms) == env_interval) {
+    o.dcgm.collect_interval_ms.reset();
+  }
   if (o.dcgm.collect_interval_ms) {
     if (o.min_refresh->count() > 0) {
       return InvalidArgument(

@@ -25,14 +25,16 @@ int main(int argc, char** argv) {
 
   // Installed as (or linked to) `dcgm-exporter`, gpulse is the exporter with dcgm-exporter's flags,
   // so images whose entrypoint passes flags only keep working (ADR 0015).
-  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> args;
+  if (argc > 1) args.assign(argv + 1, argv + argc);
   std::string_view self = argc > 0 ? std::string_view(argv[0]) : std::string_view();
   self = self.substr(self.rfind('/') == std::string_view::npos ? 0 : self.rfind('/') + 1);
   if (self == "dcgm-exporter") args.insert(args.begin(), "exporter");
   if (!args.empty() && args.front() == "exporter") {
     std::vector<std::string> rest(args.begin() + 1, args.end());
-    RewriteGoStyleFlags(rest);
-    std::copy(rest.begin(), rest.end(), args.begin() + 1);
+    RewriteGoStyleFlags(rest);  // may split -f=PATH in two
+    args.resize(1);
+    args.insert(args.end(), rest.begin(), rest.end());
   }
   std::reverse(args.begin(), args.end());   // CLI11 takes the arguments last first
   app.name(argc > 0 ? argv[0] : "gpulse");  // what parse(argc, argv) would have set, for --help

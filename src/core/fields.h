@@ -106,7 +106,7 @@ struct FieldSpec {
   std::string_view help;  // the exposition's HELP text (dcgm-exporter's where it has one)
   NvmlSource nvml;
   unsigned gpm = 0;    // kGpm: the NVML_GPM_METRIC_* id
-  double scale = 1.0;  // kGpm: multiplies GPM's value (percent -> ratio is 0.01)
+  double scale = 1.0;  // kGpm: multiplies GPM's value (percent -> ratio 0.01, MiB/s -> B/s 2^20)
   // Lowest entity that has the reading. kGpm ratios exist per MIG instance (DCGM's "CI"/"GI"
   // level); PCIe and NVLink rates are the GPU's only.
   bool per_instance = false;

@@ -143,6 +143,8 @@ class Honoured(GpulseTestCase):
         p = once("-c", "1000", "--min-refresh-ms", "10")
         self.assertEqual(p.returncode, 2)
         self.assertIn("give one", p.stderr)
+        p = once("--min-refresh-ms", "10", env={"DCGM_EXPORTER_INTERVAL": "30000"})
+        self.assertEqual(p.returncode, 0, "the flag wins over the pod's variable: " + p.stderr)
         p = once("-c", "600000")
         self.assertEqual(p.returncode, 2)
         self.assertIn("0..60000", p.stderr)
@@ -223,6 +225,16 @@ class Invocation(GpulseTestCase):
                                capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("DCGM_FI_DEV_GPU_TEMP", p.stdout)
+
+    def test_go_style_short_flag_with_equals(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "c.csv")
+            with open(path, "w") as f:
+                f.write("DCGM_FI_DEV_POWER_USAGE, gauge, power\n")
+            p = run("exporter", "--simulate", "1xH200", "--once", f"-f={path}", "-k=false")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("DCGM_FI_DEV_POWER_USAGE", p.stdout)
+        self.assertNotIn("DCGM_FI_DEV_GPU_TEMP", p.stdout)
 
     def test_go_style_single_dash_long_flags(self):
         with tempfile.TemporaryDirectory() as d:

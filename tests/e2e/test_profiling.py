@@ -13,6 +13,14 @@ from gpulse_e2e import GpulseTestCase, validate
 
 FROZEN = {"GPULSE_SIM_CLOCK": "2"}  # simulator seconds: every GPM sample pair sees the same load
 
+# One busy H100 at a constant load (util 90), for the failure-mode tests; each adds its faults.
+ONE_H100 = """
+name: one-h100
+devices:
+  - {name: NVIDIA H100 80GB HBM3, memory_total_mib: 81559, power_limit_w: 700, wobble: false,
+     load: [{t: 0, util: 90, mem_util: 50, mem_used_mib: 1000, power_w: 500}]}
+"""
+
 
 def series(families, name, **labels):
     """The values of family `name` whose labels include `labels`."""
@@ -133,39 +141,53 @@ class ExporterProfiling(unittest.TestCase):
         for labels, value in families["DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"]:
             self.assertGreater(value, 0, labels)  # 8xH100 moves data over NVLink in every phase
 
+    def scenario(self, directory, faults):
+        path = os.path.join(directory, "s.yaml")
+        with open(path, "w") as f:
+            f.write(ONE_H100 + faults)
+        return path
+
     def test_failing_gpm_is_absent_and_counted_never_zero(self):
-        # profiling-faults device 2: nvmlGpmMetricsGet fails from t = 1.0 on (the real clock runs).
-        with Exporter("--simulate", "profiling-faults", "--min-refresh-ms", "150") as e:
-            families = self.scrape_until(
-                e, lambda f: f.get("gpulse_profiling_failed_calls", [({}, 0)])[0][1] > 0,
-                "a failed profiling call")
-            families = self.scrape_until(
-                e, lambda f: not series(f, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", gpu=2), "GPU 2's series gone")
-        self.assertEqual(len(series(families, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", gpu=0)), 1)
-        self.assertEqual(series(families, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", gpu=1), [])  # no GPM
+        # nvmlGpmMetricsGet fails from t = 2 s on (the real clock runs): the series is there before,
+        # gone after, counted, and never 0 in between.
+        with tempfile.TemporaryDirectory() as d:
+            path = self.scenario(d, "faults:\n  - {at: 2.0, device: 0, kind: gpm, mode: fail}\n")
+            seen = []
+
+            def record(f):
+                seen.extend(series(f, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", gpu=0))
+                return f
+            with Exporter("--simulate", path, "--min-refresh-ms", "150") as e:
+                self.scrape_until(e, lambda f: series(record(f), "DCGM_FI_PROF_GR_ENGINE_ACTIVE", gpu=0),
+                                  "a profiling value before the failure")
+                families = self.scrape_until(
+                    e, lambda f: not series(record(f), "DCGM_FI_PROF_GR_ENGINE_ACTIVE", gpu=0) and
+                    f.get("gpulse_profiling_failed_calls", [({}, 0)])[0][1] > 0, "the series gone and counted")
+                self.assertNotEqual(e.get("/health")[0], 200, "a failing read fails /health")
+        self.assertTrue(seen)
+        self.assertNotIn(0.0, seen, "a failed read is never exported as 0")
+        self.assertEqual(set(seen), {0.9})
         self.assertEqual(series(families, "gpulse_profiling_stuck", gpu=0), [0])
 
+    def test_a_gpu_without_gpm_has_no_profiling_series(self):
+        families = parse_families(golden_exposition("profiling-faults"))
+        self.assertEqual(series(families, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", gpu=1), [])
+        self.assertEqual(series(families, "gpulse_profiling_stuck", gpu=1), [], "no GPM: no verdict")
+        self.assertEqual(len(series(families, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", gpu=0)), 1)
+
     def test_stuck_at_zero_is_reported_by_a_self_metric_and_health(self):
-        # profiling-faults device 3: GPM answers 0 for everything while utilization is 95 %.
-        with Exporter("--simulate", "profiling-faults", "--min-refresh-ms", "150") as e:
-            self.scrape_until(e, lambda f: series(f, "gpulse_profiling_stuck", gpu=3) == [1], "stuck = 1")
-            status, _, body = e.get("/health")
+        # GPM answers 0 for everything while utilization is 90 %: after 3 such reads, stuck.
+        with tempfile.TemporaryDirectory() as d:
+            path = self.scenario(d, "faults:\n  - {at: 0, device: 0, kind: gpm, mode: zero}\n")
+            with Exporter("--simulate", path, "--min-refresh-ms", "150") as e:
+                self.scrape_until(e, lambda f: series(f, "gpulse_profiling_stuck", gpu=0) == [1], "stuck = 1")
+                status, _, body = e.get("/health")
         self.assertNotEqual(status, 200)
         self.assertIn("stuck", body.decode())
 
     def test_values_out_of_range_are_dropped_and_counted(self):
-        scenario = """
-name: gpm-out-of-range
-devices:
-  - {name: NVIDIA H100 80GB HBM3, memory_total_mib: 81559, power_limit_w: 700, wobble: false,
-     load: [{t: 0, util: 90, mem_util: 50, mem_used_mib: 1000, power_w: 500}]}
-faults:
-  - {at: 0, device: 0, kind: gpm, mode: out_of_range}
-"""
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "s.yaml")
-            with open(path, "w") as f:
-                f.write(scenario)
+            path = self.scenario(d, "faults:\n  - {at: 0, device: 0, kind: gpm, mode: out_of_range}\n")
             families = parse_families(golden_exposition(path))
         self.assertNotIn("DCGM_FI_PROF_GR_ENGINE_ACTIVE", families)
         self.assertNotIn("DCGM_FI_PROF_PCIE_TX_BYTES", families)

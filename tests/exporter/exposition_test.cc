@@ -72,7 +72,11 @@ class ExpositionTest : public ::testing::Test {
       std::make_shared<const CounterSet>(DefaultCounters());
 
   std::string Render(const Snapshot& snap, std::optional<std::string> host = "node-1") {
-    MetricsPage page(info, counters, {std::move(host), "0.1.0", "abc"});
+    PageOptions options;
+    options.hostname = std::move(host);
+    options.version = "0.1.0";
+    options.commit = "abc";
+    MetricsPage page(info, counters, options);
     std::string out;
     page.Render(snap, 1'500'000'000, out);
     return out;
@@ -203,7 +207,9 @@ TEST(DeviceLabels, MigInstancesAndLabelRowsSortedByName) {
   MigInstance mig;
   mig.profile = "3g.20gb";
   mig.gpu_instance_id = 2;
-  LabelList l = DeviceLabels(info, info.devices[0], &mig, *set, PageOptions{"h"});
+  PageOptions options;
+  options.hostname = "h";
+  LabelList l = DeviceLabels(info, info.devices[0], &mig, *set, options);
   std::vector<std::string> names;
   for (const auto& [k, v] : l) names.push_back(k);
   EXPECT_EQ(names, (std::vector<std::string>{"gpu", "UUID", "pci_bus_id", "device", "modelName",

@@ -215,8 +215,8 @@ print("| gpu | field | gpulse | nvidia-smi dmon --gpm-metrics | verdict |")
 print("|---|---|---|---|---|")
 bad = 0
 for gpu, f in sorted(ours.items()):
-    # nvidia-smi prints the GPM metrics after its own gpu column, in the order asked for, in percent
-    # for the utilizations (the PCIe columns' unit is printed in its header, so only shown).
+    # nvidia-smi prints the GPM metrics after its own gpu column, in the order asked for: percent
+    # for the utilizations, MiB/s for PCIe (its header line says; check it in the output).
     row = theirs.get(gpu, [])
     extra = len(row) - len(GPM)
     for k, (name, metric) in enumerate(GPM):
@@ -226,8 +226,11 @@ for gpu, f in sorted(ours.items()):
             sv = float(s)
         except (TypeError, ValueError):
             sv = None
-        if metric < 20 and g is not None and sv is not None:
-            ok = abs(g * 100 - sv) <= 10  # one second apart on a live GPU: 10 points
+        if g is not None and sv is not None:
+            if metric < 20:
+                ok = abs(g * 100 - sv) <= 10  # one second apart on a live GPU: 10 points
+            else:  # gpulse says bytes per second; GPM (and nvidia-smi's column) MiB/s
+                ok = abs(g / 2**20 - sv) <= max(50.0, 0.25 * sv)
             verdict = "match" if ok else "DIFFERS"
             bad += not ok
         else:

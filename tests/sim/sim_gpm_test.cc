@@ -13,6 +13,9 @@
 namespace gpulse::sim::testing {
 namespace {
 
+constexpr double kMiB = 1048576.0;  // GPM rates are in MiB/s
+
+
 // profiling-faults' constant load (devices 0-2): the exact inputs of every metric below.
 constexpr double kUtil = 90, kTensor = 60, kDram = 45;
 constexpr double kPcieTxMbS = 500, kPcieRxMbS = 2000, kNvlinkMbS = 36000;
@@ -318,7 +321,7 @@ TEST_F(SimGpmTest, GpuAndInstanceSamplesDoNotMix) {
 
 TEST_F(SimGpmTest, FrozenClockGivesTheExactValuesOfEveryMetric) {
   Load("profiling-faults");
-  const double per_link = kNvlinkMbS * 1e6 / kLinks;
+  const double per_link = kNvlinkMbS * 1e6 / kMiB / kLinks;
   const std::vector<std::pair<unsigned, double>> expected = {
       {NVML_GPM_METRIC_GRAPHICS_UTIL, kUtil},
       {NVML_GPM_METRIC_SM_UTIL, kUtil * 0.9},
@@ -332,15 +335,15 @@ TEST_F(SimGpmTest, FrozenClockGivesTheExactValuesOfEveryMetric) {
       {NVML_GPM_METRIC_FP64_UTIL, kUtil * 0.05},
       {NVML_GPM_METRIC_FP32_UTIL, kUtil * 0.3},
       {NVML_GPM_METRIC_FP16_UTIL, kUtil * 0.2},
-      {NVML_GPM_METRIC_PCIE_TX_PER_SEC, kPcieTxMbS * 1e6},
-      {NVML_GPM_METRIC_PCIE_RX_PER_SEC, kPcieRxMbS * 1e6},
+      {NVML_GPM_METRIC_PCIE_TX_PER_SEC, kPcieTxMbS * 1e6 / kMiB},
+      {NVML_GPM_METRIC_PCIE_RX_PER_SEC, kPcieRxMbS * 1e6 / kMiB},
       {NVML_GPM_METRIC_NVDEC_0_UTIL, 0},
       {NVML_GPM_METRIC_NVDEC_0_UTIL + 6, 0},
       {NVML_GPM_METRIC_NVJPG_0_UTIL, 0},
       {NVML_GPM_METRIC_NVJPG_0_UTIL + 6, 0},
       {NVML_GPM_METRIC_NVOFA_0_UTIL, 0},
-      {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, kNvlinkMbS * 1e6},
-      {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, kNvlinkMbS * 1e6},
+      {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, kNvlinkMbS * 1e6 / kMiB},
+      {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, kNvlinkMbS * 1e6 / kMiB},
       {NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC, per_link},
       {NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 1, per_link},       // L0 TX
       {NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 2 * 17, per_link},  // L17 RX
@@ -356,7 +359,7 @@ TEST_F(SimGpmTest, FrozenClockGivesTheExactValuesOfEveryMetric) {
       EXPECT_DOUBLE_EQ(entries[i].value, expected[i].second) << expected[i].first;
     }
   }
-  EXPECT_DOUBLE_EQ(per_link, 2e9);
+  EXPECT_DOUBLE_EQ(per_link * kMiB, 2e9);
 }
 
 TEST_F(SimGpmTest, MetricInfoNamesTheMetricWithStaticStrings) {
@@ -369,7 +372,7 @@ TEST_F(SimGpmTest, MetricInfoNamesTheMetricWithStaticStrings) {
   ASSERT_NE(entries[0].metricInfo.longName, nullptr);
   EXPECT_STRNE(entries[0].metricInfo.longName, "");
   EXPECT_STREQ(entries[1].metricInfo.shortName, "PCIE_RX_PER_SEC");
-  EXPECT_STREQ(entries[1].metricInfo.unit, "B/s");
+  EXPECT_STREQ(entries[1].metricInfo.unit, "MiB/s");
   EXPECT_STREQ(entries[2].metricInfo.shortName, "NVLINK_L3_TX_PER_SEC");
   EXPECT_EQ(entries[3].metricInfo.shortName, nullptr) << "8 is no metric";
   // The same pointers every time: the strings are the simulator's, not per call.
@@ -417,11 +420,11 @@ devices:
   EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_FP16_UTIL, 5), 60 * 0.2) << "default 0.2 x util";
   EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_SM_OCCUPANCY, 5), 60 * 0.45);
   EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_DRAM_BW_UTIL, 5), 20) << "default mem_util";
-  EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_PCIE_TX_PER_SEC, 5), 2 * 60 * 1e6);
-  EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_PCIE_RX_PER_SEC, 5), 4 * 60 * 1e6);
-  EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, 5), 1200e6);
-  EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, 5), 500 * 60 * 1e6);
-  EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 2 * 3 + 1, 5), 300e6);
+  EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_PCIE_TX_PER_SEC, 5), 2 * 60 * 1e6 / kMiB);
+  EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_PCIE_RX_PER_SEC, 5), 4 * 60 * 1e6 / kMiB);
+  EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, 5), 1200e6 / kMiB);
+  EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, 5), 500 * 60 * 1e6 / kMiB);
+  EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 2 * 3 + 1, 5), 300e6 / kMiB);
   EXPECT_EQ(MetricReturn(d, NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 2 * 4, 5),
             NVML_ERROR_NOT_SUPPORTED)
       << "link 4 of 4";
@@ -502,10 +505,10 @@ faults:
     }
     EXPECT_EQ(entries.back().nvmlReturn, NVML_ERROR_NOT_SUPPORTED) << "link 2 of 2";
   };
-  check(0, 0.99, {40, 40 * 0.05, 160e6, 20000e6 / 2, 0});
+  check(0, 0.99, {40, 40 * 0.05, 160e6 / kMiB, 20000e6 / 2 / kMiB, 0});
   check(0.5, 1.0, {250, 250, -1, -1, 250});
   check(0.5, 1.99, {250, 250, -1, -1, 250});
-  check(1.5, 2.0, {40, 40 * 0.05, 160e6, 20000e6 / 2, 0});
+  check(1.5, 2.0, {40, 40 * 0.05, 160e6 / kMiB, 20000e6 / 2 / kMiB, 0});
   check(2.0, 3.0, {0, 0, 0, 0, 0});  // zero, listed before fail
 }
 
@@ -587,7 +590,7 @@ TEST_F(SimGpmTest, InstanceMetricsDeriveFromTheInstanceUtil) {
   for (const auto& e : Entries(SamplePair(parent, 1, 2), gpu_level)) {
     EXPECT_EQ(e.nvmlReturn, NVML_SUCCESS) << e.metricId;
   }
-  EXPECT_DOUBLE_EQ(Metric(parent, NVML_GPM_METRIC_PCIE_RX_PER_SEC, 2), 1500e6);
+  EXPECT_DOUBLE_EQ(Metric(parent, NVML_GPM_METRIC_PCIE_RX_PER_SEC, 2), 1500e6 / kMiB);
   EXPECT_DOUBLE_EQ(Metric(parent, NVML_GPM_METRIC_GRAPHICS_UTIL, 2), 62) << "the GPU as a whole";
 }
 
@@ -807,9 +810,9 @@ TEST_F(SimGpmTest, NvlinkTrafficCounterDifferenceMatchesTheRate) {
   // 4096 MB/s over 4 links for 2 s: 2.048e9 bytes per link = 2,000,000 KiB.
   EXPECT_NEAR(kib(tx, 0, 3) - kib(tx, 0, 1), 2'000'000, 1);
   EXPECT_NEAR(kib(tx, 3, 3) - kib(tx, 3, 1), 2'000'000, 1) << "every link alike";
-  // The rate GPM reports is the counter's slope.
+  // The rate GPM reports (MiB/s) is the counter's slope.
   const double rate = Metric(d, NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 1, 2);
-  EXPECT_DOUBLE_EQ(rate, 1024e6);
+  EXPECT_DOUBLE_EQ(rate * kMiB, 1024e6);
   // A ramp: rx goes 0 -> 8192 MB/s over [0, 4], so [0, 4] moves 16384 MB, 4096 MB per link.
   EXPECT_NEAR(kib(rx, 2, 4), 4096e6 / 1024, 1);
   // One whole loop of tx: (4096 x 4 + 2560 x 2 + 1024 x 4) MB = 25600 MB, 6400 MB per link.
@@ -833,7 +836,7 @@ TEST_F(SimGpmTest, NvlinkCounterIsTheIntegralOfTheGpmRateAcrossLoops) {
     EXPECT_EQ(api.GpmSampleGet(d, b), NVML_SUCCESS);
     std::vector<nvmlGpmMetric_t> m;
     EXPECT_EQ(Get(a, b, {l0_tx}, &m), NVML_SUCCESS);
-    return m[0].value;
+    return m[0].value * kMiB;  // bytes per second
   };
   const double t0 = 3, t1 = 27, dt = 0.01;
   const int steps = static_cast<int>(std::lround((t1 - t0) / dt));
@@ -891,7 +894,7 @@ TEST_F(SimGpmTest, HgxScenariosShowTensorAndNvlinkActivity) {
   const double allreduce_tensor = Metric(d, NVML_GPM_METRIC_ANY_TENSOR_UTIL, 10);
   EXPECT_GT(compute_tensor, 70);
   EXPECT_LT(allreduce_tensor, 10);
-  EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, 10), 310000e6);
+  EXPECT_DOUBLE_EQ(Metric(d, NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, 10), 310000e6 / kMiB);
   EXPECT_GT(Metric(d, NVML_GPM_METRIC_DRAM_BW_UTIL, 5), 50);
   EXPECT_EQ(FieldEntry(d, NVML_FI_DEV_NVLINK_LINK_COUNT).value.uiVal, 18u);
   unsigned kb = 0;

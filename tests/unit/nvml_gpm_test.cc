@@ -108,9 +108,11 @@ TEST_F(GpmReaderTest, CatalogueMetricIdsAreNvmlsOwn) {
   EXPECT_EQ(gpm(1041), NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC);      // L0 RX
   EXPECT_EQ(gpm(1075), NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 34);  // L17 RX
   for (const FieldSpec& f : AllFields()) {
-    if (f.nvml == NvmlSource::kGpm) {
-      EXPECT_LT(f.gpm, NVML_GPM_METRIC_MAX) << f.name;
-    }
+    if (f.nvml != NvmlSource::kGpm) continue;
+    EXPECT_LT(f.gpm, NVML_GPM_METRIC_MAX) << f.name;
+    // nvml.h: the *_UTIL metrics are percent, the *_PER_SEC metrics MiB/s.
+    EXPECT_DOUBLE_EQ(f.scale, f.unit == Unit::kRatio ? 0.01 : 1048576.0) << f.name;
+    EXPECT_EQ(f.per_instance, f.unit == Unit::kRatio) << f.name;
   }
 }
 
@@ -125,7 +127,7 @@ TEST_F(GpmReaderTest, FirstReadPrimesThenValuesAreRatios) {
   r.Read(fields, 2 * kSecond, 90.0, s, stats_);
   EXPECT_DOUBLE_EQ(*s.values[F(1001)], 0.5);
   EXPECT_DOUBLE_EQ(*s.values[F(1004)], 0.5);
-  EXPECT_DOUBLE_EQ(*s.values[F(1009)], 50.0);  // bytes per second, unscaled
+  EXPECT_DOUBLE_EQ(*s.values[F(1009)], 50.0 * 1048576);  // GPM's MiB/s in bytes per second
   EXPECT_EQ(g.sample_gets, 2);
   EXPECT_EQ(g.metrics_gets, 1);
 }
@@ -189,10 +191,10 @@ TEST_F(GpmReaderTest, ValuesOutOfRangeAreDroppedAndCounted) {
   std::vector<FieldIndex> fields = {F(1002), F(1009)};
   Sample s = Fresh();
   r.Read(fields, kSecond, std::nullopt, s, stats_);
-  g.value = 250.0;  // a ratio of 2.5 is impossible; 250 B/s is fine
+  g.value = 250.0;  // a ratio of 2.5 is impossible; 250 MiB/s is fine
   r.Read(fields, 2 * kSecond, std::nullopt, s, stats_);
   EXPECT_FALSE(s.values[F(1002)]);
-  EXPECT_DOUBLE_EQ(*s.values[F(1009)], 250.0);
+  EXPECT_DOUBLE_EQ(*s.values[F(1009)], 250.0 * 1048576);
   EXPECT_EQ(stats_.profiling_rejected_values, 1u);
   g.value = -1.0;  // a negative rate is impossible too
   s = Fresh();
@@ -247,9 +249,68 @@ TEST_F(GpmReaderTest, ZeroWhileBusyForSeveralReadsIsStuck) {
   EXPECT_TRUE(g.asked.count(NVML_GPM_METRIC_GRAPHICS_UTIL));
   r.Read(fields, t += kSecond, 10.0, s, stats_);  // an idle GPU reading 0 is not stuck
   EXPECT_FALSE(r.stuck());
-  g.graphics = 0.0;
-  for (int i = 0; i < 5; ++i) r.Read(fields, t += kSecond, std::nullopt, s, stats_);
-  EXPECT_FALSE(r.stuck()) << "no utilization to compare: no verdict";
+  for (int i = 0; i < kStuckReads; ++i) r.Read(fields, t += kSecond, 95.0, s, stats_);
+  ASSERT_TRUE(r.stuck());
+  r.Read(fields, t += kSecond, std::nullopt, s, stats_);
+  EXPECT_FALSE(r.stuck()) << "no utilization to compare: no verdict, not the old one";
+}
+
+TEST_F(GpmReaderTest, ATransientSupportFailureIsAskedAgain) {
+  static int calls;
+  calls = 0;
+  api_.GpmQueryDeviceSupport = [](nvmlDevice_t, nvmlGpmSupport_t* s) -> nvmlReturn_t {
+    if (++calls == 1) return NVML_ERROR_UNKNOWN;
+    s->isSupportedDevice = 1;
+    return NVML_SUCCESS;
+  };
+  GpmReader r(&api_, dev_, std::nullopt);
+  EXPECT_FALSE(r.Supported());
+  EXPECT_TRUE(r.Supported()) << "asked again";
+  EXPECT_TRUE(r.unsupported_reason().empty());
+  api_.GpmQueryDeviceSupport = [](nvmlDevice_t, nvmlGpmSupport_t*) -> nvmlReturn_t {
+    return NVML_ERROR_NOT_SUPPORTED;
+  };
+  GpmReader never(&api_, dev_, std::nullopt);
+  EXPECT_FALSE(never.Supported());
+  api_.GpmQueryDeviceSupport = FakeApi().GpmQueryDeviceSupport;
+  EXPECT_FALSE(never.Supported()) << "NOT_SUPPORTED is a lasting answer";
+}
+
+TEST_F(GpmReaderTest, AMigInstanceHasNoGpuLevelRates) {
+  GpmReader r(&api_, dev_, 3u);
+  std::vector<FieldIndex> fields = {F(1001), F(1009), F(1011)};
+  Sample s = Fresh();
+  r.Read(fields, kSecond, std::nullopt, s, stats_);
+  r.Read(fields, 2 * kSecond, std::nullopt, s, stats_);
+  EXPECT_TRUE(s.values[F(1001)]);
+  EXPECT_TRUE(s.unsupported[F(1009)]);
+  EXPECT_TRUE(s.unsupported[F(1011)]);
+  EXPECT_EQ(g.asked.count(NVML_GPM_METRIC_PCIE_TX_PER_SEC), 0u) << "not asked of an instance";
+}
+
+TEST_F(GpmReaderTest, AGpuLostDuringASampleIsReported) {
+  GpmReader r(&api_, dev_, std::nullopt);
+  std::vector<FieldIndex> fields = {F(1001)};
+  Sample s = Fresh();
+  r.Read(fields, kSecond, std::nullopt, s, stats_);
+  api_.GpmSampleGet = [](nvmlDevice_t, nvmlGpmSample_t) -> nvmlReturn_t { return NVML_ERROR_GPU_IS_LOST; };
+  r.Read(fields, 2 * kSecond, std::nullopt, s, stats_);
+  EXPECT_TRUE(r.lost());
+  EXPECT_EQ(stats_.profiling_failed_calls, 0u) << "a loss, not a failure";
+}
+
+TEST_F(GpmReaderTest, ARatioAHairOver100IsClampedAndFarOverIsDropped) {
+  GpmReader r(&api_, dev_, std::nullopt);
+  std::vector<FieldIndex> fields = {F(1002)};
+  Sample s = Fresh();
+  r.Read(fields, kSecond, std::nullopt, s, stats_);
+  g.value = 100.4;
+  r.Read(fields, 2 * kSecond, std::nullopt, s, stats_);
+  EXPECT_DOUBLE_EQ(*s.values[F(1002)], 1.0);
+  g.value = 102.0;
+  s = Fresh();
+  r.Read(fields, 3 * kSecond, std::nullopt, s, stats_);
+  EXPECT_FALSE(s.values[F(1002)]);
 }
 
 TEST_F(GpmReaderTest, AMigInstanceSamplesThroughItsParent) {

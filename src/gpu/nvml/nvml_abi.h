@@ -277,7 +277,7 @@ typedef struct nvmlGpmMetricInfo_st {
 typedef struct nvmlGpmMetric_st {
   unsigned int metricId;           // in: NVML_GPM_METRIC_*
   nvmlReturn_t nvmlReturn;         // out: this metric's own status
-  double value;                    // out: percent (0..100) for *_UTIL, bytes per second for *_PER_SEC
+  double value;                    // out: percent (0..100) for *_UTIL, MiB/s for *_PER_SEC
   nvmlGpmMetricInfo_t metricInfo;  // out: static strings owned by the driver
 } nvmlGpmMetric_t;
 

@@ -65,18 +65,18 @@ void NvmlBackend::PrimeGpm(std::span<const FieldIndex> fields) {
   for (FieldIndex f : fields) wanted = wanted || FieldAt(f).nvml == NvmlSource::kGpm;
   if (!wanted) return;
   gpm_primed_ = true;
-  const std::int64_t start = MonotonicNowNs();
-  bool any = false;
+  std::optional<std::int64_t> last;  // when the last first sample was taken
   auto prime = [&](DeviceReader& r) {
     if (r.gpm() == nullptr || r.lost() || !r.gpm()->Supported()) return;
-    r.gpm()->Prime(start, stats_);
-    any = any || r.gpm()->primed();
+    const std::int64_t now = MonotonicNowNs();  // each entity's own time: the floor is per sample
+    r.gpm()->Prime(now, stats_);
+    if (r.gpm()->primed()) last = now;
   };
   for (DeviceReader& r : readers_) prime(r);
   for (auto& instances : instance_readers_) {
     for (DeviceReader& r : instances) prime(r);
   }
-  if (any) SleepUntilMonotonicNs(start + kGpmMinIntervalNs);
+  if (last) SleepUntilMonotonicNs(*last + kGpmMinIntervalNs);
 }
 
 NvmlBackend::~NvmlBackend() {

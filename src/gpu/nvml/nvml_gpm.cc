@@ -11,10 +11,21 @@ namespace {
 
 constexpr unsigned kGraphicsMetric = NVML_GPM_METRIC_GRAPHICS_UTIL;
 
-// Whether `value` (as GPM gives it: percent or bytes per second) is a possible reading of `field`.
-bool InRange(const FieldSpec& field, double value) {
-  if (!std::isfinite(value) || value < 0) return false;
-  return field.unit != Unit::kRatio || value <= 100.0 + 1e-9;
+// A ratio this far above 100 % is rounding in the driver (clamped to 1); beyond it, impossible.
+constexpr double kPercentTolerance = 1.0;
+
+// `value` (as GPM gives it: percent or MiB/s) as a reading of `field`, or nullopt when impossible.
+std::optional<double> Checked(const FieldSpec& field, double value) {
+  if (!std::isfinite(value) || value < 0) return std::nullopt;
+  if (field.unit != Unit::kRatio) return value * field.scale;
+  if (value > 100.0 + kPercentTolerance) return std::nullopt;
+  return std::min(value, 100.0) * field.scale;
+}
+
+// Whether a failed support query says something lasting about the GPU (else it is retried).
+bool Final(nvmlReturn_t rc) {
+  ErrorClass c = Classify(rc);
+  return c == ErrorClass::kNotSupported || c == ErrorClass::kNoPermission;
 }
 
 std::string ReasonFor(nvmlReturn_t rc) {
@@ -50,7 +61,8 @@ GpmReader::GpmReader(GpmReader&& other) noexcept
       metric_unsupported_(std::move(other.metric_unsupported_)),
       graphics_percent_(other.graphics_percent_),
       zero_while_busy_(other.zero_while_busy_),
-      stuck_(other.stuck_) {
+      stuck_(other.stuck_),
+      lost_(other.lost_) {
   for (int i = 0; i < 2; ++i) std::swap(samples_[i], other.samples_[i]);
 }
 
@@ -63,30 +75,35 @@ GpmReader::~GpmReader() {
 bool GpmReader::Supported() {
   if (supported_) return *supported_;
   const NvmlApi& a = *api_;
-  supported_ = false;
   const bool mig = gpu_instance_id_.has_value();
   if (!a.GpmQueryDeviceSupport || !a.GpmSampleAlloc || !a.GpmSampleFree || !a.GpmMetricsGet ||
       (mig ? !a.GpmMigSampleGet : !a.GpmSampleGet)) {
     reason_ = "the NVML library has no GPM functions (driver older than R520)";
+    supported_ = false;
     return false;
   }
   nvmlGpmSupport_t support{};
   support.version = NVML_GPM_SUPPORT_VERSION;
   nvmlReturn_t rc = a.GpmQueryDeviceSupport(device_, &support);
   if (rc != NVML_SUCCESS) {
+    // A transient failure is not a verdict: the next read asks again.
     reason_ = ReasonFor(rc);
+    if (Final(rc)) supported_ = false;
     return false;
   }
   if (support.isSupportedDevice == 0) {
     reason_ = "the GPU has no GPM (profiling needs Hopper or later)";
+    supported_ = false;
     return false;
   }
   for (nvmlGpmSample_t& s : samples_) {
-    if (a.GpmSampleAlloc(&s) != NVML_SUCCESS || s == nullptr) {
-      reason_ = "the driver could not allocate GPM samples";
+    if (s == nullptr && (a.GpmSampleAlloc(&s) != NVML_SUCCESS || s == nullptr)) {
+      s = nullptr;
+      reason_ = "the driver could not allocate GPM samples (asked again at the next read)";
       return false;
     }
   }
+  reason_.clear();
   values_.assign(AllFields().size(), std::nullopt);
   metric_unsupported_.assign(AllFields().size(), false);
   supported_ = true;
@@ -100,7 +117,11 @@ nvmlReturn_t GpmReader::TakeSample(nvmlGpmSample_t sample) {
 
 void GpmReader::Prime(std::int64_t now_ns, gpu::ReadStats& stats) {
   if (primed() || !Supported()) return;
-  if (TakeSample(samples_[0]) != NVML_SUCCESS) {
+  if (nvmlReturn_t rc = TakeSample(samples_[0]); rc != NVML_SUCCESS) {
+    if (Classify(rc) == ErrorClass::kGpuLost) {
+      lost_ = true;
+      return;
+    }
     ++stats.failed_calls;
     ++stats.profiling_failed_calls;
     return;
@@ -131,7 +152,10 @@ void GpmReader::Read(std::span<const FieldIndex> fields, std::int64_t now_ns,
       latest_ns_ = now_ns;
       CheckStuck(busy_percent);
     } else {
-      if (Classify(rc) == ErrorClass::kGpuLost) return;  // the device reader notices the loss
+      if (Classify(rc) == ErrorClass::kGpuLost) {
+        lost_ = true;  // DeviceReader marks the device lost this read
+        return;
+      }
       ++stats.failed_calls;
       ++stats.profiling_failed_calls;
       for (int f : planned_field_) {
@@ -162,7 +186,10 @@ void GpmReader::Plan(std::span<const FieldIndex> fields) {
   };
   for (FieldIndex f : fields) {
     const FieldSpec& spec = FieldAt(f);
-    if (spec.nvml == NvmlSource::kGpm && !metric_unsupported_[f]) add(spec.gpm, f);
+    if (spec.nvml != NvmlSource::kGpm) continue;
+    // A MIG instance has the activity ratios only; PCIe and NVLink rates are the GPU's.
+    if (gpu_instance_id_ && !spec.per_instance) metric_unsupported_[f] = true;
+    if (!metric_unsupported_[f]) add(spec.gpm, f);
   }
   add(kGraphicsMetric, -1);  // always: the stuck-at-zero check needs it (a no-op when asked for)
   plan_valid_ = true;
@@ -207,16 +234,21 @@ void GpmReader::Compute(std::span<const FieldIndex> fields, nvmlGpmSample_t earl
       }
       continue;
     }
-    if (!InRange(spec, m.value)) {
+    std::optional<double> v = Checked(spec, m.value);
+    if (!v) {
       ++stats.profiling_rejected_values;
       continue;
     }
-    values_[f] = m.value * spec.scale;
+    values_[f] = v;
   }
 }
 
 void GpmReader::CheckStuck(std::optional<double> busy_percent) {
-  if (!graphics_percent_ || !busy_percent) return;  // nothing to compare this read
+  if (!graphics_percent_ || !busy_percent) {  // nothing to compare this read: no verdict
+    zero_while_busy_ = 0;
+    stuck_ = false;
+    return;
+  }
   if (*graphics_percent_ == 0.0 && *busy_percent >= kStuckBusyPercent) {
     zero_while_busy_ = std::min(zero_while_busy_ + 1, kStuckReads);
   } else {

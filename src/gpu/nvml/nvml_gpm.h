@@ -44,7 +44,9 @@ class GpmReader {
   GpmReader(const GpmReader&) = delete;
   GpmReader& operator=(const GpmReader&) = delete;
 
-  // Whether the entity has GPM; asks the driver (and allocates the two samples) on first use.
+  // Whether the entity has GPM; asks the driver (and allocates the two samples) on first use. A
+  // "no" that is lasting (no GPM, no permission, no GPM in the library) is remembered; a transient
+  // failure is asked again at the next call.
   bool Supported();
   const std::string& unsupported_reason() const { return reason_; }
 
@@ -59,6 +61,8 @@ class GpmReader {
             std::optional<double> busy_percent, Sample& out, gpu::ReadStats& stats);
 
   bool stuck() const { return stuck_; }
+  // A GPM call answered GPU_IS_LOST: the device reader marks the device lost.
+  bool lost() const { return lost_; }
 
  private:
   nvmlReturn_t TakeSample(nvmlGpmSample_t sample);
@@ -87,6 +91,7 @@ class GpmReader {
   std::optional<double> graphics_percent_;  // the last graphics-engine reading, percent
   int zero_while_busy_ = 0;
   bool stuck_ = false;
+  bool lost_ = false;
 };
 
 }  // namespace gpulse::nvml

@@ -209,6 +209,7 @@ void DeviceReader::CopyXidCounts(Sample& out) const {
 void DeviceReader::Read(std::span<const FieldIndex> fields, Sample& out, gpu::ReadStats& stats) {
   out.values.assign(AllFields().size(), std::nullopt);
   out.unsupported.assign(AllFields().size(), false);
+  out.profiling_stuck = false;
   out.xid_events.swap(pending_xids_);
   pending_xids_.clear();
   out.xid_counts.clear();
@@ -253,6 +254,13 @@ void DeviceReader::Read(std::span<const FieldIndex> fields, Sample& out, gpu::Re
   if (gpm_wanted) {
     gpm_->Read(fields, out.t_mono_ns, v[static_cast<unsigned>(NvmlSource::kUtilizationGpu)], out,
                stats);
+    if (gpm_->lost()) {
+      lost_ = true;
+      out.values.assign(AllFields().size(), std::nullopt);
+      out.state = DeviceState::kLost;
+      if (xid_wanted && !unsupported(Call::kXidEvents)) CopyXidCounts(out);
+      return;
+    }
     out.profiling_stuck = gpm_->stuck();
   } else if (wanted[static_cast<unsigned>(Call::kGpm)] || unsupported(Call::kGpm)) {
     for (FieldIndex f : fields) {
@@ -308,7 +316,10 @@ void DeviceReader::ReadFieldValues(const std::bitset<static_cast<unsigned>(Call:
   if (n == 0) return;
   nvmlReturn_t rc = api_->DeviceGetFieldValues(handle_, n, values);
   if (Classify(rc) != ErrorClass::kOk) {
-    for (int i = 0; i < n && !lost_; ++i) Check(asked[i]->call, rc, stats);
+    for (int i = 0; i < n && !lost_; ++i) {
+      if (i > 0 && asked[i]->call == asked[i - 1]->call) continue;  // TX and RX are one call's
+      Check(asked[i]->call, rc, stats);
+    }
     return;
   }
   std::optional<double> nvlink_kib = 0.0;  // TX + RX; absent when either is
