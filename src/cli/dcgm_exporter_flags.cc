@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 namespace gpulse::cli {
 namespace {
@@ -178,11 +179,35 @@ const DcgmFlagSpec* ShortAlias(char c) {
   return nullptr;
 }
 
+// Whether `token` (a whole option without "=value") is one that takes the next argument as its
+// value, so that the next argument is left as it is even when it looks like a flag (`--hostname
+// -once`).
+bool TakesValue(std::string_view token) {
+  if (token.find('=') != std::string_view::npos) return false;
+  if (token.size() == 2 && token[0] == '-') {
+    const DcgmFlagSpec* f = ShortAlias(token[1]);
+    return f != nullptr && !f->is_bool;
+  }
+  if (!token.starts_with("--")) return false;
+  std::string_view name = token.substr(2);
+  for (const DcgmFlagSpec& f : kFlags) {
+    if (name == f.name || (f.alias.size() > 1 && name == f.alias)) return !f.is_bool;
+  }
+  return name == "hostname" || name == "min-refresh-ms" || name == "health-staleness-ms" ||
+         name == "max-connections" || name == "max-connections-per-peer" || name == "simulate" ||
+         name == "nvml-lib";
+}
+
 void RewriteGoStyleFlags(std::vector<std::string>& args) {
+  bool value_next = false;  // the previous argument was an option that takes this one as its value
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string& a = args[i];
     if (a == "--") break;
-    if (a.size() < 3 || a[0] != '-' || a[1] == '-') continue;
+    if (std::exchange(value_next, false)) continue;
+    if (a.size() < 3 || a[0] != '-' || a[1] == '-') {
+      value_next = TakesValue(a);
+      continue;
+    }
     const DcgmFlagSpec* alias = a[2] == '=' ? ShortAlias(a[1]) : nullptr;
     if (alias != nullptr && alias->is_bool) {  // Go's -k=false: CLI11 takes --kubernetes=false
       a = "--" + std::string(alias->name) + a.substr(2);
@@ -198,6 +223,7 @@ void RewriteGoStyleFlags(std::vector<std::string>& args) {
     std::string_view name = std::string_view(a).substr(1);
     name = name.substr(0, name.find('='));
     if (IsKnownLongName(name)) a.insert(0, "-");
+    value_next = TakesValue(a);
   }
 }
 

@@ -236,6 +236,15 @@ class Invocation(GpulseTestCase):
         self.assertIn("DCGM_FI_DEV_POWER_USAGE", p.stdout)
         self.assertNotIn("DCGM_FI_DEV_GPU_TEMP", p.stdout)
 
+    def test_a_value_that_looks_like_a_flag_is_left_alone(self):
+        # "-once" here is the Hostname label's value, not Go's spelling of --once.
+        p = run("exporter", "--simulate", "1xH200", "--once", "--hostname", "-once")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('Hostname="-once"', p.stdout)
+        p = run("exporter", "--simulate", "1xH200", "--once", "-hostname", "-debug")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('Hostname="-debug"', p.stdout)
+
     def test_go_style_single_dash_long_flags(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "c.csv")
