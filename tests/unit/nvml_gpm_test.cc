@@ -264,7 +264,11 @@ TEST_F(GpmReaderTest, ATransientSupportFailureIsAskedAgain) {
     return NVML_SUCCESS;
   };
   GpmReader r(&api_, dev_, std::nullopt);
-  EXPECT_FALSE(r.Supported());
+  Sample s = Fresh();
+  r.Read(std::vector<FieldIndex>{F(1001)}, kSecond, std::nullopt, s, stats_);
+  EXPECT_FALSE(s.values[F(1001)]);
+  EXPECT_FALSE(s.unsupported[F(1001)]) << "a failed query is a failure, not a verdict";
+  EXPECT_EQ(stats_.profiling_failed_calls, 1u);
   EXPECT_TRUE(r.Supported()) << "asked again";
   EXPECT_TRUE(r.unsupported_reason().empty());
   api_.GpmQueryDeviceSupport = [](nvmlDevice_t, nvmlGpmSupport_t*) -> nvmlReturn_t {

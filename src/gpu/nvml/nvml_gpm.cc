@@ -136,6 +136,11 @@ void GpmReader::Read(std::span<const FieldIndex> fields, std::int64_t now_ns,
   for (FieldIndex f : fields) any = any || FieldAt(f).nvml == NvmlSource::kGpm;
   if (!any) return;
   if (!Supported()) {
+    if (!supported_) {  // a transient failure: absent this read and counted, not "unsupported"
+      ++stats.failed_calls;
+      ++stats.profiling_failed_calls;
+      return;
+    }
     for (FieldIndex f : fields) {
       if (FieldAt(f).nvml == NvmlSource::kGpm) out.unsupported[f] = true;
     }
