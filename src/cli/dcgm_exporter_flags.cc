@@ -23,8 +23,7 @@ constexpr auto kFlags = std::to_array<DcgmFlagSpec>({
     {"address", "a", "DCGM_EXPORTER_LISTEN", false, "", kGpulseOption, ""},
     {"collect-interval", "c", "DCGM_EXPORTER_INTERVAL", false, "30000", kHonoured, ""},
     {"kubernetes", "k", "DCGM_EXPORTER_KUBERNETES", true, "false", kDefaultOnly, kK8s},
-    {"use-old-namespace", "o", "DCGM_EXPORTER_USE_OLD_NAMESPACE", true, "false", kDefaultOnly,
-     "dcgm-exporter 1.x metric names (dcgm_sm_clock, ...) are not served"},
+    {"use-old-namespace", "o", "DCGM_EXPORTER_USE_OLD_NAMESPACE", true, "false", kHonoured, ""},
     {"cpu-devices", "p", "DCGM_EXPORTER_CPU_DEVICES_STR", false, "f", kDefaultOnly,
      "gpulse reads no CPU entities"},
     {"configmap-data", "m", "DCGM_EXPORTER_CONFIGMAP_DATA", false, "none", kDefaultOnly,
@@ -129,6 +128,10 @@ void AddDcgmExporterFlags(CLI::App& app, DcgmCompat& compat) {
           opt = app.add_option(Names(f), compat.collect_interval_ms,
                                "dcgm-exporter's collection interval in ms: taken as "
                                "--min-refresh-ms (readings are at most that old)");
+        } else if (f.name == "use-old-namespace") {
+          opt = app.add_flag(Names(f), compat.use_old_namespace,
+                             "dcgm-exporter's 1.x label name: uuid instead of UUID (1.x family "
+                             "names such as dcgm_sm_clock work in the counters file either way)");
         } else {
           opt = app.add_flag(Names(f), compat.replace_blanks_in_model_name,
                              "dcgm-exporter's: modelName with its blanks replaced by '-'");

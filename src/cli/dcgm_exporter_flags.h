@@ -42,6 +42,7 @@ struct DcgmCompat {
   std::optional<std::int64_t> collect_interval_ms;  // -c, DCGM_EXPORTER_INTERVAL
   bool replace_blanks_in_model_name = false;        // --replace-blanks-in-model-name
   std::string devices = "f";                        // -d, DCGM_EXPORTER_DEVICES_STR
+  bool use_old_namespace = false;                   // -o, DCGM_EXPORTER_USE_OLD_NAMESPACE
   // Raw values of the kDefaultOnly options, parallel to their CLI11 options.
   std::deque<std::string> raw;
   std::deque<bool> raw_bool;

@@ -51,6 +51,7 @@ std::optional<std::string> ChooseHostname(const ExporterCliOptions& o) {
 Status ApplyDcgmExporterFlags(ExporterCliOptions& o) {
   if (Status s = CheckDcgmExporterFlags(o.dcgm); !s.ok()) return s;
   o.exp.replace_blanks_in_model_name = o.dcgm.replace_blanks_in_model_name;
+  o.exp.use_old_namespace = o.dcgm.use_old_namespace;
   auto devices = exporter::ParseDeviceSelection(o.dcgm.devices);
   if (!devices) {
     return InvalidArgument("--devices (-d) / $DCGM_EXPORTER_DEVICES_STR: " +

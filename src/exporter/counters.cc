@@ -76,6 +76,54 @@ Result<std::vector<std::string>> SplitCsv(std::string_view line) {
 }
 
 // The name as the catalogue spells the match (the DCGM name or the 4.6 alias).
+// dcgm-exporter 1.x's family names, which its etc/1.x-compatibility-metrics.csv still uses (with
+// -o, --use-old-namespace): each is one DCGM field, exported under the 1.x name as written.
+struct LegacyName {
+  std::string_view name;
+  FieldId id;
+};
+constexpr LegacyName kLegacyNames[] = {
+    {"dcgm_sm_clock", 100},
+    {"dcgm_memory_clock", 101},
+    {"dcgm_memory_temp", 140},
+    {"dcgm_gpu_temp", 150},
+    {"dcgm_power_usage", 155},
+    {"dcgm_total_energy_consumption", 156},
+    {"dcgm_pcie_replay_counter", 202},
+    {"dcgm_gpu_utilization", 203},
+    {"dcgm_mem_copy_utilization", 204},
+    {"dcgm_enc_utilization", 206},
+    {"dcgm_dec_utilization", 207},
+    {"dcgm_xid_errors", 230},
+    {"dcgm_power_violation", 240},
+    {"dcgm_thermal_violation", 241},
+    {"dcgm_sync_boost_violation", 242},
+    {"dcgm_board_limit_violation", 243},
+    {"dcgm_low_util_violation", 244},
+    {"dcgm_reliability_violation", 245},
+    {"dcgm_fb_free", 251},
+    {"dcgm_fb_used", 252},
+    {"dcgm_ecc_sbe_volatile_total", 310},
+    {"dcgm_ecc_dbe_volatile_total", 311},
+    {"dcgm_ecc_sbe_aggregate_total", 312},
+    {"dcgm_ecc_dbe_aggregate_total", 313},
+    {"dcgm_retired_pages_sbe", 390},
+    {"dcgm_retired_pages_dbe", 391},
+    {"dcgm_retired_pages_pending", 392},
+    {"dcgm_nvlink_flit_crc_error_count_total", 409},
+    {"dcgm_nvlink_data_crc_error_count_total", 419},
+    {"dcgm_nvlink_replay_error_count_total", 429},
+    {"dcgm_nvlink_recovery_error_count_total", 439},
+    {"dcgm_nvlink_bandwidth_total", 449},
+};
+
+std::optional<FieldIndex> LegacyField(std::string_view name) {
+  for (const LegacyName& l : kLegacyNames) {
+    if (l.name == name) return IndexOf(l.id);
+  }
+  return std::nullopt;
+}
+
 std::string CanonicalSpelling(std::string_view written, std::string_view name,
                               std::string_view alias) {
   if (!alias.empty() && Lower(written) == Lower(alias)) return std::string(alias);
@@ -135,6 +183,10 @@ class LineParser {
   Status AddCounter(const std::string& name, PromType type, const std::string& help) {
     std::optional<FieldIndex> index;
     if (name.starts_with("DCGM_FI_") || name.starts_with("dcgm_fi_")) index = FindField(name);
+    // dcgm-exporter 1.x's names, and its lower-case dcgm_fi_* names, keep their spelling as the
+    // family name (the 1.x compatibility counters file).
+    const bool legacy_spelling = name.starts_with("dcgm_");
+    if (!index) index = LegacyField(name);
     if (!index) {
       if (const UnreadableFieldSpec* u = FindUnreadableField(name)) return Skip(name, u->reason);
       if (FindLabelField(name) != nullptr)
@@ -144,7 +196,8 @@ class LineParser {
     }
     const FieldSpec& f = FieldAt(*index);
     if (Seen(f.name)) return Bad(std::string(f.name) + " is listed twice");
-    set_.counters.push_back({*index, CanonicalSpelling(name, f.name, f.alias), type, help});
+    set_.counters.push_back(
+        {*index, legacy_spelling ? name : CanonicalSpelling(name, f.name, f.alias), type, help});
     return Status::Ok();
   }
 

@@ -33,7 +33,8 @@ std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> 
   auto snap = ReadSnapshot(backend, BuildEntities(backend.info()), fields);
   MetricsPage page(backend.info(), std::move(counters),
                    {options.hostname, options.version, options.commit,
-                    options.replace_blanks_in_model_name, options.devices});
+                    options.replace_blanks_in_model_name, options.devices,
+                    options.use_old_namespace});
   std::string out;
   page.Render(*snap, MonotonicNowNs(), out);
   return out;
@@ -104,7 +105,8 @@ void Exporter::Install(std::shared_ptr<const CounterSet> counters) {
   auto page = std::make_shared<const MetricsPage>(
       backend_->info(), std::move(counters),
       PageOptions{options_.hostname, options_.version, options_.commit,
-                  options_.replace_blanks_in_model_name, options_.devices});
+                  options_.replace_blanks_in_model_name, options_.devices,
+                  options_.use_old_namespace});
   std::lock_guard lock(mu_);
   page_ = std::move(page);
   fields_ = std::move(fields);

@@ -41,6 +41,7 @@ struct ExporterOptions {
   std::string commit;
   bool replace_blanks_in_model_name = false;  // dcgm-exporter's --replace-blanks-in-model-name
   DeviceSelection devices;                    // dcgm-exporter's -d
+  bool use_old_namespace = false;             // dcgm-exporter's -o
 };
 
 // Loads the counters file named by the options (or the default); warnings go to stderr.

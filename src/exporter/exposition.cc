@@ -118,7 +118,7 @@ LabelList DeviceLabels(const SystemInfo& info, const DeviceInfo& d, const MigIns
                        const CounterSet& counters, const PageOptions& options) {
   const std::optional<std::string>& hostname = options.hostname;
   LabelList l = {{"gpu", std::to_string(d.index)},
-                 {"UUID", d.uuid},
+                 {options.use_old_namespace ? "uuid" : "UUID", d.uuid},
                  {"pci_bus_id", d.pci_bus_id},
                  {"device", "nvidia" + std::to_string(d.index)},
                  {"modelName", options.replace_blanks_in_model_name ? ReplaceBlanks(d.name) : d.name}};

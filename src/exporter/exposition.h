@@ -48,6 +48,7 @@ struct PageOptions {
   std::string commit;
   bool replace_blanks_in_model_name = false;  // dcgm-exporter's flag: "NVIDIA H100 80GB HBM3" -> "NVIDIA-H100-80GB-HBM3"
   DeviceSelection devices;
+  bool use_old_namespace = false;  // dcgm-exporter's -o: the 1.x label name "uuid" for "UUID"
 };
 
 // dcgm-exporter's modelName with --replace-blanks-in-model-name: each run of blanks becomes one "-",

@@ -18,7 +18,6 @@ from test_exporter_security import HASH, auth
 # not the default, the default). From dcgm-exporter's pkg/cmd/app.go (research/dcgm.md section 4).
 DEFAULT_ONLY = [
     ("--kubernetes", "-k", "DCGM_EXPORTER_KUBERNETES", "true", "false"),
-    ("--use-old-namespace", "-o", "DCGM_EXPORTER_USE_OLD_NAMESPACE", "true", "false"),
     ("--cpu-devices", "-p", "DCGM_EXPORTER_CPU_DEVICES_STR", "g", "f"),
     ("--configmap-data", "-m", "DCGM_EXPORTER_CONFIGMAP_DATA", "ns:cm", "none"),
     ("--remote-hostengine-info", "-r", "DCGM_REMOTE_HOSTENGINE_INFO", "localhost:5555", None),
@@ -175,6 +174,28 @@ class Honoured(GpulseTestCase):
                 p = run("exporter", "--simulate", "mig-a100", "--once", "-d", bad)
                 self.assertEqual(p.returncode, 2)
                 self.assertIn("--devices (-d) / $DCGM_EXPORTER_DEVICES_STR", p.stderr)
+
+    def test_old_namespace_and_1x_family_names(self):
+        # A counters file in dcgm-exporter 1.x's names (its etc/1.x-compatibility-metrics.csv style).
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "1x.csv")
+            with open(path, "w") as f:
+                f.write("dcgm_sm_clock, gauge, SM clock\ndcgm_fb_used, gauge, FB used\n"
+                        "dcgm_fi_prof_gr_engine_active, gauge, GR\ndcgm_xid_errors, gauge, XID\n")
+            for args, env in ((["-o"], None), (["--use-old-namespace"], None),
+                              ([], {"DCGM_EXPORTER_USE_OLD_NAMESPACE": "true"})):
+                with self.subTest(args=args, env=env):
+                    p = run("exporter", "--simulate", "1xH200", "--once", "-n", "-f", path, *args, env=env)
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    families = parse_families(p.stdout)
+                    for name in ("dcgm_sm_clock", "dcgm_fb_used", "dcgm_fi_prof_gr_engine_active"):
+                        self.assertIn(name, families)
+                        labels = families[name][0][0]
+                        self.assertIn("uuid", labels)
+                        self.assertNotIn("UUID", labels)
+            p = run("exporter", "--simulate", "1xH200", "--once", "-n", "-f", path)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("UUID", parse_families(p.stdout)["dcgm_sm_clock"][0][0], "without -o: today's labels")
 
     def test_listen_variable_chooses_the_address(self):
         proc = subprocess.Popen([GPULSE, "exporter", "--simulate", "1xH200"], stdout=subprocess.DEVNULL,

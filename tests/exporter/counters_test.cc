@@ -80,6 +80,25 @@ TEST(Counters, BadLinesFailWithFileLineAndReason) {
   }
 }
 
+TEST(Counters, DcgmExporter1xNamesKeepTheirSpelling) {
+  auto set = ParseCounters(
+      "dcgm_sm_clock, gauge, SM\ndcgm_nvlink_bandwidth_total, counter, NVLink\n"
+      "dcgm_fi_prof_dram_active, gauge, DRAM\nDCGM_FI_DEV_GPU_TEMP, gauge, temp\n",
+      "1x.csv");
+  ASSERT_TRUE(set.ok()) << set.error().message;
+  ASSERT_EQ(set->counters.size(), 4u);
+  EXPECT_EQ(set->counters[0].name, "dcgm_sm_clock");
+  EXPECT_EQ(FieldAt(set->counters[0].field).id, 100);
+  EXPECT_EQ(FieldAt(set->counters[1].field).id, 449);
+  EXPECT_EQ(set->counters[2].name, "dcgm_fi_prof_dram_active");
+  EXPECT_EQ(FieldAt(set->counters[2].field).id, 1005);
+  EXPECT_EQ(set->counters[3].name, "DCGM_FI_DEV_GPU_TEMP");
+  auto twice = ParseCounters("dcgm_sm_clock, gauge, a\nDCGM_FI_DEV_SM_CLOCK, gauge, b\n", "d.csv");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.error().message.find("listed twice"), std::string::npos);
+  EXPECT_FALSE(ParseCounters("dcgm_no_such_thing, gauge, a\n", "d.csv").ok());
+}
+
 TEST(Counters, MissingFileIsNotFound) {
   auto set = LoadCounters("/nonexistent/counters.csv");
   ASSERT_FALSE(set.ok());
