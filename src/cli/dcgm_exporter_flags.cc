@@ -97,13 +97,36 @@ std::string Named(const DcgmFlagSpec& f) {
   return s;
 }
 
+// gpulse's own long options of the exporter beyond dcgm-exporter's (src/cli/exporter.cc,
+// src/cli/gpu_options.cc), for the Go-style rewrite.
+struct GpulseLongOption {
+  std::string_view name;
+  bool takes_value;
+};
+constexpr GpulseLongOption kGpulseLongOptions[] = {
+    {"hostname", true},
+    {"min-refresh-ms", true},
+    {"health-staleness-ms", true},
+    {"max-connections", true},
+    {"max-connections-per-peer", true},
+    {"simulate", true},
+    {"nvml-lib", true},
+    {"once", false},
+    {"print-counters", false},
+};
+
+const GpulseLongOption* GpulseOption(std::string_view name) {
+  for (const GpulseLongOption& g : kGpulseLongOptions) {
+    if (g.name == name) return &g;
+  }
+  return nullptr;
+}
+
 bool IsKnownLongName(std::string_view name) {
   for (const DcgmFlagSpec& f : kFlags) {
     if (name == f.name || (f.alias.size() > 1 && name == f.alias)) return true;
   }
-  return name == "hostname" || name == "min-refresh-ms" || name == "health-staleness-ms" ||
-         name == "max-connections" || name == "max-connections-per-peer" || name == "once" ||
-         name == "print-counters" || name == "simulate" || name == "nvml-lib";
+  return GpulseOption(name) != nullptr;
 }
 
 }  // namespace
@@ -196,9 +219,8 @@ bool TakesValue(std::string_view token) {
   for (const DcgmFlagSpec& f : kFlags) {
     if (name == f.name || (f.alias.size() > 1 && name == f.alias)) return !f.is_bool;
   }
-  return name == "hostname" || name == "min-refresh-ms" || name == "health-staleness-ms" ||
-         name == "max-connections" || name == "max-connections-per-peer" || name == "simulate" ||
-         name == "nvml-lib";
+  const GpulseLongOption* g = GpulseOption(name);
+  return g != nullptr && g->takes_value;
 }
 
 void RewriteGoStyleFlags(std::vector<std::string>& args) {
