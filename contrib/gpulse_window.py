@@ -106,7 +106,25 @@ class _Window:
         self.path = os.path.join(windows_dir, stem + ".json")
         self._mono = None
 
+    def _refuse_stem_collision(self):
+        """A window file is named after its result's stem: a result with the same file name as
+        another, in another directory, would replace that result's window. Refused (ValueError)
+        before the measured phase starts."""
+        try:
+            with open(self.path) as f:
+                other = json.load(f)
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError):
+            other = None
+        if isinstance(other, dict) and other.get("result_path") == self.doc["result_path"]:
+            return
+        what = other.get("result_path") if isinstance(other, dict) else None
+        raise ValueError(f"{self.path} already holds the window of result {what or 'another result'}; result "
+                         f"{self.doc['result_path']} has the same file name: give every result a distinct file name")
+
     def mark_running(self):
+        self._refuse_stem_collision()
         self.doc["benchmark_start_time_unix"] = time.time()
         self._mono = time.monotonic()
         _atomic_write_json(self.path, self.doc)

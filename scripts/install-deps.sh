@@ -11,6 +11,7 @@ packages=(
   python3 python3-jsonschema python3-yaml
   chromium
   prometheus prometheus-node-exporter wrk python3-prometheus-client
+  slurm-wlm munge iproute2
 )
 
 missing=()

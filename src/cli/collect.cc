@@ -79,6 +79,7 @@ int RunCollectCommand(const CollectCliOptions& o) {
                  faults);
   }
   power::BlockStopSignals();
+  power::AdoptOrphans();  // a benchmark's orphaned workers are reaped here, not by init
   auto out = power::RunCollect(opt);
   if (!out.ok()) {
     std::fprintf(stderr, "gpulse collect: %s\n", out.error().message.c_str());

@@ -85,6 +85,9 @@ std::optional<int> Prepare(const WindowCliOptions& o, power::WindowStamp& w, fs:
   auto opened = power::OpenWindowsDir(dir);
   if (!opened.ok()) return Fail(opened.error().message);
   windows = std::move(*opened);
+  // Before anything runs: a result whose file name another result already uses.
+  if (Status s = power::RefuseStemCollision(*windows, w.result_path); !s.ok())
+    return Usage(s.error().message);
   return std::nullopt;
 }
 

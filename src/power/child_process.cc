@@ -1,7 +1,11 @@
 #include "power/child_process.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <ctime>
 
@@ -56,7 +60,44 @@ void Stop(int pid, const ChildOptions& o, ChildOutcome& out) {
   ReapUntil(pid, out, Clock::now() + o.reap_timeout);
 }
 
+// Reaps every ended child in process group `pgid` (with AdoptOrphans, the leader's orphaned
+// descendants are this process's children too).
+void ReapGroup(int pgid) {
+  for (;;) {
+    pid_t r = ::waitpid(-pgid, nullptr, WNOHANG);
+    if (r > 0 || (r < 0 && errno == EINTR)) continue;
+    return;
+  }
+}
+
+bool GroupAlive(int pgid) { return ::kill(-pgid, 0) == 0 || errno == EPERM; }
+
+bool GroupGoneBy(int pgid, Clock::time_point deadline) {
+  for (;;) {
+    ReapGroup(pgid);
+    if (!GroupAlive(pgid)) return true;
+    if (Clock::now() >= deadline) return false;
+    ::usleep(20'000);
+  }
+}
+
+// After the leader was reaped: what it left running in its group (a worker that ignores SIGTERM,
+// a daemonized helper) is stopped the same way — SIGTERM, SIGKILL after the grace period — and
+// reaped. Members that cannot be proved gone make the whole child unreaped.
+void StopStragglers(int pgid, const ChildOptions& o, ChildOutcome& out) {
+  ReapGroup(pgid);
+  if (!GroupAlive(pgid)) return;
+  out.stragglers = true;
+  ::kill(-pgid, SIGTERM);
+  if (GroupGoneBy(pgid, Clock::now() + o.stop_grace)) return;
+  ::kill(-pgid, SIGKILL);
+  out.force_killed = true;
+  if (!GroupGoneBy(pgid, Clock::now() + o.reap_timeout)) out.reaped = false;
+}
+
 }  // namespace
+
+void AdoptOrphans() { (void)::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 
 int ChildOutcome::ShellStatus() const {
   if (exit_code) return *exit_code;
@@ -90,13 +131,14 @@ Result<int> SpawnChild(const ChildOptions& o) {
 ChildOutcome WaitChild(int pid, const ChildOptions& o) {
   ChildOutcome out;
   for (;;) {
-    if (Reap(pid, out)) return out;
+    if (Reap(pid, out)) break;
     int sig = TakeStopSignal(std::chrono::milliseconds(50));
     if (sig == 0) continue;
     out.stop_signal = sig;
+    Stop(pid, o, out);
     break;
   }
-  Stop(pid, o, out);
+  if (o.stop_stragglers && out.reaped && !o.test_unreapable) StopStragglers(pid, o, out);
   return out;
 }
 

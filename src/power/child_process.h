@@ -34,6 +34,7 @@ struct ChildOutcome {
   std::optional<int> term_signal;  // when a signal ended it
   int stop_signal = 0;             // the SIGINT/SIGTERM that interrupted the wait, or 0
   bool timed_out = false;          // RunChild: it outlived its timeout and was stopped
+  bool stragglers = false;         // WaitChild: its group outlived it and was stopped
   // The shell convention: exit code, or 128 + signal.
   int ShellStatus() const;
 };
@@ -46,15 +47,25 @@ struct ChildOptions {
   std::filesystem::path output;
   std::chrono::milliseconds stop_grace{10'000};   // SIGTERM -> SIGKILL
   std::chrono::milliseconds reap_timeout{5'000};  // after SIGKILL
+  // WaitChild: once the leader is reaped, stop and reap what is left in its process group.
+  bool stop_stragglers = false;
   // Fault injection for tests (GPULSE_COLLECT_TEST_FAULT=unreapable_child): after SIGKILL, behave
   // as if waitpid never returned the child within reap_timeout (an unkillable child in
   // uninterruptible sleep cannot be made without root). The zombie is left to process exit.
   bool test_unreapable = false;
 };
 
+// Makes this process the subreaper of its descendants (PR_SET_CHILD_SUBREAPER): a child's orphaned
+// descendants are re-parented here instead of to init, so WaitChild can reap them. Best effort.
+void AdoptOrphans();
+
 // Spawns the child and returns its pid. REQUIRES: BlockStopSignals() was called.
 Result<int> SpawnChild(const ChildOptions& options);
-// Waits for `pid`; on SIGINT/SIGTERM stops it as described above.
+// Waits for `pid`; on SIGINT/SIGTERM stops it as described above. With stop_stragglers, once the
+// leader is reaped, what is left in its process group (a worker that ignored SIGTERM, a background helper) is stopped the
+// same way and reaped, so nothing the child started outlives the call; members that cannot be
+// proved gone leave the outcome unreaped. A descendant that left the group (setsid) is not
+// followed.
 ChildOutcome WaitChild(int pid, const ChildOptions& options);
 
 // Reaps `pid` if it has ended; nullopt while it runs. Safe from any thread for a pid no other

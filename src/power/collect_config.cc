@@ -218,8 +218,11 @@ void ParseWorkers(const YAML::Node& list, CollectConfig& c) {
       Fail(at + ".worker_role must be one of prefill, decode, agg, got \"" + a.worker_role + "\"");
     if (!n["worker_index"]) Fail(at + ".worker_index is required");
     a.worker_index = NonNegativeInt(n["worker_index"], at + ".worker_index");
-    if (n["worker_process"] && !n["worker_process"].IsNull())
-      a.worker_process = NonNegativeInt(n["worker_process"], at + ".worker_process");
+    // The upstream reads every assignment's worker_process as an integer >= 0 (ADR 0016).
+    if (!n["worker_process"] || n["worker_process"].IsNull())
+      Fail(at + ".worker_process is required: the worker's process rank on its node (0 for the "
+                "first), an integer >= 0");
+    a.worker_process = NonNegativeInt(n["worker_process"], at + ".worker_process");
     if (n["het_group"] && !n["het_group"].IsNull())
       a.het_group = NonNegativeInt(n["het_group"], at + ".het_group");
     const YAML::Node gpus = n["gpus"];

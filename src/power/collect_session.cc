@@ -1,11 +1,14 @@
 #include "power/collect_session.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <future>
 #include <sstream>
 
 #include "net/http_client.h"
@@ -57,7 +60,7 @@ Json ExpectedDevicesJson(const Topology& t) {
     for (const auto& a : d.assignments)
       as.push_back({{"worker_role", a.worker_role},
                     {"worker_index", a.worker_index},
-                    {"worker_process", a.worker_process ? Json(*a.worker_process) : Json()},
+                    {"worker_process", a.worker_process},
                     {"het_group", a.het_group ? Json(*a.het_group) : Json()}});
     out.push_back(
         {{"hostname", d.key.hostname}, {"gpu_index", d.key.gpu_index}, {"assignments", as}});
@@ -86,6 +89,17 @@ struct Session {
   std::optional<Recomputation> recomputed{};
   std::optional<std::string> sha{};
   std::optional<std::vector<ClockSyncResult>> clocks{};  // when the check ran
+  // The container image's digest, hashed on its own thread from the start: a large local image
+  // never delays the benchmark. Manifests written before it is done record null; the terminal one
+  // waits for it.
+  std::shared_future<std::optional<std::string>> image_sha{};
+
+  std::optional<std::string> ImageShaIfDone() const {
+    if (!image_sha.valid() ||
+        image_sha.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      return std::nullopt;
+    return image_sha.get();
+  }
 
   const CollectConfig& c() const { return o.config; }
 
@@ -110,7 +124,7 @@ struct Session {
     m["stopped_at_unix"] = stopped_at ? Json(*stopped_at) : Json();
     m["status"] = status;
     m["publication_valid"] = publication_valid ? Json(*publication_valid) : Json();
-    auto sha_image = ImageSha256(c().exporter.container_image);
+    auto sha_image = ImageShaIfDone();
     m["dcgm_exporter"] = {{"container_image_resolved", c().exporter.container_image},
                           {"container_image_sha256", sha_image ? Json(*sha_image) : Json()},
                           {"port", c().exporter.port},
@@ -124,7 +138,8 @@ struct Session {
     m["window_validations"] = recomputed ? WindowValidationsJson(*recomputed) : Json::array();
     m["artifact_errors"] =
         recomputed ? ArtifactErrorsJson(recomputed->artifact_errors) : Json::array();
-    m["reason_codes"] = reasons;
+    auto [upstream, own] = SplitReasons(reasons);
+    m["reason_codes"] = upstream;
     m["missed_sample_count"] = collector.missed_slots;
     Json ranges = Json::array();
     for (const auto& r : collector.missed_ranges)
@@ -146,6 +161,9 @@ struct Session {
       m["clock_sync_checked"] = checked;
       m["clock_sync_failures"] = failures;
     }
+    m["gpulse_reason_codes"] = own;
+    m["gpulse_window_findings"] =
+        recomputed ? GpulseWindowFindingsJson(*recomputed) : Json::array();
     return m;
   }
 
@@ -364,6 +382,7 @@ void RunWorkload(const CollectOptions& o, const fs::path& power_dir, RunState& r
   ChildOptions co;
   co.argv = o.bench_argv;
   co.test_unreapable = o.faults.unreapable_child;
+  co.stop_stragglers = true;  // nothing the benchmark started may write after finalization
   std::string windows = fs::absolute(power_dir / kWindowsDir).string();
   co.env = {{std::string(kWindowDirEnv), windows},
             {std::string(kUpstreamWindowDirEnv), windows},
@@ -379,6 +398,10 @@ void RunWorkload(const CollectOptions& o, const fs::path& power_dir, RunState& r
   }
   run.child = WaitChild(*pid, co);
   if (run.child->stop_signal) run.interrupted = true;
+  if (run.child->stragglers)
+    log += "gpulse collect: the benchmark left processes running in its process group; they " +
+           std::string(run.child->reaped ? "were stopped and reaped" : "could not be reaped") +
+           " before the package was finalized\n";
 }
 
 }  // namespace
@@ -400,6 +423,8 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   s.package = package->dir;
   s.started_at = UnixNow();
   if (Status st = s.Write(); !st.ok()) return st.error();
+  // From here every path reaches the terminal manifest, which waits for the digest.
+  s.image_sha = std::async(std::launch::async, ImageSha256, c.exporter.container_image).share();
 
   ExporterProcesses exporters;
   for (const auto& failure : exporters.Launch(PlanExporterLaunch(c, o.log_dir))) {
@@ -418,6 +443,8 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   Collector collector(c, std::move(endpoints), std::move(package->samples),
                       std::move(package->timings));
   if (o.faults.stall_diagnostics) collector.InjectDiagnosticsStall();
+  if (int err = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3); err >= 0)
+    collector.ReportFailuresTo(std::make_unique<sys::Fd>(err));
   collector.Start();
   s.status = "running";
   if (Status st = s.Write(); !st.ok()) log += "gpulse collect: " + st.error().message + "\n";
@@ -482,6 +509,7 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   s.status = TerminalStatus(s.reasons, c.required);
   VerdictInputs v{s.status == "complete", c.required, runtime, s.sha.has_value()};
   s.publication_valid = PublicationValid(r, v);
+  s.image_sha.wait();
   Status written = s.Write();
 
   CollectOutcome out;

@@ -1,5 +1,7 @@
 #include "power/collector.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
@@ -38,7 +40,7 @@ struct EndpointScrape {
   double request_s = 0;
   std::optional<double> parse_s, lag_s;
   std::optional<int> http_status;
-  std::string error_type;
+  std::string error_type, error_message;
   std::vector<SampleRecord> rows;
   std::vector<std::string> reasons;
 };
@@ -88,6 +90,8 @@ struct Collector::State {
   net::EventLoop loop;
   std::vector<std::unique_ptr<net::HttpTarget>> targets;
   std::vector<bool> ever_ok;
+  std::unique_ptr<DiagnosticsWriter> notices;  // failure streaks, one line each (stderr)
+  std::vector<int64_t> failed_scrapes;         // per endpoint: the current failure streak
   std::set<DeviceKey> expected;
   std::thread thread;
 
@@ -210,6 +214,7 @@ struct Collector::State {
     s.request_s = Seconds(Clock::now() - s.start_mono);
     s.http_status = r.http_status;
     s.error_type = r.error_type;
+    s.error_message = r.error_message;
     {
       std::lock_guard<std::mutex> lock(mu);
       sum.last_settle_unix = s.end_unix;
@@ -274,6 +279,7 @@ struct Collector::State {
         covered.insert({r.hostname, r.gpu_index});
       }
       if (s.started && s.error_type != "CycleDeadline") PushScrapeRecord(c, e, s);
+      if (s.started) NoteStreak(c, e, s);
     }
     auto w0 = Clock::now();
     Status st = samples.Append(rows);
@@ -307,6 +313,33 @@ struct Collector::State {
       sum.finished = true;
       cv.notify_all();
     }
+  }
+
+  // One line when an endpoint starts failing (host, address, reasons, HTTP status or error) and one
+  // when it answers again: an operator sees which exporter is down without reading
+  // scrape-timings.jsonl, and a long outage is not one line per slot.
+  void NoteStreak(const Cycle& c, size_t e, const EndpointScrape& s) {
+    if (!notices) return;
+    const EndpointConfig& ep = endpoints[e].config;
+    int64_t& streak = failed_scrapes[e];
+    if (s.reasons.empty()) {
+      if (streak > 0)
+        notices->PushText(fmt::format(
+            "gpulse collect: endpoint {} answering again at scrape {} after {} failed scrape(s)\n",
+            ep.hostname, c.seq, streak));
+      streak = 0;
+      return;
+    }
+    if (streak++ > 0) return;
+    std::string why;
+    for (const auto& r : s.reasons) why += (why.empty() ? "" : ",") + r;
+    std::string detail = s.http_status ? fmt::format("HTTP {}", *s.http_status) : "";
+    if (!s.error_type.empty() && s.error_type != "HTTPError")
+      detail += (detail.empty() ? "" : ", ") + s.error_type +
+                (s.error_message.empty() ? "" : ": " + s.error_message);
+    notices->PushText(fmt::format("gpulse collect: endpoint {} ({}:{}{}) failing from scrape {}: {}{}\n",
+                                  ep.hostname, endpoints[e].ip, ep.port, ep.path, c.seq, why,
+                                  detail.empty() ? "" : " (" + detail + ")"));
   }
 
   void PushScrapeRecord(const Cycle& c, size_t e, const EndpointScrape& s) {
@@ -347,6 +380,7 @@ Collector::Collector(const CollectConfig& config, std::vector<ResolvedEndpoint> 
     s.targets.push_back(
         std::make_unique<net::HttpTarget>(s.loop, ep.ip, ep.config.port, ep.config.path));
   s.ever_ok.assign(s.endpoints.size(), false);
+  s.failed_scrapes.assign(s.endpoints.size(), 0);
   for (const auto& d : config.topology.devices) s.expected.insert(d.key);
 }
 
@@ -402,9 +436,14 @@ bool Collector::Stop(Clock::time_point deadline) {
   return true;
 }
 
+void Collector::ReportFailuresTo(std::unique_ptr<sys::Fd> sink) {
+  state().notices = std::make_unique<DiagnosticsWriter>(std::move(sink), 64, /*summary=*/false);
+}
+
 Status Collector::CloseFiles(Clock::time_point deadline) {
   State& s = state();
   s.diagnostics.Close(deadline);
+  if (s.notices) s.notices->Close(deadline);
   if (!joined_) return Status::Ok();
   return s.samples.Close();
 }

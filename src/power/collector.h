@@ -86,6 +86,10 @@ class Collector {
   Collector(const Collector&) = delete;
   Collector& operator=(const Collector&) = delete;
 
+  // Failure streaks go to `sink` (stderr in gpulse collect) as they start and end, one line each,
+  // from a writer thread with a bounded queue: a blocked sink never delays a scrape.
+  // REQUIRES: before Start().
+  void ReportFailuresTo(std::unique_ptr<sys::Fd> sink);
   void Start();
   // Waits until ready or `deadline`; true when a complete cycle was committed before it.
   bool WaitReady(std::chrono::steady_clock::time_point deadline);

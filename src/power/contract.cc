@@ -88,6 +88,8 @@ constexpr std::string_view kAll[] = {
     kSampleScheduleOverrun,
     kClockSyncUnverified,
 };
+constexpr size_t kUpstreamCount = std::size(kAll) - 3;  // the three gpulse codes come last
+static_assert(kAll[kUpstreamCount] == kSampleLossExceeded);
 
 constexpr std::string_view kFatal[] = {kExporterExited, kCollectorException, kCollectorInterrupted,
                                        kCollectorJoinTimeout, kBenchmarkChildReapTimeout};
@@ -106,6 +108,12 @@ bool IsKnownRole(std::string_view role) {
 }
 
 std::span<const std::string_view> AllReasonCodes() { return kAll; }
+std::span<const std::string_view> UpstreamReasonCodes() {
+  return std::span<const std::string_view>(kAll).first(kUpstreamCount);
+}
+std::span<const std::string_view> GpulseReasonCodes() {
+  return std::span<const std::string_view>(kAll).subspan(kUpstreamCount);
+}
 std::span<const std::string_view> DiskDerivedReasonCodes() { return kDisk; }
 std::span<const std::string_view> RuntimeOnlyReasonCodes() { return kRuntime; }
 std::span<const std::string_view> FatalLifecycleReasons() { return kFatal; }
@@ -118,6 +126,8 @@ bool Contains(std::span<const std::string_view> set, std::string_view code) {
   return std::find(set.begin(), set.end(), code) != set.end();
 }
 bool IsKnownReason(std::string_view code) { return Contains(kAll, code); }
+bool IsUpstreamReason(std::string_view code) { return Contains(UpstreamReasonCodes(), code); }
+bool IsGpulseReason(std::string_view code) { return Contains(GpulseReasonCodes(), code); }
 bool IsDiskDerived(std::string_view code) { return Contains(kDisk, code); }
 
 bool IsSafeRelativeSubpath(std::string_view path) {

@@ -96,14 +96,20 @@ inline constexpr std::string_view kWindowClockMismatch = "measurement_window_clo
 inline constexpr std::string_view kWindowNotBracketed = "measurement_window_not_bracketed";
 // coverage
 inline constexpr std::string_view kSampleGapExceeded = "sample_gap_exceeded";
-inline constexpr std::string_view kSampleLossExceeded = "sample_loss_exceeded";
-// later-version runtime codes that a v1 reader still recognises
-inline constexpr std::string_view kSampleScheduleOverrun = "sample_schedule_overrun";
-inline constexpr std::string_view kClockSyncUnverified = "clock_sync_unverified";
+// gpulse's own findings, beyond the upstream's v1 enum (ADR 0016): they are written to
+// `gpulse_reason_codes` and `gpulse_window_findings`, never to the upstream's `reason_codes`.
+inline constexpr std::string_view kSampleLossExceeded = "sample_loss_exceeded";        // disk
+inline constexpr std::string_view kSampleScheduleOverrun = "sample_schedule_overrun";  // runtime
+inline constexpr std::string_view kClockSyncUnverified = "clock_sync_unverified";      // runtime
 }  // namespace reason
 
-// Every known reason code, in declaration order.
+// Every known reason code, in declaration order: the upstream's v1 enum, then gpulse's own.
 std::span<const std::string_view> AllReasonCodes();
+// The upstream's v1 enum (NVIDIA/srt-slurm pull request 291, contract.py `Reason`): the only
+// codes a manifest's `reason_codes`, `window_validations` and `artifact_errors` may carry.
+std::span<const std::string_view> UpstreamReasonCodes();
+// gpulse's findings beyond that enum: `gpulse_reason_codes` and `gpulse_window_findings`.
+std::span<const std::string_view> GpulseReasonCodes();
 // Recomputable from the files of a package (samples.csv, windows/, result files).
 std::span<const std::string_view> DiskDerivedReasonCodes();
 // Everything else: only the live job could observe these (HTTP, exporter, collector, digest I/O).
@@ -119,6 +125,8 @@ std::span<const std::string_view> UnrecoverableStartupReasons();
 std::span<const std::string_view> SampleReasons();
 
 bool IsKnownReason(std::string_view code);
+bool IsUpstreamReason(std::string_view code);
+bool IsGpulseReason(std::string_view code);
 bool IsDiskDerived(std::string_view code);
 bool Contains(std::span<const std::string_view> set, std::string_view code);
 

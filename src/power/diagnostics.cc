@@ -14,6 +14,7 @@ namespace gpulse::power {
 struct DiagnosticsWriter::Shared {
   std::unique_ptr<sys::Fd> file;
   size_t max_pending = 0;
+  bool summary = true;
   bool stall = false;  // InjectStall
   std::mutex mu;
   std::condition_variable cv;
@@ -60,7 +61,7 @@ void WriterLoop(std::shared_ptr<DiagnosticsWriter::Shared> s) {
   }
   std::string summary =
       Json{{"event", "diagnostic_summary"}, {"dropped_records", dropped}}.dump() + "\n";
-  if (writable) WriteAll(s->file->get(), summary);
+  if (writable && s->summary) WriteAll(s->file->get(), summary);
   s->file.reset();
   std::lock_guard<std::mutex> lock(s->mu);
   s->finished = true;
@@ -69,17 +70,22 @@ void WriterLoop(std::shared_ptr<DiagnosticsWriter::Shared> s) {
 
 }  // namespace
 
-DiagnosticsWriter::DiagnosticsWriter(std::unique_ptr<sys::Fd> file, size_t max_pending)
+DiagnosticsWriter::DiagnosticsWriter(std::unique_ptr<sys::Fd> file, size_t max_pending,
+                                     bool summary)
     : shared_(std::make_shared<Shared>()) {
   shared_->file = std::move(file);
   shared_->max_pending = max_pending;
+  shared_->summary = summary;
   shared_->thread = std::thread(WriterLoop, shared_);
 }
 
 DiagnosticsWriter::~DiagnosticsWriter() { Close(std::chrono::steady_clock::now()); }
 
 void DiagnosticsWriter::Push(Json record) {
-  std::string line = record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  PushText(record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
+}
+
+void DiagnosticsWriter::PushText(std::string line) {
   std::lock_guard<std::mutex> lock(shared_->mu);
   if (shared_->closing) return;
   if (shared_->queue.size() >= shared_->max_pending) {

@@ -20,12 +20,16 @@ namespace gpulse::power {
 class DiagnosticsWriter {
  public:
   // `file`: open for writing (O_APPEND or at offset 0); the writer closes it. REQUIRES: file.
-  explicit DiagnosticsWriter(std::unique_ptr<sys::Fd> file, size_t max_pending = 128);
+  // Without `summary`, Close() appends nothing (a plain text sink, such as stderr).
+  explicit DiagnosticsWriter(std::unique_ptr<sys::Fd> file, size_t max_pending = 128,
+                             bool summary = true);
   ~DiagnosticsWriter();
   DiagnosticsWriter(const DiagnosticsWriter&) = delete;
   DiagnosticsWriter& operator=(const DiagnosticsWriter&) = delete;
 
   void Push(Json record);
+  // Queues one line of text as it is (with its '\n'), under the same bound.
+  void PushText(std::string line);
   // Builds the record only when the queue has room (else counts it dropped): a full queue costs
   // the caller no JSON work.
   void PushIfRoom(const std::function<Json()>& make);

@@ -20,7 +20,7 @@ bool Recomputation::all_windows_valid() const {
 
 Recomputation Recompute(const RecomputeInputs& in) {
   Recomputation r;
-  r.windows = ScanWindowsDir(in.power_dir);
+  r.windows = ScanWindowsDir(in.power_dir, in.result_root);
   r.artifact_errors = r.windows.errors;
   r.windows_eval = EvaluateWindows(in.topology, r.windows, in.result_root, r.artifact_errors);
   ScanOptions opt;
@@ -40,8 +40,10 @@ Recomputation Recompute(const RecomputeInputs& in) {
                     in.sample_interval_s);
   for (const auto& s : r.samples.Reasons()) Add(r.reasons, s);
   for (const auto& s : r.devices.reasons) Add(r.reasons, s);
-  for (const auto& w : r.windows_eval)
+  for (const auto& w : r.windows_eval) {
     for (const auto& s : w.reasons) Add(r.reasons, s);
+    for (const auto& s : w.gpulse_reasons) Add(r.reasons, s);
+  }
   for (const auto& e : r.artifact_errors)
     for (const auto& s : e.reasons) Add(r.reasons, s);
   return r;
@@ -67,10 +69,28 @@ Json WindowValidationsJson(const Recomputation& r) {
     out.push_back({{"benchmark_type", w.key.benchmark_type},
                    {"concurrency", w.key.concurrency},
                    {"window_file", w.file ? Json(r.windows.files[*w.file].rel_path) : Json()},
-                   {"power_coverage_valid", w.valid()},
+                   {"power_coverage_valid", w.upstream_valid()},
                    {"reason_codes", w.reasons},
                    {"per_device_max_sample_gap_seconds", gaps}});
   }
+  return out;
+}
+
+Json GpulseWindowFindingsJson(const Recomputation& r) {
+  Json out = Json::array();
+  for (const auto& w : r.windows_eval) {
+    if (w.gpulse_reasons.empty()) continue;
+    out.push_back({{"benchmark_type", w.key.benchmark_type},
+                   {"concurrency", w.key.concurrency},
+                   {"reason_codes", w.gpulse_reasons}});
+  }
+  return out;
+}
+
+std::pair<std::vector<std::string>, std::vector<std::string>> SplitReasons(
+    const std::vector<std::string>& reasons) {
+  std::pair<std::vector<std::string>, std::vector<std::string>> out;
+  for (const auto& s : reasons) (IsGpulseReason(s) ? out.second : out.first).push_back(s);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "power/json_io.h"
@@ -30,7 +31,8 @@ struct Recomputation {
   DeviceCheck devices;
   std::vector<WindowEvaluation> windows_eval;  // one per expected window, manifest order
   std::vector<ArtifactError> artifact_errors;
-  // Disk-derived reasons, deduplicated: samples, devices, windows, artifact errors.
+  // Disk-derived reasons, deduplicated: samples, devices, windows (gpulse's own rules too),
+  // artifact errors.
   std::vector<std::string> reasons;
   std::vector<size_t> span_of;  // per expected window: its index in the scan's spans, or SIZE_MAX
   bool all_windows_valid() const;  // at least one expected window and every one valid
@@ -40,8 +42,16 @@ Recomputation Recompute(const RecomputeInputs& in);
 
 // The evidence a manifest stores, as this package's files imply it.
 Json ObservedDevicesJson(const SamplesScan& samples);
+// The upstream's audit: power_coverage_valid and reason_codes by its v1 rules only.
 Json WindowValidationsJson(const Recomputation& r);
 Json ArtifactErrorsJson(const std::vector<ArtifactError>& errors);
+// gpulse's rules beyond the upstream's, per window that breaks one: [{benchmark_type, concurrency,
+// reason_codes}] (ADR 0016).
+Json GpulseWindowFindingsJson(const Recomputation& r);
+// (upstream v1 codes, gpulse's own codes), each in the order given: `reason_codes` and
+// `gpulse_reason_codes` of a manifest.
+std::pair<std::vector<std::string>, std::vector<std::string>> SplitReasons(
+    const std::vector<std::string>& reasons);
 
 struct VerdictInputs {
   bool status_complete = false;

@@ -30,11 +30,9 @@ Result<Assignment> ParseAssignment(const Json& j, const std::string& where) {
     return InvalidArgument(where + ".worker_index must be a non-negative integer");
   a.worker_index = *AsStrictInt(*index);
   auto proc = j.find("worker_process");
-  if (proc != j.end() && !proc->is_null()) {
-    if (!AsStrictInt(*proc) || *AsStrictInt(*proc) < 0)
-      return InvalidArgument(where + ".worker_process must be null or a non-negative integer");
-    a.worker_process = *AsStrictInt(*proc);
-  }
+  if (proc == j.end() || !AsStrictInt(*proc) || *AsStrictInt(*proc) < 0)
+    return InvalidArgument(where + ".worker_process must be a non-negative integer");
+  a.worker_process = *AsStrictInt(*proc);
   auto het = j.find("het_group");
   if (het != j.end() && !het->is_null()) {
     if (!AsStrictInt(*het)) return InvalidArgument(where + ".het_group must be null or an integer");

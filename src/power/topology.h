@@ -19,7 +19,7 @@ namespace gpulse::power {
 struct Assignment {
   std::string worker_role;  // prefill | decode | agg
   int64_t worker_index = 0;
-  std::optional<int64_t> worker_process;
+  int64_t worker_process = 0;
   std::optional<int64_t> het_group;
 };
 

@@ -109,9 +109,12 @@ void ReasonFailures(const Recomputation& r, std::vector<std::string>& out) {
     if (n > kMaxDetailsPerReason)
       out.push_back(fmt::format("{} (device identity/topology): {} more not shown", reason,
                                 n - kMaxDetailsPerReason));
-  for (const auto& w : r.windows_eval)
+  for (const auto& w : r.windows_eval) {
     for (const auto& reason : w.reasons)
       out.push_back(reason + " (window " + WindowLabel(w.key) + ")");
+    for (const auto& reason : w.gpulse_reasons)
+      out.push_back(reason + " (window " + WindowLabel(w.key) + ")");
+  }
   for (const auto& e : r.artifact_errors)
     for (const auto& reason : e.reasons) out.push_back(reason + " (" + e.path + ")");
 }
@@ -134,7 +137,14 @@ void ReconcileEvidence(const Json& m, const Recomputation& r, std::vector<std::s
     out.push_back("window_validations does not match the recomputed window coverage");
   if (!SameEvidence(Get(m, "artifact_errors"), ArtifactErrorsJson(r.artifact_errors)))
     out.push_back("artifact_errors does not match the files under windows/");
-  std::set<std::string> stored, recomputed(r.reasons.begin(), r.reasons.end());
+  // gpulse's own evidence is reconciled when the package carries it (a gpulse package); a package
+  // of another producer is judged by gpulse's rules without being asked to have recorded them.
+  bool own = m.is_object() && m.contains("gpulse_reason_codes");
+  if (own && !SameEvidence(Get(m, "gpulse_window_findings"), GpulseWindowFindingsJson(r)))
+    out.push_back("gpulse_window_findings does not match the recomputed window coverage");
+  std::set<std::string> stored, recomputed;
+  for (const auto& s : r.reasons)
+    if (own || !IsGpulseReason(s)) recomputed.insert(s);
   for (const auto& s : StoredReasons(m))
     if (IsDiskDerived(s)) stored.insert(s);
   std::vector<std::string> only_stored, only_recomputed;

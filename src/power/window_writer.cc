@@ -48,6 +48,24 @@ Result<std::string> RelativeResultPath(const fs::path& result_root, const fs::pa
   return rel;
 }
 
+Status RefuseStemCollision(const sys::Dir& windows, const std::string& result_path) {
+  std::string name = WindowFileName(result_path);
+  auto type = windows.TypeOf(name);
+  if (!type.ok()) return type.error();
+  // Missing, or not a regular file (the write that follows refuses a link with its own message).
+  if (*type != sys::EntryType::kRegular) return Status::Ok();
+  auto text = windows.ReadFile(name, kMaxJsonFileBytes);
+  auto doc = text.ok() ? ParseJsonText(*text) : Result<Json>(text.error());
+  if (doc.ok() && doc->is_object() && doc->value("result_path", Json()) == result_path)
+    return Status::Ok();  // this result's own window (end after begin, or a rerun)
+  std::string other = doc.ok() && doc->is_object() && (*doc)["result_path"].is_string()
+                          ? "the window of result " + (*doc)["result_path"].get<std::string>()
+                          : "another window";
+  return InvalidArgument(windows.PathOf(name) + " already holds " + other + "; result " +
+                         result_path + " has the same file name and its window would replace "
+                         "that one: give every result a distinct file name");
+}
+
 Status WriteWindow(const sys::Dir& windows, const WindowStamp& w) {
   return AtomicWriteJson(windows, WindowFileName(w.result_path), WindowJson(w));
 }

@@ -45,6 +45,11 @@ Result<sys::Dir> OpenWindowsDir(const std::filesystem::path& windows_dir);
 Result<std::string> RelativeResultPath(const std::filesystem::path& result_root,
                                        const std::filesystem::path& result);
 
+// A window file is named after its result's stem, so two results with one file name in different
+// directories would share it: refused (with both result paths) when windows/<stem>.json exists
+// and records another result_path. OK when it is missing or records this result.
+Status RefuseStemCollision(const sys::Dir& windows, const std::string& result_path);
+
 Status WriteWindow(const sys::Dir& windows, const WindowStamp& w);
 Status WriteWindow(const std::filesystem::path& windows_dir, const WindowStamp& w);
 

@@ -54,7 +54,7 @@ bool StatusInvariantsHold(const WindowFile& w) {
   return false;
 }
 
-Result<WindowFile> ParseWindowFile(const Json& doc, const std::string& rel_path) {
+Result<WindowFile> ParseWindowFields(const Json& doc, const std::string& rel_path) {
   if (!doc.is_object()) return InvalidArgument("top level is not an object");
   WindowFile w;
   w.rel_path = rel_path;
@@ -93,13 +93,32 @@ Result<WindowFile> ParseWindowFile(const Json& doc, const std::string& rel_path)
     if (!reason.is_string()) return InvalidArgument("reason is not null or a string");
     w.reason = reason.get<std::string>();
   }
-  if (!StatusInvariantsHold(w))
-    return InvalidArgument("status invariants of '" + w.status + "' do not hold");
   w.result_path = Get(doc, "result_path");
   return w;
 }
 
-WindowsScan ScanWindowsDir(const fs::path& power_dir) {
+Result<WindowFile> ParseWindowFile(const Json& doc, const std::string& rel_path) {
+  auto w = ParseWindowFields(doc, rel_path);
+  if (w.ok() && !StatusInvariantsHold(*w))
+    return InvalidArgument("status invariants of '" + w->status + "' do not hold");
+  return w;
+}
+
+bool ResultPathValid(const WindowFile& w, const std::optional<fs::path>& result_root) {
+  if (!w.result_path.is_string()) return false;
+  const auto& text = w.result_path.get_ref<const std::string&>();
+  if (!IsSafeRelativeSubpath(text) || text.find('\0') != std::string::npos) return false;
+  fs::path rel(text);
+  if (rel.stem().string() != w.stem) return false;
+  if (!result_root) return true;
+  std::error_code ec;
+  fs::path root = fs::weakly_canonical(*result_root, ec);
+  if (ec) return false;
+  fs::path target = fs::weakly_canonical(*result_root / rel, ec);
+  return !ec && IsUnder(target, root);
+}
+
+WindowsScan ScanWindowsDir(const fs::path& power_dir, const std::optional<fs::path>& result_root) {
   WindowsScan out;
   const std::string dir_rel(kWindowsDir);
   fs::path dir = power_dir / kWindowsDir;
@@ -143,9 +162,17 @@ WindowsScan ScanWindowsDir(const fs::path& power_dir) {
     }
     auto text = windows->ReadFile(name, kMaxJsonFileBytes);
     auto doc = text.ok() ? ParseJsonText(*text) : Result<Json>(text.error());
-    Result<WindowFile> w = doc.ok() ? ParseWindowFile(*doc, rel) : Result<WindowFile>(doc.error());
-    if (!w.ok()) {
-      out.errors.push_back({rel, {std::string(reason::kWindowMalformed)}});
+    Result<WindowFile> w =
+        doc.ok() ? ParseWindowFields(*doc, rel) : Result<WindowFile>(doc.error());
+    std::string_view broken;
+    if (!w.ok())
+      broken = reason::kWindowMalformed;
+    else if (!ResultPathValid(*w, result_root))
+      broken = reason::kWindowResultPathInvalid;
+    else if (!StatusInvariantsHold(*w))
+      broken = reason::kWindowMalformed;
+    if (!broken.empty()) {
+      out.errors.push_back({rel, {std::string(broken)}});
       continue;
     }
     out.files.push_back(std::move(*w));
@@ -165,17 +192,7 @@ bool ClockMatches(double start, double end, double duration) {
 }
 
 std::vector<std::string> CheckResult(const WindowFile& w, const fs::path& result_root) {
-  std::vector<std::string> out;
-  if (!w.result_path.is_string() || !IsSafeRelativeSubpath(w.result_path.get<std::string>()) ||
-      w.result_path.get<std::string>().find('\0') != std::string::npos)
-    return {std::string(reason::kWindowResultPathInvalid)};
-  fs::path rel(w.result_path.get<std::string>());
-  std::error_code ec;
-  fs::path root = fs::weakly_canonical(result_root, ec);
-  fs::path target = fs::weakly_canonical(result_root / rel, ec);
-  if (ec || !IsUnder(target, root) || rel.stem().string() != w.stem)
-    return {std::string(reason::kWindowResultPathInvalid)};
-  auto doc = ReadJsonFile(result_root / rel);
+  auto doc = ReadJsonFile(result_root / w.result_path.get<std::string>());
   if (!doc.ok()) return {std::string(reason::kWindowResultMissing)};
   const Json& r = *doc;
   if (!r.is_object()) return {std::string(reason::kWindowResultMismatch)};
@@ -183,8 +200,10 @@ std::vector<std::string> CheckResult(const WindowFile& w, const fs::path& result
   auto end = AsFiniteNumber(Get(r, "benchmark_end_time_unix"));
   auto duration = AsFiniteNumber(Get(r, "duration"));
   if (!start || !end || !duration || *start != w.start || *end != w.end || *duration != w.duration)
-    out.emplace_back(reason::kWindowResultMismatch);
-  return out;
+    return {std::string(reason::kWindowResultMismatch)};
+  if (!ClockMatches(w.start, *w.end, *w.duration))
+    return {std::string(reason::kWindowClockMismatch)};
+  return {};
 }
 
 std::vector<WindowEvaluation> EvaluateWindows(const Topology& topology, const WindowsScan& scan,
@@ -220,7 +239,7 @@ std::vector<WindowEvaluation> EvaluateWindows(const Topology& topology, const Wi
       } else {
         if (result_root)
           for (const auto& r : CheckResult(f, *result_root)) AddReason(w.reasons, r);
-        if (!ClockMatches(f.start, *f.end, *f.duration))
+        else if (!ClockMatches(f.start, *f.end, *f.duration))
           AddReason(w.reasons, reason::kWindowClockMismatch);
         if (w.reasons.empty()) w.coverage_span = TimeSpan{f.start, *f.end};
       }
@@ -242,14 +261,17 @@ std::vector<DeviceCoverage> CoverDevices(size_t span_index, const Topology& topo
     auto it =
         std::lower_bound(observed.begin(), observed.end(), key,
                          [](const DeviceSamples& d, const DeviceKey& k) { return d.key < k; });
-    if (it != observed.end() && it->key == key && span_index < it->spans.size())
-      dc.coverage = &it->spans[span_index];
-    if (!dc.coverage || !dc.coverage->bracketed()) {
+    bool seen = it != observed.end() && it->key == key;
+    if (seen && span_index < it->spans.size()) dc.coverage = &it->spans[span_index];
+    if (!seen) {
+      AddReason(dc.reasons, reason::kWindowNotBracketed);
+    } else if (it->uuids.size() != 1) {  // not attributable to one GPU: no window can use it
+      AddReason(dc.reasons, reason::kGpuUuidChanged);
+    } else if (!dc.coverage || !dc.coverage->bracketed()) {
       AddReason(dc.reasons, reason::kWindowNotBracketed);
     } else {
       const SpanCoverage& c = *dc.coverage;
-      dc.uuid = it->uuids[c.uuids.front()];
-      if (c.uuids.size() > 1) AddReason(dc.reasons, reason::kGpuUuidChanged);
+      dc.uuid = it->uuids.front();
       if (SampleGapExceeded(c)) AddReason(dc.reasons, reason::kSampleGapExceeded);
       if (SampleLossExceeded(c, sample_interval_s))
         AddReason(dc.reasons, reason::kSampleLossExceeded);
@@ -263,7 +285,7 @@ void ApplyCoverage(WindowEvaluation& w, size_t span_index, const Topology& topol
                    const std::vector<DeviceSamples>& observed,
                    std::optional<double> sample_interval_s) {
   for (const auto& dc : CoverDevices(span_index, topology, observed, sample_interval_s)) {
-    for (const auto& r : dc.reasons) AddReason(w.reasons, r);
+    for (const auto& r : dc.reasons) AddReason(IsGpulseReason(r) ? w.gpulse_reasons : w.reasons, r);
     if (dc.uuid) w.max_gap_by_device[dc.key.hostname + "/" + *dc.uuid] = dc.coverage->max_gap_s;
   }
 }

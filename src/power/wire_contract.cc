@@ -70,20 +70,32 @@ void CheckExporter(const Json& m, std::vector<std::string>& out) {
   for (auto& f : c.failures_) out.push_back("dcgm_exporter." + f);
 }
 
-void CheckReasons(const Json& m, std::vector<std::string>& out) {
-  const Json& rc = Get(m, "reason_codes");
+// One list of reason codes: strings, each accepted by `known`, no duplicates. Returns the codes.
+std::set<std::string> CheckReasonList(const Json& m, const char* key,
+                                      bool (*known)(std::string_view), const char* unknown_rule,
+                                      std::vector<std::string>& out) {
+  std::set<std::string> seen;
+  const Json& rc = Get(m, key);
   if (!rc.is_array() ||
       !std::all_of(rc.begin(), rc.end(), [](const Json& r) { return r.is_string(); })) {
-    out.push_back("reason_codes must be a list of strings, got " + Describe(rc));
-    return;
+    out.push_back(std::string(key) + " must be a list of strings, got " + Describe(rc));
+    return seen;
   }
-  std::set<std::string> seen;
   for (const auto& r : rc) {
     const auto& s = r.get_ref<const std::string&>();
-    if (!IsKnownReason(s)) out.push_back("reason_codes has unknown v1 reason code " + Describe(r));
-    if (!seen.insert(s).second) out.push_back("reason_codes has duplicate " + Describe(r));
+    if (!known(s)) out.push_back(std::string(key) + " has " + unknown_rule + " " + Describe(r));
+    if (!seen.insert(s).second) out.push_back(std::string(key) + " has duplicate " + Describe(r));
   }
-  // Lifecycle consistency of the runtime-only history.
+  return seen;
+}
+
+// `reason_codes` holds the upstream's v1 enum only; gpulse's own codes, when the package has them,
+// are in `gpulse_reason_codes` (ADR 0016). The lifecycle rules apply to both together.
+void CheckReasons(const Json& m, std::vector<std::string>& out) {
+  auto seen = CheckReasonList(m, "reason_codes", IsUpstreamReason, "unknown v1 reason code", out);
+  if (m.is_object() && m.contains("gpulse_reason_codes"))
+    seen.merge(CheckReasonList(m, "gpulse_reason_codes", IsGpulseReason,
+                               "a code that is not one of gpulse's own", out));
   bool complete = Get(m, "status") == "complete";
   bool required = Get(m, "required") == true;
   for (const auto& s : seen) {
@@ -126,10 +138,10 @@ void CheckClockSyncFailures(const Json& m, std::vector<std::string>& out) {
   bool flagged =
       std::find(stored.begin(), stored.end(), reason::kClockSyncUnverified) != stored.end();
   if (!f.empty() && !flagged)
-    out.push_back("clock_sync_failures lists unverified clocks but reason_codes lacks " +
+    out.push_back("clock_sync_failures lists unverified clocks but gpulse_reason_codes lacks " +
                   std::string(reason::kClockSyncUnverified));
   if (f.empty() && flagged)
-    out.push_back("reason_codes has " + std::string(reason::kClockSyncUnverified) +
+    out.push_back("gpulse_reason_codes has " + std::string(reason::kClockSyncUnverified) +
                   " but clock_sync_failures is empty");
   for (const auto& e : f)
     if (std::find(checked.begin(), checked.end(), Get(e, "hostname")) == checked.end())
@@ -141,10 +153,12 @@ void CheckClockSyncFailures(const Json& m, std::vector<std::string>& out) {
 
 std::vector<std::string> StoredReasons(const Json& manifest) {
   std::vector<std::string> out;
-  const Json& rc = Get(manifest, "reason_codes");
-  if (!rc.is_array()) return out;
-  for (const auto& r : rc)
-    if (r.is_string()) out.push_back(r.get<std::string>());
+  for (const char* key : {"reason_codes", "gpulse_reason_codes"}) {
+    const Json& rc = Get(manifest, key);
+    if (!rc.is_array()) continue;
+    for (const auto& r : rc)
+      if (r.is_string()) out.push_back(r.get<std::string>());
+  }
   return out;
 }
 

@@ -13,7 +13,8 @@ namespace gpulse::power {
 // REQUIRES: manifest.is_object().
 std::vector<std::string> CheckWireContract(const Json& manifest);
 
-// The stored reason_codes when they are a list of strings (others are skipped).
+// The stored reason_codes, then gpulse_reason_codes, the strings of each that is a list (others
+// are skipped).
 std::vector<std::string> StoredReasons(const Json& manifest);
 
 }  // namespace gpulse::power

@@ -79,7 +79,7 @@ const char* kConfig = R"(telemetry:
 endpoints:
   - {hostname: n0, address: 127.0.0.1}
 workers:
-  - {hostname: n0, gpus: [0, 1], worker_role: prefill, worker_index: 0, het_group: 0}
+  - {hostname: n0, gpus: [0, 1], worker_role: prefill, worker_index: 0, worker_process: 0, het_group: 0}
 benchmark: {type: sa-bench, concurrencies: [4, 8]}
 )";
 
@@ -116,7 +116,7 @@ TEST(CollectConfig, ConflictingRolesAndUnknownHostsAreRejected) {
   std::string text = kConfig;
   text.insert(
       text.find("benchmark:"),
-      "  - {hostname: n0, gpus: [1], worker_role: decode, worker_index: 0, het_group: 0}\n");
+      "  - {hostname: n0, gpus: [1], worker_role: decode, worker_index: 0, worker_process: 0, het_group: 0}\n");
   auto c = ParseCollectConfig(text);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.error().message.find("conflicting_worker_roles"), std::string::npos);

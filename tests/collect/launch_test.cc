@@ -62,9 +62,9 @@ endpoints:
   - {hostname: b, address: 127.0.0.1}
   - {hostname: c, address: 127.0.0.1}
 workers:
-  - {hostname: a, gpus: [0], worker_role: prefill, worker_index: 0, het_group: 0}
-  - {hostname: b, gpus: [0], worker_role: decode, worker_index: 0, het_group: 1}
-  - {hostname: c, gpus: [0], worker_role: decode, worker_index: 1, het_group: 1}
+  - {hostname: a, gpus: [0], worker_role: prefill, worker_index: 0, worker_process: 0, het_group: 0}
+  - {hostname: b, gpus: [0], worker_role: decode, worker_index: 0, worker_process: 0, het_group: 1}
+  - {hostname: c, gpus: [0], worker_role: decode, worker_index: 1, worker_process: 0, het_group: 1}
 benchmark: {type: sa-bench, concurrencies: [4]}
 )";
 
@@ -79,7 +79,7 @@ TEST(LaunchConfig, ModesAndTheirRules) {
   auto none = ParseCollectConfig(
       R"(telemetry: {enabled: true, dcgm_exporter: {container_image: x, port: 9401}}
 endpoints: [{hostname: a}]
-workers: [{hostname: a, gpus: [0], worker_role: agg, worker_index: 0}]
+workers: [{hostname: a, gpus: [0], worker_role: agg, worker_index: 0, worker_process: 0}]
 benchmark: {type: sa-bench, concurrencies: [1]})");
   ASSERT_TRUE(none.ok()) << none.error().message;
   EXPECT_EQ(none->exporter.launch, LaunchMode::kNone);

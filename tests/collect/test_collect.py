@@ -1,6 +1,7 @@
 """End-to-end tests of `gpulse collect` and `gpulse window`: real `gpulse exporter --simulate`
 processes on loopback as endpoints, a misbehaving local HTTP server, and the package checked by
 `gpulse validate-power` and the JSON Schema. Run with Debian's /usr/bin/python3."""
+import hashlib
 import json
 import os
 import resource
@@ -146,7 +147,11 @@ class PublishableRun(CollectTestCase):
             eps = [(f"node{i}", e.port, "/metrics") for i, e in enumerate(exporters)]
             workers = [("node0", [0], "prefill", 0, 0), ("node1", [0], "prefill", 1, 0),
                        ("node2", [0], "decode", 0, 1), ("node3", [0], "decode", 1, 1)]
-            cfg = self.write_config(config_text(eps, workers, clock_sync=True))
+            image = os.path.join(self.dir, "exporter.sqsh")
+            with open(image, "wb") as f:
+                f.write(os.urandom(1 << 20))
+            cfg = self.write_config(config_text(eps, workers, clock_sync=True).replace(
+                "container_image: gpulse", f"container_image: {image}"))
             bench = f"{window_cmd(4, 4)} && {window_cmd(8, 4)}"
             p = self.collect(cfg, "sh", "-c", bench, env=self.synced_clock())
         finally:
@@ -158,6 +163,14 @@ class PublishableRun(CollectTestCase):
         self.assertTrue(m["publication_valid"], json.dumps(m["window_validations"], indent=1) + p.stderr)
         self.assertEqual(sorted(d["hostname"] for d in m["observed_devices"]), ["node0", "node1", "node2", "node3"])
         self.assertEqual(m["clock_sync_failures"], [], "the check is on by default and the clock is verified")
+        with open(image, "rb") as f:
+            self.assertEqual(m["dcgm_exporter"]["container_image_sha256"], hashlib.sha256(f.read()).hexdigest(),
+                             "a local image file is hashed (on its own thread, off the start path)")
+        head = subprocess.run(["git", "-C", SOURCE_DIR, "rev-parse", "HEAD"], capture_output=True, text=True)
+        if head.returncode == 0:
+            self.assertEqual(m["producer_git_commit"], head.stdout.strip(), "the full commit of the build")
+        self.assertEqual(m["gpulse_reason_codes"], [])
+        self.assertEqual(m["gpulse_window_findings"], [])
         self.assertIn("clock_sync_check: ", p.stderr)
         self.assertIn(" OK (timedatectl: NTPSynchronized=yes)", p.stderr)
         validate(m, "power-manifest.schema.json")
@@ -216,8 +229,19 @@ class Misbehaving(CollectTestCase):
         for code in ["endpoint_http_error", "endpoint_parse_error", "duplicate_power_metric",
                      "mig_instance_unsupported", "invalid_power_value", "gpu_index_missing", "gpu_uuid_missing",
                      "power_metric_missing", "endpoint_timeout", "exporter_startup_timeout",
-                     "measurement_window_missing", "expected_device_missing", "sample_schedule_overrun"]:
+                     "measurement_window_missing", "expected_device_missing"]:
             self.assertIn(code, m["reason_codes"], p.stderr)
+        self.assertEqual(m["gpulse_reason_codes"], ["sample_schedule_overrun"],
+                         "gpulse's own code stays out of the upstream's reason_codes (ADR 0016)")
+        self.assertNotIn("sample_schedule_overrun", m["reason_codes"])
+        # One line when an endpoint starts failing, naming host, address, reason and status.
+        failing = [l for l in p.stderr.splitlines() if l.startswith("gpulse collect: endpoint http500 (")]
+        self.assertEqual(len(failing), 1, p.stderr)
+        self.assertRegex(failing[0], rf"endpoint http500 \(127\.0\.0\.1:{port}/http500\) failing from scrape 0: "
+                                     r"endpoint_http_error \(HTTP 500\)")
+        self.assertRegex(p.stderr, r"endpoint flaky \(127\.0\.0\.1:\d+/flaky\) failing from scrape 0: ")
+        self.assertRegex(p.stderr, r"endpoint flaky answering again at scrape \d+ after \d+ failed scrape\(s\)")
+        self.assertRegex(p.stderr, r"endpoint slow \(\S+\) failing from scrape \d+: endpoint_timeout \(Timeout")
         self.assertEqual(m["status"], "complete", "best effort survives a startup timeout")
         self.assertFalse(m["publication_valid"])
         hosts = {d["hostname"] for d in m["observed_devices"]}
@@ -266,6 +290,33 @@ class Lifecycle(CollectTestCase):
         self.assertEqual(m["status"], "incomplete")
         self.assertFalse(m["publication_valid"])
         self.assertEqual(p.returncode, 0, "best effort: the benchmark's own exit code")
+
+    def test_a_worker_that_ignores_sigterm_is_stopped_and_reaped_before_finalization(self):
+        """The benchmark's shell exits at once on SIGTERM; its worker ignores SIGTERM and would write
+        its result after the package was finalized. collect stops the benchmark's whole process group
+        (SIGKILL after the grace period) and reaps it before the terminal manifest."""
+        late = os.path.join(self.logs, "late-result")
+        pidfile = os.path.join(self.dir, "worker.pid")
+        worker = f"sh -c 'trap \"\" TERM; echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; sleep 29; touch {late}' & wait"
+        with Exporter("--simulate", "1xH200") as e:
+            cfg = self.one_exporter_config(e, required=False)
+            proc = subprocess.Popen([GPULSE, "collect", "--config", cfg, "--log-dir", self.logs, "--", "sh", "-c",
+                                     worker], stderr=subprocess.PIPE, text=True)
+            self.procs.append(proc)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not os.path.exists(pidfile):
+                time.sleep(0.1)
+            with open(pidfile) as f:
+                pid = int(f.read())
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+        self.assertFalse(os.path.exists(f"/proc/{pid}"), "nothing the benchmark started outlives collect")
+        self.assertIn("left processes running in its process group; they were stopped and reaped", err)
+        m = self.manifest()
+        self.assertNotIn("benchmark_child_reap_timeout", m["reason_codes"], err)
+        self.assertIn("collector_interrupted", m["reason_codes"])
+        time.sleep(0.5)
+        self.assertFalse(os.path.exists(late), "no worker writes after the package was finalized")
 
     def test_sigterm_during_a_window(self):
         with Exporter("--simulate", "1xH200") as e:
@@ -458,8 +509,9 @@ class LaunchAndClocks(CollectTestCase):
         m = self.manifest()
         self.assertTrue(m["publication_valid"], p.stderr)
         self.assertEqual(m["clock_sync_failures"], [])
-        for code in ("exporter_launch_failed", "exporter_exited", "clock_sync_unverified"):
+        for code in ("exporter_launch_failed", "exporter_exited"):
             self.assertNotIn(code, m["reason_codes"])
+        self.assertNotIn("clock_sync_unverified", m["gpulse_reason_codes"])
         self.assertEqual(m["dcgm_exporter"]["command"], self.exporter_command().replace("{port}", "9400"))
         validate(m, "power-manifest.schema.json")
         self.assertEqual(self.validate_power().returncode, 0)
@@ -570,7 +622,8 @@ class LaunchAndClocks(CollectTestCase):
             p = self.collect(cfg, "sh", "-c", window_cmd(4, 2), env=env)
             self.assertEqual(p.returncode, 0, p.stderr)
             m = self.manifest()
-            self.assertIn("clock_sync_unverified", m["reason_codes"])
+            self.assertIn("clock_sync_unverified", m["gpulse_reason_codes"])
+            self.assertNotIn("clock_sync_unverified", m["reason_codes"])
             self.assertFalse(m["publication_valid"])
             self.assertEqual(m["status"], "complete")
             [failure] = m["clock_sync_failures"]
@@ -689,6 +742,44 @@ class WindowCommands(CollectTestCase):
         self.assertEqual(w["status"], "completed")
         self.assertEqual(w["duration"], r["duration"])
         validate(w, "power-window.schema.json")
+
+    def test_two_results_with_one_file_name_are_refused_before_the_second_runs(self):
+        """A window file is named after its result's stem: results/a/x.json and results/b/x.json would
+        share windows/x.json, the second silently replacing the first. The second is refused (exit 2,
+        both paths named) before its command runs; the first window stays as it was."""
+        env = self.env()
+        run = lambda *a: subprocess.run([GPULSE, "window", *a], capture_output=True, text=True, env=env, timeout=30)
+        first, second = (os.path.join(self.logs, "results", d, "x.json") for d in ("a", "b"))
+        for r in (first, second):
+            os.makedirs(os.path.dirname(r))
+        p = run("run", "--concurrency", "4", "--result", first, "--", "sh", "-c", f"echo '{{}}' > {first}")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        wpath = os.path.join(self.power, "windows", "x.json")
+        with open(wpath) as f:
+            before = f.read()
+        marker = os.path.join(self.dir, "second-ran")
+        for verb in (("run", "--concurrency", "8", "--result", second, "--", "touch", marker),
+                     ("begin", "--concurrency", "8", "--result", second)):
+            p = run(*verb)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("results/a/x.json", p.stderr)
+            self.assertIn("results/b/x.json has the same file name", p.stderr)
+        self.assertFalse(os.path.exists(marker), "refused before the command starts")
+        with open(wpath) as f:
+            self.assertEqual(f.read(), before)
+        # The same result again (a rerun, or `end` after `begin`) is that result's own window.
+        p = run("run", "--concurrency", "4", "--result", first, "--", "sh", "-c", f"echo '{{}}' > {first}")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        env["PYTHONPATH"] = os.path.join(SOURCE_DIR, "contrib")
+        code = ("import gpulse_window, json, sys\n"
+                "json.dump({}, open(sys.argv[1], 'w'))\n"
+                "with gpulse_window.MeasurementWindow('sa-bench', 8, sys.argv[1]):\n"
+                "    open(sys.argv[2], 'w').close()\n")
+        p = subprocess.run(["/usr/bin/python3", "-c", code, second, marker], env=env, capture_output=True,
+                           text=True, timeout=30)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("has the same file name", p.stderr)
+        self.assertFalse(os.path.exists(marker), "the module refuses before the measured phase")
 
     def test_python_module_writes_0644_and_refuses_a_symlinked_windows_directory(self):
         # Issue 13: the module made window files with mkstemp (0600) and wrote through a windows/

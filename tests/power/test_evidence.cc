@@ -162,8 +162,29 @@ TEST_F(Evidence, NonBoolRequiredFails) {
 
 TEST_F(Evidence, ClockSyncUnverifiedIsNeverPublishable) {
   pkg_.manifest["required"] = false;
-  pkg_.manifest["reason_codes"] = {"clock_sync_unverified"};
+  pkg_.manifest["gpulse_reason_codes"] = {"clock_sync_unverified"};
+  pkg_.manifest["gpulse_window_findings"] = Json::array();
   EXPECT_TRUE(HasFail(Run(), "publication_valid is True, recomputed False"));
+}
+
+// ADR 0016: `reason_codes` is the upstream's v1 enum, as its validator enforces; gpulse's own codes
+// live in `gpulse_reason_codes`, which holds nothing else.
+TEST_F(Evidence, GpulseCodesInReasonCodesAreUnknownV1Values) {
+  for (const char* code : {"sample_schedule_overrun", "clock_sync_unverified", "sample_loss_exceeded"}) {
+    pkg_.manifest["reason_codes"] = {code};
+    EXPECT_TRUE(HasFail(Run(), std::string("reason_codes has unknown v1 reason code \"") + code))
+        << code;
+  }
+}
+
+TEST_F(Evidence, UpstreamCodesInGpulseReasonCodesAreRejected) {
+  pkg_.manifest["gpulse_reason_codes"] = {"endpoint_timeout"};
+  pkg_.manifest["gpulse_window_findings"] = Json::array();
+  EXPECT_TRUE(HasFail(Run(), "gpulse_reason_codes has a code that is not one of gpulse's own"));
+  pkg_.manifest["gpulse_reason_codes"] = {"sample_schedule_overrun", "sample_schedule_overrun"};
+  EXPECT_TRUE(HasFail(Run(), "gpulse_reason_codes has duplicate"));
+  pkg_.manifest["gpulse_reason_codes"] = {"sample_schedule_overrun"};
+  EXPECT_TRUE(Run().ok) << "a late answer alone keeps a package publishable";
 }
 
 TEST_F(Evidence, ClockSyncFailuresMustAgreeWithTheReason) {
@@ -171,9 +192,11 @@ TEST_F(Evidence, ClockSyncFailuresMustAgreeWithTheReason) {
   pkg_.manifest["clock_sync_failures"] = Json::array();
   EXPECT_TRUE(Run().ok) << "an empty list: every clock verified";
   pkg_.manifest["clock_sync_failures"] = {{{"hostname", "n0"}, {"detail", "timedatectl: no"}}};
-  EXPECT_TRUE(HasFail(Run(), "clock_sync_failures lists unverified clocks but reason_codes lacks"));
+  EXPECT_TRUE(
+      HasFail(Run(), "clock_sync_failures lists unverified clocks but gpulse_reason_codes lacks"));
   pkg_.manifest["clock_sync_failures"] = Json::array();
-  pkg_.manifest["reason_codes"] = {"clock_sync_unverified"};
+  pkg_.manifest["gpulse_reason_codes"] = {"clock_sync_unverified"};
+  pkg_.manifest["gpulse_window_findings"] = Json::array();
   pkg_.manifest["publication_valid"] = false;
   EXPECT_TRUE(HasFail(Run(), "clock_sync_unverified but clock_sync_failures is empty"));
   pkg_.manifest["clock_sync_failures"] = {{{"hostname", "n9"}, {"detail", "x"}}};
@@ -188,13 +211,17 @@ TEST_F(Evidence, ClockSyncFailuresMustAgreeWithTheReason) {
 }
 
 TEST_F(Evidence, WindowValidationReasonOrderDoesNotMatter) {
-  // Reason lists inside evidence compare as sets; everything else strictly.
-  std::erase_if(pkg_.rows, [](const CsvRow& r) { return r.seq % 5 != 0; });
+  // Reason lists inside evidence compare as sets; everything else strictly. The window fails for
+  // node-a/0 (never observed: not bracketed) before it fails for the gaps of the others.
+  std::erase_if(pkg_.rows, [](const CsvRow& r) {
+    return r.seq % 5 != 0 || (r.host == "node-a" && r.gpu == 0);
+  });
   pkg_.RefreshEvidence();
   pkg_.manifest["window_validations"][0]["power_coverage_valid"] = false;
-  pkg_.manifest["window_validations"][0]["reason_codes"] = {"sample_loss_exceeded",
-                                                            "sample_gap_exceeded"};
-  pkg_.manifest["reason_codes"] = {"sample_loss_exceeded", "sample_gap_exceeded"};
+  pkg_.manifest["window_validations"][0]["reason_codes"] = {"sample_gap_exceeded",
+                                                            "measurement_window_not_bracketed"};
+  pkg_.manifest["reason_codes"] = {"sample_gap_exceeded", "measurement_window_not_bracketed",
+                                   "expected_device_missing"};
   pkg_.manifest["publication_valid"] = false;
   ValidationReport r = Run();
   EXPECT_FALSE(HasFail(r, "window_validations does not match")) << Failures(r);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "power/contract.h"
+#include "power/recompute.h"
 #include "power/test_util.h"
 
 namespace gpulse::power {
@@ -120,6 +121,26 @@ TEST_F(Validator, ReversedShortWindowIsClockMismatch) {
   EXPECT_TRUE(HasFail(r, "measurement_window_clock_mismatch (window sa-bench/4)")) << Failures(r);
 }
 
+// The upstream stops at the result check: a window whose end differs from its result file's is
+// result_mismatch, and is not also reported as a clock mismatch.
+TEST_F(Validator, ResultMismatchIsNotAlsoReportedAsClockMismatch) {
+  double s = kT0 + 10.25, e = kT0 + 70.25;
+  pkg_.windows["result_c4.json"] = WindowDoc(s, e + 5, 60.0, "sa-bench/result_c4.json");
+  ValidationReport r = Run();
+  EXPECT_TRUE(HasFail(r, "measurement_window_result_mismatch (window sa-bench/4)")) << Failures(r);
+  EXPECT_FALSE(HasFail(r, "measurement_window_clock_mismatch")) << Failures(r);
+}
+
+// The upstream does not take a window whose result path is invalid as a window at all: the file is
+// an artifact error and the expected window is missing.
+TEST_F(Validator, InvalidResultPathAlsoLeavesTheWindowMissing) {
+  pkg_.windows["result_c4.json"] = WindowDoc(kT0 + 10.25, kT0 + 70.25, 60.0, "sa-bench/other.json");
+  ValidationReport r = Run();
+  EXPECT_TRUE(HasFail(r, "measurement_window_result_path_invalid (windows/result_c4.json)"))
+      << Failures(r);
+  EXPECT_TRUE(HasFail(r, "measurement_window_missing (window sa-bench/4)")) << Failures(r);
+}
+
 TEST_F(Validator, MissingSamplesWithinTimeoutBudgetAreRejected) {
   // Every fifth second at a recorded 1 s cadence.
   std::erase_if(pkg_.rows, [](const CsvRow& r) { return r.seq % 5 != 0; });
@@ -151,6 +172,25 @@ TEST_F(Validator, UuidChangeInvalidatesWindow) {
   ValidationReport r = Run();
   EXPECT_TRUE(HasFail(r, "gpu_uuid_changed (window sa-bench/4)")) << Failures(r);
   EXPECT_TRUE(HasFail(r, "gpu_uuid_changed (device identity/topology)")) << Failures(r);
+}
+
+// As the upstream does: a device that showed two UUIDs anywhere in the package cannot be attributed
+// to one GPU, so every window fails for it and none records a gap figure for it, even when the
+// change happened after the last window ended.
+TEST_F(Validator, UuidChangeOutsideEveryWindowFailsEveryWindow) {
+  for (auto& r : pkg_.rows)
+    if (r.host == "node-a" && r.gpu == 1 && r.seq > 75) r.uuid = "GPU-swapped";
+  pkg_.RefreshEvidence();
+  ValidationReport r = Run();
+  EXPECT_TRUE(HasFail(r, "gpu_uuid_changed (window sa-bench/4)")) << Failures(r);
+  auto topology = ParseTopology(pkg_.manifest);
+  ASSERT_TRUE(topology.ok());
+  Recomputation re = Recompute({*topology, 1.0, pkg_.power_dir, pkg_.result_root, 1});
+  ASSERT_EQ(re.windows_eval.size(), 1u);
+  EXPECT_FALSE(re.windows_eval[0].upstream_valid());
+  EXPECT_EQ(re.windows_eval[0].max_gap_by_device.size(), 7u) << "no gap figure for node-a/1";
+  for (const auto& [key, gap] : re.windows_eval[0].max_gap_by_device)
+    EXPECT_EQ(key.find("GPU-swapped"), std::string::npos) << key;
 }
 
 TEST_F(Validator, OneInvalidWindowAmongSeveralIsIsolated) {

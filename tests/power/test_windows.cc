@@ -144,13 +144,30 @@ TEST_F(ResultFiles, BoolResultTimingsAreMismatch) {
   EXPECT_EQ(Check(), std::vector<std::string>{"measurement_window_result_mismatch"});
 }
 
+// The upstream checks the result first and stops at its first failure: a window whose end differs
+// from its result's is result_mismatch only, even when its own wall time disagrees with its
+// duration too.
+TEST_F(ResultFiles, ResultMismatchIsNotAlsoAClockMismatch) {
+  w_.end = 1030.0;  // wall 30 s against a duration of 20 s: a clock mismatch on its own
+  EXPECT_EQ(Check(), std::vector<std::string>{"measurement_window_result_mismatch"});
+}
+
+TEST_F(ResultFiles, ClockMismatchIsReportedWhenTheResultMatches) {
+  testing::WriteText(root_ / "sa-bench/r.json", ResultDoc(1000.0, 1030.0, 20.0).dump());
+  w_.end = 1030.0;
+  EXPECT_EQ(Check(), std::vector<std::string>{"measurement_window_clock_mismatch"});
+}
+
 TEST_F(ResultFiles, UnsafeResultPathsAreInvalid) {
   for (const char* p : {"/etc/passwd", "../escape.json", "a/../../b.json", "", "~/r.json"}) {
     w_.result_path = p;
-    EXPECT_EQ(Check(), std::vector<std::string>{"measurement_window_result_path_invalid"}) << p;
+    EXPECT_FALSE(ResultPathValid(w_, root_)) << p;
+    EXPECT_FALSE(ResultPathValid(w_, std::nullopt)) << p;
   }
   w_.result_path = 42;
-  EXPECT_EQ(Check(), std::vector<std::string>{"measurement_window_result_path_invalid"});
+  EXPECT_FALSE(ResultPathValid(w_, root_));
+  w_.result_path = "sa-bench/r.json";
+  EXPECT_TRUE(ResultPathValid(w_, root_));
 }
 
 TEST_F(ResultFiles, ResultPathSymlinkedOutsideTheRootIsInvalid) {
@@ -158,20 +175,21 @@ TEST_F(ResultFiles, ResultPathSymlinkedOutsideTheRootIsInvalid) {
   fs::create_directories(root_ / "linked");
   fs::create_symlink(pkg_.tmp.path() / "outside/r.json", root_ / "linked/r.json");
   w_.result_path = "linked/r.json";
-  EXPECT_EQ(Check(), std::vector<std::string>{"measurement_window_result_path_invalid"});
+  EXPECT_FALSE(ResultPathValid(w_, root_));
 }
 
 TEST_F(ResultFiles, ResultStemMustEqualWindowStem) {
   testing::WriteText(root_ / "sa-bench/other.json", ResultDoc(1000.0, 1020.0, 20.0).dump());
   w_.result_path = "sa-bench/other.json";
-  EXPECT_EQ(Check(), std::vector<std::string>{"measurement_window_result_path_invalid"});
+  EXPECT_FALSE(ResultPathValid(w_, root_));
+  EXPECT_FALSE(ResultPathValid(w_, std::nullopt));
 }
 
 // Directory scanning.
 class WindowsDir : public ::testing::Test {
  protected:
   fs::path Dir() { return pkg_.power_dir / "windows"; }
-  WindowsScan Scan() { return ScanWindowsDir(pkg_.power_dir); }
+  WindowsScan Scan() { return ScanWindowsDir(pkg_.power_dir, pkg_.result_root); }
   Package pkg_;
 };
 
@@ -190,6 +208,34 @@ TEST_F(WindowsDir, NonJsonFileIsRejected) {
 TEST_F(WindowsDir, MalformedWindowIsAnArtifactError) {
   testing::WriteText(Dir() / "bad.json", "{\"schema_version\": 1");
   EXPECT_TRUE(HasError(Scan(), "windows/bad.json", reason::kWindowMalformed));
+}
+
+// As the upstream does: a window whose result path is invalid is not a window. It is an artifact
+// error, and the expected window it would have filled is then missing too.
+TEST_F(WindowsDir, InvalidResultPathIsAnArtifactErrorAndItsWindowIsMissing) {
+  for (const char* p : {"sa-bench/other.json", "../escape/r.json", "/etc/r.json"}) {
+    Json doc = Valid();
+    doc["result_path"] = p;
+    testing::WriteText(Dir() / "r.json", doc.dump());
+    WindowsScan s = Scan();
+    EXPECT_TRUE(HasError(s, "windows/r.json", reason::kWindowResultPathInvalid)) << p;
+    EXPECT_TRUE(s.files.empty()) << p;
+    Topology t;
+    t.windows.push_back({"sa-bench", 4});
+    std::vector<ArtifactError> errors = s.errors;
+    auto evals = EvaluateWindows(t, s, pkg_.result_root, errors);
+    ASSERT_EQ(evals.size(), 1u);
+    EXPECT_EQ(evals[0].reasons, std::vector<std::string>{"measurement_window_missing"}) << p;
+  }
+}
+
+// The result path is judged before the status invariants, as the upstream orders its checks.
+TEST_F(WindowsDir, InvalidResultPathIsReportedBeforeBrokenInvariants) {
+  Json doc = Valid();
+  doc["result_path"] = "/etc/r.json";
+  doc["reason"] = "a completed window has no reason";
+  testing::WriteText(Dir() / "r.json", doc.dump());
+  EXPECT_TRUE(HasError(Scan(), "windows/r.json", reason::kWindowResultPathInvalid));
 }
 
 TEST_F(WindowsDir, SymlinkedWindowIsRejected) {
