@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "power/byte_source.h"
-#include "power/contract.h"
-#include "power/samples_row.h"
-#include "power/samples_scan.h"
+#include "power/readers/byte_source.h"
+#include "power/readers/contract.h"
+#include "power/readers/samples_row.h"
+#include "power/readers/samples_scan.h"
 
 namespace gpulse::power {
 namespace {

@@ -14,9 +14,9 @@
 
 #include "cli/build_info.h"
 #include "cli/subcommand.h"
-#include "power/child_process.h"
-#include "power/collect_session.h"
-#include "power/json_io.h"
+#include "power/collector/child_process.h"
+#include "power/collector/collect_session.h"
+#include "power/readers/json_io.h"
 
 namespace gpulse::cli {
 namespace {

@@ -1,7 +1,7 @@
 // `gpulse energy`: joules per measurement window, per GPU, per role and in total, with error bounds
 // (docs/energy.md). Exit 0 when every window and GPU passed coverage; 1 when a figure is missing
 // because something failed (the report still prints); 2 for usage errors.
-#include "power/energy.h"
+#include "power/rules/energy.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/subcommand.h"
-#include "power/validator.h"
+#include "power/rules/validator.h"
 
 namespace gpulse::cli {
 namespace {

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "cli/subcommand.h"
-#include "power/artifact_writer.h"
-#include "power/child_process.h"
-#include "power/contract.h"
-#include "power/window_writer.h"
+#include "power/collector/artifact_writer.h"
+#include "power/collector/child_process.h"
+#include "power/readers/contract.h"
+#include "power/collector/window_writer.h"
 #include "sys/safe_dir.h"
 
 namespace gpulse::cli {

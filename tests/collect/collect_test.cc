@@ -12,14 +12,14 @@
 #include <sstream>
 #include <thread>
 
-#include "power/artifact_writer.h"
-#include "power/collect_config.h"
-#include "power/collect_session.h"
-#include "power/contract.h"
-#include "power/diagnostics.h"
-#include "power/scrape_parse.h"
-#include "power/window_writer.h"
-#include "power/windows.h"
+#include "power/collector/artifact_writer.h"
+#include "power/collector/collect_config.h"
+#include "power/collector/collect_session.h"
+#include "power/readers/contract.h"
+#include "power/collector/diagnostics.h"
+#include "power/collector/scrape_parse.h"
+#include "power/collector/window_writer.h"
+#include "power/rules/windows.h"
 
 namespace gpulse::power {
 namespace {

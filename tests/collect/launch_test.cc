@@ -11,10 +11,10 @@
 #include <functional>
 #include <thread>
 
-#include "power/child_process.h"
-#include "power/clock_sync.h"
-#include "power/collect_config.h"
-#include "power/exporter_launch.h"
+#include "power/collector/child_process.h"
+#include "power/collector/clock_sync.h"
+#include "power/collector/collect_config.h"
+#include "power/collector/exporter_launch.h"
 
 namespace gpulse::power {
 namespace {

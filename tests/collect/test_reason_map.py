@@ -16,7 +16,7 @@ def read(*parts):
 
 class ReasonMap(unittest.TestCase):
     def setUp(self):
-        contract = read("src", "power", "contract.h")
+        contract = read("src", "power", "readers", "contract.h")
         block = contract[contract.index("namespace reason {"):contract.index("}  // namespace reason")]
         self.codes = re.findall(r'"([a-z_]+)"', block)
         doc = read("docs", "power-upstream-test-map.md")

@@ -2,12 +2,12 @@
 // what the collector derives from an accepted one before anything runs: the exporter launch plan
 // (PlanExporterLaunch, which REQUIRES a validated config), each node's het group, and the command
 // split into words (SplitCommand, also fuzzed on the raw input).
-#include "power/collect_config.h"
+#include "power/collector/collect_config.h"
 
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "power/exporter_launch.h"
+#include "power/collector/exporter_launch.h"
 
 using namespace gpulse;
 using namespace gpulse::power;

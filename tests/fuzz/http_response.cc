@@ -13,7 +13,7 @@
 
 #include "fuzz/fuzz_util.h"
 #include "fuzz/http_stream.h"
-#include "power/scrape_parse.h"
+#include "power/collector/scrape_parse.h"
 
 using namespace gpulse;
 namespace beast = boost::beast;

@@ -9,11 +9,11 @@
 #include <string>
 #include <string_view>
 
-#include "power/json_io.h"
-#include "power/samples_scan.h"
-#include "power/topology.h"
-#include "power/windows.h"
-#include "power/wire_contract.h"
+#include "power/readers/json_io.h"
+#include "power/readers/samples_scan.h"
+#include "power/rules/topology.h"
+#include "power/rules/windows.h"
+#include "power/rules/wire_contract.h"
 
 using namespace gpulse::power;
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "power/contract.h"
-#include "power/scrape_parse.h"
+#include "power/readers/contract.h"
+#include "power/collector/scrape_parse.h"
 #include "prom/parser.h"
 
 using namespace gpulse;

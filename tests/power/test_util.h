@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "power/fixture.h"
-#include "power/validator.h"
+#include "power/rules/validator.h"
 
 namespace gpulse::power::testing {
 

@@ -9,8 +9,8 @@
 
 #include "core/json_limits.h"
 #include "net/web_config.h"
-#include "power/collect_config.h"
-#include "power/json_io.h"
+#include "power/collector/collect_config.h"
+#include "power/readers/json_io.h"
 #include "report/run_json.h"
 #include "sys/strict_yaml.h"
 
