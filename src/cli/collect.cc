@@ -2,6 +2,7 @@
 // head-node power collector (docs/power-contract.md). Exit: 2 for a bad config or flags; otherwise
 // non-zero whenever an operational failure happened (either mode) or, with telemetry.required, the
 // package is unpublishable; else the benchmark's own exit code.
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -44,6 +45,16 @@ void RaiseFileLimit(size_t endpoints) {
   ::setrlimit(RLIMIT_NOFILE, &lim);
 }
 
+// Every scrape allocates its response body (about 50 kB for 8 GPUs) and frees it once parsed. By
+// default glibc gives the top of the heap back to the kernel as soon as 128 kB are free, so at
+// thousands of scrapes a second every body landed in freshly faulted pages: the page faults and
+// the copy into cold memory were most of the collector's CPU (bench/RESULTS.md, issue 14). Keep
+// freed memory for reuse instead (bounded by the bodies in flight at once).
+void KeepFreedMemory() {
+  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+}
+
 int RunCollectCommand(const CollectCliOptions& o) {
   auto config = power::LoadCollectConfig(o.config);
   if (!config.ok()) {
@@ -61,6 +72,7 @@ int RunCollectCommand(const CollectCliOptions& o) {
     config->job_id = slurm && *slurm ? slurm : "local-" + std::to_string(std::time(nullptr));
   }
   RaiseFileLimit(config->endpoints.size());
+  KeepFreedMemory();
   power::CollectOptions opt;
   opt.config = std::move(*config);
   opt.log_dir = o.log_dir;

@@ -72,9 +72,14 @@ TEST(YamlLimits, TheWebConfigAndTheCollectConfigAreBounded) {
   auto web = net::ParseWebConfig("basic_auth_users: " + deep, "/tmp", "web.yml");
   ASSERT_FALSE(web.ok());
   EXPECT_EQ(web.error().message, "web.yml:1: nesting deeper than 64 levels: refused");
-  auto collect = power::ParseCollectConfig("telemetry:\n  endpoints: [" + Repeat("a, ", 100'000) + "a]\n");
+  // The collect config names every endpoint and worker, so its bound is higher (4,096 nodes of 8
+  // GPUs take about 180,000 nodes), and still a bound.
+  auto collect = power::ParseCollectConfig("telemetry:\n  endpoints: [" + Repeat("a, ", 1'000'000) + "a]\n");
   ASSERT_FALSE(collect.ok());
-  EXPECT_EQ(collect.error().message, "config: line 2: more than 100000 nodes: refused");
+  EXPECT_EQ(collect.error().message, "config: line 2: more than 1000000 nodes: refused");
+  auto big = power::ParseCollectConfig("telemetry:\n  endpoints: [" + Repeat("a, ", 200'000) + "a]\n");
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().message.find("nodes: refused"), std::string::npos) << big.error().message;
 }
 
 // A collect config that is a FIFO used to block `gpulse collect` forever, and /dev/zero to grow

@@ -284,15 +284,21 @@ CollectConfig Parse(const YAML::Node& root) {
   return c;
 }
 
+// A config names every endpoint and worker: 4,096 nodes of 8 GPUs (about 32,000 GPUs from one
+// head node) take some 180,000 YAML nodes and 750 kB, so the collect config has higher bounds than
+// the other YAML files (docs/formats.md "Limits").
+constexpr yaml::Limits kConfigLimits{.max_depth = 64, .max_nodes = 1'000'000};
+constexpr std::size_t kMaxConfigFileBytes = 8u << 20;
+
 }  // namespace
 
 Result<CollectConfig> ParseCollectConfig(std::string_view text) {
   try {
-    if (auto shape = yaml::CheckShape(text)) {
+    if (auto shape = yaml::CheckShape(text, kConfigLimits)) {
       return InvalidArgument("config: line " + std::to_string(shape->line) + ": " + shape->what + ": refused");
     }
     YAML::Node root = YAML::Load(std::string(text));
-    if (auto dup = yaml::FindDuplicateKey(root)) {
+    if (auto dup = yaml::FindDuplicateKey(root, kConfigLimits)) {
       return InvalidArgument("config: line " + std::to_string(dup->line) + ": " + yaml::Describe(*dup));
     }
     if (!root.IsMap()) return InvalidArgument("config: the top level must be a mapping");
@@ -305,8 +311,8 @@ Result<CollectConfig> ParseCollectConfig(std::string_view text) {
 }
 
 Result<CollectConfig> LoadCollectConfig(const std::filesystem::path& path) {
-  // A regular file of at most 1 MiB, opened without blocking (a FIFO or /dev/zero is refused).
-  auto text = sys::ReadRegularFile(path.string());
+  // A regular file of at most 8 MiB, opened without blocking (a FIFO or /dev/zero is refused).
+  auto text = sys::ReadRegularFile(path.string(), kMaxConfigFileBytes);
   if (!text) return Error{text.error().code, "config: cannot read: " + text.error().message};
   auto c = ParseCollectConfig(*text);
   if (!c.ok()) return InvalidArgument(path.string() + ": " + c.error().message);
