@@ -32,3 +32,6 @@ echo "== exporter with TLS and basic auth under hostile clients (bench/exporter/
 echo
 echo "== collector vs Prometheus, 1,024 endpoints x 8 GPUs at 1 s (bench/collector, ~5 min)"
 bash bench/collector/run.sh "$build"
+echo
+echo "== collector vs Prometheus, 4,096 endpoints x 8 GPUs at 1 s (bench/collector, ~5 min)"
+bash bench/collector/run.sh "$build" --endpoints 4096

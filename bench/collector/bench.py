@@ -75,13 +75,23 @@ def collector_config(base, count):
     return "\n".join(lines) + "\n"
 
 
+def peak_rss_mib(pid):
+    """The process's peak resident set so far (VmHWM), in MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return None
+
+
 def measure(pid, others, warmup, seconds):
-    """CPU seconds of `pid` and of `others` between warmup and warmup + seconds after now."""
+    """CPU seconds of `pid` and of `others` between warmup and warmup + seconds after now, and the
+    peak RSS of `pid` at the end."""
     time.sleep(warmup)
     c0, o0, t0 = cpu_seconds(pid), sum(cpu_seconds(p) for p in others), time.monotonic()
     time.sleep(seconds)
     c1, o1, t1 = cpu_seconds(pid), sum(cpu_seconds(p) for p in others), time.monotonic()
-    return (c1 - c0) / (t1 - t0), (o1 - o0) / (t1 - t0), t1 - t0
+    return (c1 - c0) / (t1 - t0), (o1 - o0) / (t1 - t0), t1 - t0, peak_rss_mib(pid)
 
 
 def run_collector(args, tmp, servers):
@@ -94,7 +104,7 @@ def run_collector(args, tmp, servers):
     # The anchor wakes 100 times a second over the whole run: the machine's own timer lag.
     anchor = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "timer_anchor.py"), "0.01",
                                str(args.warmup + args.seconds)], stdout=subprocess.PIPE, text=True)
-    cpu, server_cpu, wall = measure(p.pid, [s.pid for s in servers], args.warmup, args.seconds)
+    cpu, server_cpu, wall, rss = measure(p.pid, [s.pid for s in servers], args.warmup, args.seconds)
     err = p.communicate(timeout=120)[1]
     timer = json.loads(anchor.communicate(timeout=60)[0])
     with open(os.path.join(logs, "power", "manifest.json")) as f:
@@ -105,7 +115,7 @@ def run_collector(args, tmp, servers):
         sys.exit("bench: no schedule lag in gpulse collect's summary:\n" + err)
     with open(os.path.join(logs, "power", "samples.csv")) as f:
         rows = sum(1 for _ in f) - 1
-    return {"cpu_core_fraction": cpu, "endpoint_servers_cpu": server_cpu, "measured_s": wall,
+    return {"cpu_core_fraction": cpu, "endpoint_servers_cpu": server_cpu, "measured_s": wall, "peak_rss_mib": rss,
             "lag_p50_ms": float(lag[1]), "lag_p99_ms": float(lag[2]), "lag_max_ms": float(lag[3]),
             "steady_lag_p50_ms": float(steady[1]), "steady_lag_p99_ms": float(steady[2]),
             "steady_lag_max_ms": float(steady[3]), "timer_anchor": timer,
@@ -140,7 +150,7 @@ def run_prometheus(args, tmp, servers, power_only):
                           f"--web.listen-address={web}", "--storage.tsdb.retention.time=1h"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        cpu, server_cpu, wall = measure(p.pid, [s.pid for s in servers], args.warmup, args.seconds)
+        cpu, server_cpu, wall, rss = measure(p.pid, [s.pid for s in servers], args.warmup, args.seconds)
         with urllib.request.urlopen(f"http://{web}/metrics", timeout=10) as r:
             text = r.read().decode()
         q = lambda quant: prom_metric(text, "prometheus_target_interval_length_seconds",
@@ -148,7 +158,7 @@ def run_prometheus(args, tmp, servers, power_only):
         with urllib.request.urlopen(f"http://{web}/api/v1/query?query=count(up%3D%3D1)", timeout=10) as r:
             up = json.load(r)["data"]["result"]
         return {"cpu_core_fraction": cpu, "endpoint_servers_cpu": server_cpu, "measured_s": wall,
-                "interval_p50_s": q("0.5"), "interval_p99_s": q("0.99"),
+                "peak_rss_mib": rss, "interval_p50_s": q("0.5"), "interval_p99_s": q("0.99"),
                 "targets_up": int(float(up[0]["value"][1])) if up else 0,
                 "samples_appended_total": prom_metric(text, "prometheus_tsdb_head_samples_appended_total")}
     finally:
@@ -166,8 +176,8 @@ def main():
     ap.add_argument("--prometheus", default=shutil.which("prometheus") or "/usr/bin/prometheus")
     ap.add_argument("--endpoints", type=int, default=1024)
     ap.add_argument("--per-process", type=int, default=256, help="ports served by one endpoint process")
-    ap.add_argument("--base-port", type=int, default=31000)
-    ap.add_argument("--prometheus-port", type=int, default=30999)
+    ap.add_argument("--base-port", type=int, default=20000)  # below the ephemeral range (32768-)
+    ap.add_argument("--prometheus-port", type=int, default=19999)
     ap.add_argument("--warmup", type=float, default=15)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--contenders", default="collector,prometheus_power_only,prometheus_all",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Collector benchmark (issue 7): `gpulse collect` polling 1,024 simulated endpoints x 8 GPUs at 1 s,
+# Collector benchmark (issues 7, 14): `gpulse collect` polling 1,024 (or --endpoints N) simulated endpoints x 8 GPUs at 1 s,
 # side by side with a real Prometheus server scraping the same targets at 1 s. About 5 minutes;
 # loopback only; every process stops by itself. Not part of CI.
 # Usage: bench/collector/run.sh [BUILD_DIR] [bench.py options...]
