@@ -17,8 +17,8 @@
 #include "cli/subcommand.h"
 #include "power/collector/artifact_writer.h"
 #include "power/collector/child_process.h"
-#include "power/readers/contract.h"
 #include "power/collector/window_writer.h"
+#include "power/readers/contract.h"
 #include "sys/safe_dir.h"
 
 namespace gpulse::cli {

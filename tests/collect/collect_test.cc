@@ -15,10 +15,10 @@
 #include "power/collector/artifact_writer.h"
 #include "power/collector/collect_config.h"
 #include "power/collector/collect_session.h"
-#include "power/readers/contract.h"
 #include "power/collector/diagnostics.h"
 #include "power/collector/scrape_parse.h"
 #include "power/collector/window_writer.h"
+#include "power/readers/contract.h"
 #include "power/rules/windows.h"
 
 namespace gpulse::power {
@@ -99,7 +99,8 @@ TEST(CollectConfig, ADuplicatedKeyIsRefusedNamingBothLines) {
   text.insert(text.find("  dcgm_exporter"), "  required: false\n  required: true\n");
   auto c = ParseCollectConfig(text);
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.error().message.find("config: line 6: duplicate key \"required\" in telemetry (first at line 5)"),
+  EXPECT_NE(c.error().message.find(
+                "config: line 6: duplicate key \"required\" in telemetry (first at line 5)"),
             std::string::npos)
       << c.error().message;
 }
@@ -114,9 +115,9 @@ TEST(CollectConfig, JoinTimeoutMustExceedTwoCyclesStrictly) {
 
 TEST(CollectConfig, ConflictingRolesAndUnknownHostsAreRejected) {
   std::string text = kConfig;
-  text.insert(
-      text.find("benchmark:"),
-      "  - {hostname: n0, gpus: [1], worker_role: decode, worker_index: 0, worker_process: 0, het_group: 0}\n");
+  text.insert(text.find("benchmark:"),
+              "  - {hostname: n0, gpus: [1], worker_role: decode, worker_index: 0, worker_process: "
+              "0, het_group: 0}\n");
   auto c = ParseCollectConfig(text);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.error().message.find("conflicting_worker_roles"), std::string::npos);

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "power/readers/contract.h"
 #include "power/collector/scrape_parse.h"
+#include "power/readers/contract.h"
 #include "prom/parser.h"
 
 using namespace gpulse;

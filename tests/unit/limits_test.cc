@@ -37,13 +37,15 @@ TEST(JsonLimits, AManifestOfEmptyObjectsIsRefusedBeforeParsing) {
   std::string text = "[" + Repeat("{},", 20'000'000) + "{}]";  // 60 MiB, under the 64 MiB cap
   auto j = power::ParseJsonText(text);
   ASSERT_FALSE(j.ok());
-  EXPECT_NE(j.error().message.find("more than 2000000 values"), std::string::npos) << j.error().message;
+  EXPECT_NE(j.error().message.find("more than 2000000 values"), std::string::npos)
+      << j.error().message;
 }
 
 TEST(JsonLimits, RunJsonIsBoundedToo) {
   auto r = report::ParseRunJson(Repeat("[", 100) + Repeat("]", 100), "run.json");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("run.json: not read: nesting deeper than 64 levels"), std::string::npos)
+  EXPECT_NE(r.error().message.find("run.json: not read: nesting deeper than 64 levels"),
+            std::string::npos)
       << r.error().message;
 }
 
@@ -52,7 +54,8 @@ TEST(JsonLimits, RunJsonIsBoundedToo) {
 TEST(JsonLimits, RunJsonIntegersMustBeIntegersThatFit) {
   auto r = report::ParseRunJson(R"({"schema_version": 2e84})", "run.json");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("expected an integer that fits"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("expected an integer that fits"), std::string::npos)
+      << r.error().message;
 }
 
 TEST(YamlLimits, DepthAndNodeCountFromEventsBeforeANodeIsBuilt) {
@@ -74,10 +77,12 @@ TEST(YamlLimits, TheWebConfigAndTheCollectConfigAreBounded) {
   EXPECT_EQ(web.error().message, "web.yml:1: nesting deeper than 64 levels: refused");
   // The collect config names every endpoint and worker, so its bound is higher (4,096 nodes of 8
   // GPUs take about 180,000 nodes), and still a bound.
-  auto collect = power::ParseCollectConfig("telemetry:\n  endpoints: [" + Repeat("a, ", 1'000'000) + "a]\n");
+  auto collect =
+      power::ParseCollectConfig("telemetry:\n  endpoints: [" + Repeat("a, ", 1'000'000) + "a]\n");
   ASSERT_FALSE(collect.ok());
   EXPECT_EQ(collect.error().message, "config: line 2: more than 1000000 nodes: refused");
-  auto big = power::ParseCollectConfig("telemetry:\n  endpoints: [" + Repeat("a, ", 200'000) + "a]\n");
+  auto big =
+      power::ParseCollectConfig("telemetry:\n  endpoints: [" + Repeat("a, ", 200'000) + "a]\n");
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.error().message.find("nodes: refused"), std::string::npos) << big.error().message;
 }
@@ -90,7 +95,8 @@ TEST(ConfigFiles, TheCollectConfigMustBeARegularFileOfBoundedSize) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   auto c = power::LoadCollectConfig(fifo);
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.error().message.find("is not a regular file"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("is not a regular file"), std::string::npos)
+      << c.error().message;
   EXPECT_NE(c.error().message.find(fifo), std::string::npos) << c.error().message;
   ::unlink(fifo.c_str());
   auto z = power::LoadCollectConfig("/dev/zero");

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-
 #include <ctime>
 
 #include "sys/child_process.h"

@@ -62,10 +62,10 @@ void AdoptOrphans();
 // Spawns the child and returns its pid. REQUIRES: BlockStopSignals() was called.
 Result<int> SpawnChild(const ChildOptions& options);
 // Waits for `pid`; on SIGINT/SIGTERM stops it as described above. With stop_stragglers, once the
-// leader is reaped, what is left in its process group (a worker that ignored SIGTERM, a background helper) is stopped the
-// same way and reaped, so nothing the child started outlives the call; members that cannot be
-// proved gone leave the outcome unreaped. A descendant that left the group (setsid) is not
-// followed.
+// leader is reaped, what is left in its process group (a worker that ignored SIGTERM, a background
+// helper) is stopped the same way and reaped, so nothing the child started outlives the call;
+// members that cannot be proved gone leave the outcome unreaped. A descendant that left the group
+// (setsid) is not followed.
 ChildOutcome WaitChild(int pid, const ChildOptions& options);
 
 // Reaps `pid` if it has ended; nullopt while it runs. Safe from any thread for a pid no other

@@ -8,8 +8,8 @@
 #include <set>
 #include <sstream>
 
-#include "power/readers/contract.h"
 #include "power/collector/exporter_launch.h"
+#include "power/readers/contract.h"
 #include "sys/regular_file.h"
 #include "sys/strict_yaml.h"
 
@@ -220,8 +220,9 @@ void ParseWorkers(const YAML::Node& list, CollectConfig& c) {
     a.worker_index = NonNegativeInt(n["worker_index"], at + ".worker_index");
     // The upstream reads every assignment's worker_process as an integer >= 0 (ADR 0016).
     if (!n["worker_process"] || n["worker_process"].IsNull())
-      Fail(at + ".worker_process is required: the worker's process rank on its node (0 for the "
-                "first), an integer >= 0");
+      Fail(at +
+           ".worker_process is required: the worker's process rank on its node (0 for the "
+           "first), an integer >= 0");
     a.worker_process = NonNegativeInt(n["worker_process"], at + ".worker_process");
     if (n["het_group"] && !n["het_group"].IsNull())
       a.het_group = NonNegativeInt(n["het_group"], at + ".het_group");
@@ -295,11 +296,13 @@ constexpr std::size_t kMaxConfigFileBytes = 8u << 20;
 Result<CollectConfig> ParseCollectConfig(std::string_view text) {
   try {
     if (auto shape = yaml::CheckShape(text, kConfigLimits)) {
-      return InvalidArgument("config: line " + std::to_string(shape->line) + ": " + shape->what + ": refused");
+      return InvalidArgument("config: line " + std::to_string(shape->line) + ": " + shape->what +
+                             ": refused");
     }
     YAML::Node root = YAML::Load(std::string(text));
     if (auto dup = yaml::FindDuplicateKey(root, kConfigLimits)) {
-      return InvalidArgument("config: line " + std::to_string(dup->line) + ": " + yaml::Describe(*dup));
+      return InvalidArgument("config: line " + std::to_string(dup->line) + ": " +
+                             yaml::Describe(*dup));
     }
     if (!root.IsMap()) return InvalidArgument("config: the top level must be a mapping");
     return Parse(root);

@@ -13,15 +13,15 @@
 
 #include "net/http_client.h"
 #include "power/collector/artifact_writer.h"
-#include "power/readers/byte_source.h"
 #include "power/collector/child_process.h"
 #include "power/collector/clock_sync.h"
 #include "power/collector/collector.h"
-#include "power/readers/contract.h"
 #include "power/collector/exporter_launch.h"
+#include "power/collector/window_writer.h"
+#include "power/readers/byte_source.h"
+#include "power/readers/contract.h"
 #include "power/rules/reasons.h"
 #include "power/rules/recompute.h"
-#include "power/collector/window_writer.h"
 #include "sys/safe_dir.h"
 
 namespace gpulse::power {

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "net/http_client.h"
-#include "power/readers/contract.h"
 #include "power/collector/diagnostics.h"
 #include "power/collector/scrape_parse.h"
+#include "power/readers/contract.h"
 
 namespace gpulse::power {
 namespace {
@@ -337,9 +337,9 @@ struct Collector::State {
     if (!s.error_type.empty() && s.error_type != "HTTPError")
       detail += (detail.empty() ? "" : ", ") + s.error_type +
                 (s.error_message.empty() ? "" : ": " + s.error_message);
-    notices->PushText(fmt::format("gpulse collect: endpoint {} ({}:{}{}) failing from scrape {}: {}{}\n",
-                                  ep.hostname, endpoints[e].ip, ep.port, ep.path, c.seq, why,
-                                  detail.empty() ? "" : " (" + detail + ")"));
+    notices->PushText(fmt::format(
+        "gpulse collect: endpoint {} ({}:{}{}) failing from scrape {}: {}{}\n", ep.hostname,
+        endpoints[e].ip, ep.port, ep.path, c.seq, why, detail.empty() ? "" : " (" + detail + ")"));
   }
 
   void PushScrapeRecord(const Cycle& c, size_t e, const EndpointScrape& s) {

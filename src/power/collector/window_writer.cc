@@ -62,7 +62,8 @@ Status RefuseStemCollision(const sys::Dir& windows, const std::string& result_pa
                           ? "the window of result " + (*doc)["result_path"].get<std::string>()
                           : "another window";
   return InvalidArgument(windows.PathOf(name) + " already holds " + other + "; result " +
-                         result_path + " has the same file name and its window would replace "
+                         result_path +
+                         " has the same file name and its window would replace "
                          "that one: give every result a distinct file name");
 }
 

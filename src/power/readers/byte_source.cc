@@ -32,6 +32,7 @@ class FileSource : public ByteSource {
       if (errno != EINTR) return Error{ErrorCode::kIo, std::strerror(errno)};
     }
   }
+
  private:
   int fd_;
   uint64_t size_;
@@ -201,8 +202,8 @@ Status ForEachLine(const ByteSource& src, uint64_t begin, uint64_t end, size_t b
       block.remove_prefix(nl == std::string_view::npos ? block.size() : nl + 1);
     }
   };
-  return ForEachBlock(src, begin, end, buffer_bytes, lines, [&] { on_overlong(++line_no); },
-                      digest);
+  return ForEachBlock(
+      src, begin, end, buffer_bytes, lines, [&] { on_overlong(++line_no); }, digest);
 }
 
 Result<uint64_t> NextLineStart(const ByteSource& src, uint64_t offset) {

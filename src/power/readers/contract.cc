@@ -1,7 +1,6 @@
 #include "power/readers/contract.h"
 
 #include <algorithm>
-
 #include <iterator>
 
 namespace gpulse::power {

@@ -51,7 +51,8 @@ std::optional<std::string> Prepare(std::string_view in, std::string& out) {
 Result<Json> ParseJsonText(std::string_view text) {
   // JSON text is not preceded by a byte-order mark (RFC 8259 §8.1); Python's json, which the
   // upstream validator uses, refuses one, so gpulse does too instead of skipping it silently.
-  if (text.starts_with("\xEF\xBB\xBF")) return InvalidArgument("starts with a UTF-8 byte-order mark");
+  if (text.starts_with("\xEF\xBB\xBF"))
+    return InvalidArgument("starts with a UTF-8 byte-order mark");
   if (auto why = CheckJsonShape(text, kPowerJsonLimits)) return InvalidArgument(*why);
   std::string prepared;
   if (auto why = Prepare(text, prepared)) return InvalidArgument(*why);

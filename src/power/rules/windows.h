@@ -66,11 +66,11 @@ std::vector<std::string> CheckResult(const WindowFile& w, const std::filesystem:
 
 struct WindowEvaluation {
   WindowKey key;
-  std::optional<size_t> file;             // index into WindowsScan::files when exactly one matched
-  std::vector<std::string> reasons;         // upstream v1 codes, deduplicated
+  std::optional<size_t> file;        // index into WindowsScan::files when exactly one matched
+  std::vector<std::string> reasons;  // upstream v1 codes, deduplicated
   std::vector<std::string> gpulse_reasons;  // gpulse's own rules (sample_loss_exceeded)
   std::optional<TimeSpan> coverage_span;    // set when coverage must run (completed, checks passed)
-  std::map<std::string, double> max_gap_by_device;  // "<host>/<uuid>" -> seconds
+  std::map<std::string, double> max_gap_by_device;         // "<host>/<uuid>" -> seconds
   bool upstream_valid() const { return reasons.empty(); }  // the upstream's power_coverage_valid
   bool valid() const { return reasons.empty() && gpulse_reasons.empty(); }
 };

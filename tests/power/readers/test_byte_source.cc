@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "power/readers/byte_source.h"
 #include "power/fixture.h"
+#include "power/readers/byte_source.h"
 #include "power/readers/json_io.h"
 #include "power/readers/line_cutter.h"
 
@@ -140,7 +140,8 @@ TEST(ByteSource, AFifoIsRefusedAtOnceNotWaitedOn) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   auto src = OpenFileSource(fifo);  // used to block forever in open(2) waiting for a writer
   ASSERT_FALSE(src.ok());
-  EXPECT_NE(src.error().message.find("not a regular file"), std::string::npos) << src.error().message;
+  EXPECT_NE(src.error().message.find("not a regular file"), std::string::npos)
+      << src.error().message;
 }
 
 TEST(JsonText, AByteOrderMarkIsRefused) {

@@ -4,8 +4,8 @@
 
 #include <random>
 
-#include "power/readers/contract.h"
 #include "power/fixture.h"
+#include "power/readers/contract.h"
 #include "power/readers/samples_row.h"
 #include "power/readers/samples_scan.h"
 
@@ -297,19 +297,36 @@ std::string TrickyCsv() {
       if (seq == 20 && g == 2) dev = "h0,2,GPU-swapped";
       std::string power = testing::Repr(100 + seq * 1.5 + g);
       switch ((seq * 3 + g) % 23) {
-        case 3: power = "1.5e2"; break;
-        case 5: power += "\r"; break;
-        case 7: dev = fmt::format("\"h{}\",{},GPU-{}", g % 2, g, g); break;
-        case 9: power = "-" + power; break;
-        case 11: power = "0" + power; break;
-        case 13: power = power + "x"; break;
-        case 17: dev = fmt::format("h{},0{},GPU-{}", g % 2, g, g); break;
-        case 19: power = power + ".5"; break;
-        default: break;
+        case 3:
+          power = "1.5e2";
+          break;
+        case 5:
+          power += "\r";
+          break;
+        case 7:
+          dev = fmt::format("\"h{}\",{},GPU-{}", g % 2, g, g);
+          break;
+        case 9:
+          power = "-" + power;
+          break;
+        case 11:
+          power = "0" + power;
+          break;
+        case 13:
+          power = power + "x";
+          break;
+        case 17:
+          dev = fmt::format("h{},0{},GPU-{}", g % 2, g, g);
+          break;
+        case 19:
+          power = power + ".5";
+          break;
+        default:
+          break;
       }
       t += prefix + dev + "," + power + "\n";
     }
-    if (seq == 10) t += "1,1009.25,9,h0,0,GPU-0,5.0\n";   // a reordered row
+    if (seq == 10) t += "1,1009.25,9,h0,0,GPU-0,5.0\n";             // a reordered row
     if (seq == 12) t += t.substr(t.rfind('\n', t.size() - 2) + 1);  // a duplicate row
   }
   for (int g = 2; g >= 0; --g)  // reversed device order in the last cycle, no final newline

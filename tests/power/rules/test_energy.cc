@@ -1,8 +1,8 @@
 // gpulse energy on packages with a known integral, and failing GPUs reported, never integrated.
 #include <gtest/gtest.h>
 
-#include "power/rules/energy.h"
 #include "power/fixture.h"
+#include "power/rules/energy.h"
 
 namespace gpulse::power {
 namespace {

@@ -170,7 +170,8 @@ TEST_F(Evidence, ClockSyncUnverifiedIsNeverPublishable) {
 // ADR 0016: `reason_codes` is the upstream's v1 enum, as its validator enforces; gpulse's own codes
 // live in `gpulse_reason_codes`, which holds nothing else.
 TEST_F(Evidence, GpulseCodesInReasonCodesAreUnknownV1Values) {
-  for (const char* code : {"sample_schedule_overrun", "clock_sync_unverified", "sample_loss_exceeded"}) {
+  for (const char* code :
+       {"sample_schedule_overrun", "clock_sync_unverified", "sample_loss_exceeded"}) {
     pkg_.manifest["reason_codes"] = {code};
     EXPECT_TRUE(HasFail(Run(), std::string("reason_codes has unknown v1 reason code \"") + code))
         << code;

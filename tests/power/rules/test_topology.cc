@@ -55,7 +55,8 @@ TEST(Topology, Disagg1P1D) {
 
 TEST(Topology, RepeatedSameRoleIsOk) {
   Json d = Dev("a", 0, "prefill");
-  d["assignments"].push_back({{"worker_role", "prefill"}, {"worker_index", 1}, {"worker_process", 0}, {"het_group", 0}});
+  d["assignments"].push_back(
+      {{"worker_role", "prefill"}, {"worker_index", 1}, {"worker_process", 0}, {"het_group", 0}});
   Topology t = Parse({d});
   EXPECT_FALSE(RolesConflict(t));
   EXPECT_TRUE(CheckDevices(t, {Obs("a", 0, {"U0"})}).valid());
@@ -102,7 +103,8 @@ TEST(DeviceValidation, OneUuidUnderTwoKeys) {
 
 TEST(DeviceValidation, ConflictingRole) {
   Json d = Dev("a", 0, "prefill");
-  d["assignments"].push_back({{"worker_role", "decode"}, {"worker_index", 0}, {"worker_process", 0}, {"het_group", 0}});
+  d["assignments"].push_back(
+      {{"worker_role", "decode"}, {"worker_index", 0}, {"worker_process", 0}, {"het_group", 0}});
   Topology t = Parse({d});
   EXPECT_TRUE(Has(CheckDevices(t, {Obs("a", 0, {"U0"})}), reason::kConflictingWorkerRoles));
 }
@@ -115,7 +117,8 @@ TEST(DeviceValidation, ConflictingHetGroupsOnOneNode) {
 
 TEST(DeviceValidation, ConflictingHetGroupsOnOneDevice) {
   Json d = Dev("a", 0, "prefill", 0);
-  d["assignments"].push_back({{"worker_role", "prefill"}, {"worker_index", 1}, {"worker_process", 0}, {"het_group", 1}});
+  d["assignments"].push_back(
+      {{"worker_role", "prefill"}, {"worker_index", 1}, {"worker_process", 0}, {"het_group", 1}});
   EXPECT_TRUE(Has(CheckDevices(Parse({d}), {Obs("a", 0, {"U0"})}), reason::kConflictingHetGroups));
 }
 
@@ -166,7 +169,8 @@ TEST(ExpectRole, WrongCount) {
 
 TEST(ExpectRole, RoleConflictMarksBothAssertionsNotEvaluated) {
   Json d = Dev("a", 0, "prefill");
-  d["assignments"].push_back({{"worker_role", "decode"}, {"worker_index", 0}, {"worker_process", 0}, {"het_group", 0}});
+  d["assignments"].push_back(
+      {{"worker_role", "decode"}, {"worker_index", 0}, {"worker_process", 0}, {"het_group", 0}});
   Topology t = Parse({d});
   auto roles = CheckExpectedRoles(t, {{"prefill", 1}});
   EXPECT_EQ(roles, (std::vector<std::string>{

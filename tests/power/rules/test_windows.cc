@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "power/readers/contract.h"
 #include "power/fixture.h"
+#include "power/readers/contract.h"
 #include "power/rules/windows.h"
 
 namespace gpulse::power {
