@@ -14,21 +14,17 @@ Subcommand SetupReport(CLI::App& parent);
 Subcommand SetupValidatePower(CLI::App& parent);
 Subcommand SetupEnergy(CLI::App& parent);
 Subcommand SetupExporter(CLI::App& parent);
+Subcommand SetupAgent(CLI::App& parent);
+Subcommand SetupGroup(CLI::App& parent);
+Subcommand SetupWatch(CLI::App& parent);
+Subcommand SetupStats(CLI::App& parent);
 Subcommand SetupCollect(CLI::App& parent);
 Subcommand SetupWindow(CLI::App& parent);
 
 inline constexpr SetupFn kSubcommands[] = {
-    &SetupDevices,
-    &SetupDmon,
-    &SetupFields,
-    &SetupPs,
-    &SetupRecord,
-    &SetupReport,
-    &SetupValidatePower,
-    &SetupEnergy,
-    &SetupExporter,
-    &SetupCollect,
-    &SetupWindow,
+    &SetupDevices, &SetupDmon,          &SetupFields, &SetupPs,       &SetupRecord,
+    &SetupReport,  &SetupValidatePower, &SetupEnergy, &SetupExporter, &SetupAgent,
+    &SetupGroup,   &SetupWatch,         &SetupStats,  &SetupCollect,  &SetupWindow,
 };
 
 }  // namespace gpulse::cli

@@ -1,15 +1,18 @@
 // `gpulse dmon`: one row per device per tick, like `dcgmi dmon`. Fixed cadence on the monotonic
-// clock, late ticks skipped, N/A for absent readings, Ctrl-C ends cleanly.
+// clock, late ticks skipped, N/A for absent readings, Ctrl-C ends cleanly. With --since, the rows
+// come from a node agent's history instead (docs/agent.md), printed the same way.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <csignal>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/agent_client.h"
 #include "cli/gpu_options.h"
 #include "cli/subcommand.h"
 #include "gpu/registry.h"
@@ -29,6 +32,10 @@ struct DmonOptions {
   std::string devices;  // "" = all
   std::string format = "table";
   bool no_header = false;
+  // History from an agent.
+  std::string host;
+  std::string since, until;
+  std::string group;
 };
 
 std::atomic<bool> g_stop{false};
@@ -82,8 +89,12 @@ class Printer {
         auto v = value(f);
         values[std::string(FieldAt(f).name)] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
       }
-      nlohmann::json row{{"timestamp_unix", s.t_unix_ns / 1e9}, {"gpu", e.gpu}, {"uuid", e.uuid},
-                         {"state", state}, {"simulated", info_.simulated}, {"fields", values}};
+      nlohmann::json row{{"timestamp_unix", s.t_unix_ns / 1e9},
+                         {"gpu", e.gpu},
+                         {"uuid", e.uuid},
+                         {"state", state},
+                         {"simulated", info_.simulated},
+                         {"fields", values}};
       if (e.kind != EntityKind::kGpu) {
         row["gpu_instance_id"] = *e.gpu_instance_id;
         row["gpu_instance_profile"] = e.profile;
@@ -94,7 +105,8 @@ class Printer {
     }
     if (o_.format == "csv") {
       std::string gi = e.gpu_instance_id ? std::to_string(*e.gpu_instance_id) : "";
-      std::string line = fmt::format("{:.3f},{},{},{},{},{}", s.t_unix_ns / 1e9, e.gpu, gi, e.profile, e.uuid, state);
+      std::string line = fmt::format("{:.3f},{},{},{},{},{}", s.t_unix_ns / 1e9, e.gpu, gi,
+                                     e.profile, e.uuid, state);
       for (FieldIndex f : fields_) line += "," + FormatValue(FieldAt(f), value(f));
       fmt::print("{}\n", line);
       return;
@@ -113,20 +125,96 @@ class Printer {
 
 // The rows dmon prints: GPUs and GPU instances (compute instances have no readings of their own
 // yet), and GPUs that are skipped or lost, which keep a row with their state.
-std::vector<std::size_t> Rows(const std::vector<Entity>& entities, const std::vector<std::size_t>& selected) {
+std::vector<std::size_t> Rows(const std::vector<Entity>& entities,
+                              const std::vector<std::size_t>& selected) {
   std::vector<std::size_t> out;
   for (std::size_t pos : selected) {
     // A compute instance is shown through its GPU instance, where its readings live.
-    std::size_t row = entities[pos].kind == EntityKind::kComputeInstance ? entities[pos].parent.value_or(pos) : pos;
+    std::size_t row = entities[pos].kind == EntityKind::kComputeInstance
+                          ? entities[pos].parent.value_or(pos)
+                          : pos;
     if (std::find(out.begin(), out.end(), row) == out.end()) out.push_back(row);
   }
   return out;
+}
+
+std::string Encode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == ',' || c == '-' || c == '_' || c == '.' || c == ':') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+// A row of the agent's history answer as the entity and sample the live printer takes.
+void FromRow(const nlohmann::json& row, const std::vector<FieldIndex>& fields, Entity& e,
+             Sample& s) {
+  e = Entity{};
+  e.gpu = row.value("gpu", 0u);
+  e.uuid = row.value("uuid", "");
+  if (row.contains("gpu_instance_id")) {
+    e.kind = EntityKind::kGpuInstance;
+    e.gpu_instance_id = row["gpu_instance_id"].get<unsigned>();
+    e.profile = row.value("gpu_instance_profile", "");
+  }
+  std::string state = row.value("state", "present");
+  e.state = state == "lost"      ? EntityState::kLost
+            : state == "skipped" ? EntityState::kSkipped
+                                 : EntityState::kPresent;
+  s.values.assign(AllFields().size(), std::nullopt);
+  s.state = e.state == EntityState::kLost ? DeviceState::kLost : DeviceState::kOk;
+  s.t_unix_ns = row.value("t_unix_ms", std::int64_t{0}) * 1'000'000;
+  const auto& values = row["values"];
+  for (std::size_t i = 0; i < fields.size() && i < values.size(); ++i) {
+    if (values[i].is_number()) s.values[fields[i]] = values[i].get<double>();
+  }
+}
+
+int RunHistory(const DmonOptions& o, const std::vector<FieldIndex>& fields) {
+  std::string ids;
+  for (FieldIndex f : fields) ids += (ids.empty() ? "" : ",") + std::to_string(FieldAt(f).id);
+  std::string target = "/api/v1/history?format=rows&fields=" + ids;
+  if (!o.since.empty()) target += "&since=" + Encode(o.since);
+  if (!o.until.empty()) target += "&until=" + Encode(o.until);
+  if (!o.devices.empty()) target += "&entities=" + Encode(o.devices);
+  if (!o.group.empty()) target += "&group=" + Encode(o.group);
+  std::string host = ResolveAgentHost(o.host);
+  auto reply = CallAgent(host, "GET", target);
+  if (!reply) {
+    fmt::print(stderr, "gpulse dmon: {}\n", reply.error().message);
+    return kExitFailure;
+  }
+  if (reply->status != 200 || !reply->json.is_object()) {
+    fmt::print(stderr, "gpulse dmon: the agent at {}: {}\n", host, ReplyError(*reply));
+    return reply->status == 400 || reply->status == 404 ? kExitUsage : kExitFailure;
+  }
+  SystemInfo info;  // history rows say nothing of simulation: the agent's status does
+  Printer printer(o, info, fields);
+  printer.Header();
+  Entity e;
+  Sample s;
+  for (const auto& row : reply->json["rows"]) {
+    FromRow(row, fields, e, s);
+    printer.Row(e, s);
+  }
+  return kExitOk;
 }
 
 int Run(const DmonOptions& o) {
   auto fields = ParseFieldList(o.fields);
   if (!fields) {
     fmt::print(stderr, "gpulse dmon: -e: {}\n", fields.error().message);
+    return kExitUsage;
+  }
+  if (!o.since.empty() || !o.until.empty()) return RunHistory(o, *fields);
+  if (!o.host.empty() || !o.group.empty()) {
+    fmt::print(stderr,
+               "gpulse dmon: --host and -g read an agent's history: give --since (and "
+               "--until); live rows are read from the GPUs directly\n");
     return kExitUsage;
   }
   auto backend = gpu::OpenBackend(o.gpu);
@@ -138,7 +226,8 @@ int Run(const DmonOptions& o) {
   const SystemInfo& info = b.info();
   std::vector<Entity> entities = BuildEntities(info);
   for (const auto& s : info.skipped) {
-    fmt::print(stderr, "gpulse dmon: GPU {} {}: {}\n", s.index, s.lost ? "lost before start" : "skipped", s.reason);
+    fmt::print(stderr, "gpulse dmon: GPU {} {}: {}\n", s.index,
+               s.lost ? "lost before start" : "skipped", s.reason);
   }
   auto selected = SelectEntities(entities, o.devices);
   if (!selected) {
@@ -163,7 +252,8 @@ int Run(const DmonOptions& o) {
       gpu::ReadEntity(b, e, *fields, sample);
       if (sample.state == DeviceState::kLost && e.kind == EntityKind::kGpu &&
           MarkLost(entities, pos, sample.t_unix_ns, "the driver answered GPU_IS_LOST")) {
-        fmt::print(stderr, "gpulse dmon: GPU {} lost at {:.3f}: {}\n", e.gpu, sample.t_unix_ns / 1e9, e.reason);
+        fmt::print(stderr, "gpulse dmon: GPU {} lost at {:.3f}: {}\n", e.gpu,
+                   sample.t_unix_ns / 1e9, e.reason);
       }
       printer.Row(e, sample);
     }
@@ -179,7 +269,8 @@ int Run(const DmonOptions& o) {
 
 Subcommand SetupDmon(CLI::App& parent) {
   auto o = std::make_shared<DmonOptions>();
-  CLI::App* app = parent.add_subcommand("dmon", "Print field values per device per tick, like dcgmi dmon");
+  CLI::App* app =
+      parent.add_subcommand("dmon", "Print field values per device per tick, like dcgmi dmon");
   AddGpuOptions(*app, o->gpu);
   app->add_option("-e,--fields", o->fields,
                   "Fields: DCGM ids or names, comma-separated (see `gpulse fields`)")
@@ -197,6 +288,13 @@ Subcommand SetupDmon(CLI::App& parent) {
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "csv", "json"}));
   app->add_flag("--no-header", o->no_header, "Omit the header lines (table and csv)");
+  AddHostOption(*app, o->host);
+  app->add_option("--since", o->since,
+                  "Print the agent's history from then (2h, 90m, 1d, now, or unix seconds) instead "
+                  "of reading the GPUs");
+  app->add_option("--until", o->until, "End of the history range (default: now)");
+  app->add_option("-g,--group", o->group,
+                  "The agent's group whose entities to print (with --since)");
   return {app, [o] { return Run(*o); }};
 }
 

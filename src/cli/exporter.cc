@@ -1,14 +1,18 @@
 // `gpulse exporter`: a Prometheus endpoint compatible with dcgm-exporter (same families, labels and
 // units), read on scrape, with /health, a JSON API, TLS and basic auth. See docs/exporter.md.
+// `gpulse agent`: the same daemon with state: groups, watches, history, job statistics and the
+// management API on a unix socket too (docs/agent.md, docs/adr/0018-node-agent.md).
 #include "exporter/exporter.h"
 
 #include <fmt/format.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <memory>
 
+#include "agent/agent.h"
 #include "cli/build_info.h"
 #include "cli/dcgm_exporter_flags.h"
 #include "cli/gpu_options.h"
@@ -28,7 +32,56 @@ struct ExporterCliOptions {
   DcgmCompat dcgm;  // dcgm-exporter's own flags and variables
   CLI::Option* min_refresh = nullptr;
   CLI::Option* staleness = nullptr;
+  // `gpulse agent` only.
+  bool agent = false;
+  agent::AgentOptions agent_options;
+  std::string socket = "/run/gpulse/agent.sock";
+  std::string socket_mode = "0660";
+  std::string socket_group;
+  std::int64_t checkpoint_s = 60;
+  std::size_t history_limit_mib = 1024;
 };
+
+// The agent's options from the command line and the environment.
+Status ApplyAgentFlags(ExporterCliOptions& o) {
+  if (!o.agent) return Status::Ok();
+  o.agent_options.checkpoint_ms = o.checkpoint_s * 1000;
+  o.agent_options.history_limit_bytes = o.history_limit_mib << 20;
+  o.agent_options.min_refresh_ms = o.exp.min_refresh_ms;
+  o.agent_options.version = kGpulseVersion;
+  if (o.socket != "none") {
+    o.exp.unix_socket_path = o.socket;
+    char* end = nullptr;
+    unsigned long mode = std::strtoul(o.socket_mode.c_str(), &end, 8);
+    if (o.socket_mode.empty() || *end != '\0' || mode > 0777) {
+      return InvalidArgument("--socket-mode \"" + o.socket_mode +
+                             "\" is not an octal mode such as 0660");
+    }
+    o.exp.unix_socket_mode = static_cast<unsigned>(mode);
+    if (!o.socket_group.empty()) {
+      group* g = getgrnam(o.socket_group.c_str());
+      if (g == nullptr)
+        return InvalidArgument("--socket-group: no group named \"" + o.socket_group + "\"");
+      o.exp.unix_socket_gid = g->gr_gid;
+    }
+  }
+  o.exp.allow_writes = true;
+  o.exp.max_body_bytes = 64 * 1024;
+  // The simulator's clock variable drives the agent's simulated clock (docs/agent.md).
+  if (const char* clock = std::getenv("GPULSE_SIM_CLOCK"); clock != nullptr && *clock != '\0') {
+    if (o.gpu.simulate.empty()) {
+      return InvalidArgument("GPULSE_SIM_CLOCK drives a simulated clock: it needs --simulate");
+    }
+    char* end = nullptr;
+    double s = std::strtod(clock, &end);
+    if (*end != '\0' || !(s >= 0)) {
+      return InvalidArgument(std::string("GPULSE_SIM_CLOCK: \"") + clock +
+                             "\" is not a number of seconds >= 0");
+    }
+    o.agent_options.simulated_clock_s = s;
+  }
+  return Status::Ok();
+}
 
 int UsageOrFailure(const Error& e) {
   fmt::print(stderr, "gpulse exporter: {}\n", e.message);
@@ -80,8 +133,29 @@ Status ApplyDcgmExporterFlags(ExporterCliOptions& o) {
   return Status::Ok();
 }
 
+// The agent owns the reads: it is created over the backend before the exporter takes the backend,
+// shut down after the server drains, and destroyed after the exporter (which reads through it).
+int RunAgent(ExporterCliOptions& o, std::unique_ptr<gpu::Backend> backend,
+             std::shared_ptr<const exporter::CounterSet> counters) {
+  auto agent = agent::Agent::Create(o.agent_options, *backend);
+  if (!agent) {
+    fmt::print(stderr, "gpulse agent: {}\n", agent.error().message);
+    return agent.error().code == ErrorCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  auto e = exporter::Exporter::Create(o.exp, std::move(backend), std::move(counters), agent->get());
+  if (!e) {
+    (*agent)->Shutdown();
+    return UsageOrFailure(e.error());
+  }
+  (*e)->Run();
+  (*agent)->Shutdown();
+  e->reset();
+  return kExitOk;
+}
+
 int Run(ExporterCliOptions& o) {
   if (Status s = ApplyDcgmExporterFlags(o); !s.ok()) return UsageOrFailure(s.error());
+  if (Status s = ApplyAgentFlags(o); !s.ok()) return UsageOrFailure(s.error());
   o.exp.hostname = ChooseHostname(o);
   o.exp.version = kGpulseVersion;
   o.exp.commit = kGpulseGitCommit;
@@ -100,19 +174,46 @@ int Run(ExporterCliOptions& o) {
     fmt::print("{}", exporter::RenderOnce(**backend, *counters, o.exp));
     return kExitOk;
   }
+  if (o.agent) return RunAgent(o, std::move(backend).value(), *counters);
   auto e = exporter::Exporter::Create(o.exp, std::move(backend).value(), *counters);
   if (!e) return UsageOrFailure(e.error());
   (*e)->Run();
   return kExitOk;
 }
 
-}  // namespace
+void AddAgentOptions(CLI::App& app, ExporterCliOptions& o) {
+  app.add_option("--state-dir", o.agent_options.state_dir,
+                 "Where the agent keeps its database (groups, watches, jobs, history)")
+      ->capture_default_str();
+  app.add_option("--socket", o.socket, "Unix socket of the management API (\"none\": TCP only)")
+      ->capture_default_str();
+  app.add_option("--socket-mode", o.socket_mode, "Permissions of the unix socket (octal)")
+      ->capture_default_str();
+  app.add_option("--socket-group", o.socket_group,
+                 "Group of the unix socket: its members may use the API (default: the agent's)");
+  app.add_option("--checkpoint-s", o.checkpoint_s,
+                 "Save history and job activity this often (seconds; always at shutdown)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86'400));
+  app.add_option("--history-limit-mib", o.history_limit_mib,
+                 "Refuse watches whose history could need more memory than this")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+}
 
-Subcommand SetupExporter(CLI::App& parent) {
+Subcommand SetupServe(CLI::App& parent, bool agent) {
   auto o = std::make_shared<ExporterCliOptions>();
-  CLI::App* app = parent.add_subcommand(
-      "exporter",
-      "Serve GPU metrics to Prometheus, compatible with dcgm-exporter (see docs/exporter.md)");
+  o->agent = agent;
+  CLI::App* app =
+      agent ? parent.add_subcommand(
+                  "agent",
+                  "The node agent: the exporter plus groups, watches with history, job statistics "
+                  "and a management API (see docs/agent.md)")
+            : parent.add_subcommand(
+                  "exporter",
+                  "Serve GPU metrics to Prometheus, compatible with dcgm-exporter (see "
+                  "docs/exporter.md)");
+  if (agent) AddAgentOptions(*app, *o);
   AddGpuOptions(*app, o->gpu);
   app->add_option("-a,--address", o->exp.address, "Listen address: :PORT, HOST:PORT or [IPv6]:PORT")
       ->capture_default_str();
@@ -149,8 +250,13 @@ Subcommand SetupExporter(CLI::App& parent) {
   app->add_flag(
       "--print-counters", o->print_counters,
       "Print the counters in use (the -f file after checking it, or the built-in set) and exit");
-  AddDcgmExporterFlags(*app, o->dcgm);
+  if (!agent) AddDcgmExporterFlags(*app, o->dcgm);
   return {app, [o] { return Run(*o); }};
 }
+
+}  // namespace
+
+Subcommand SetupExporter(CLI::App& parent) { return SetupServe(parent, false); }
+Subcommand SetupAgent(CLI::App& parent) { return SetupServe(parent, true); }
 
 }  // namespace gpulse::cli

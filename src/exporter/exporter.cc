@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <csignal>
+#include <iterator>
 
 #include "core/clock.h"
 #include "exporter/health.h"
@@ -31,10 +33,10 @@ std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> 
                        const ExporterOptions& options) {
   std::vector<FieldIndex> fields = counters->ReadFields();
   auto snap = ReadSnapshot(backend, BuildEntities(backend.info()), fields);
-  MetricsPage page(backend.info(), std::move(counters),
-                   {options.hostname, options.version, options.commit,
-                    options.replace_blanks_in_model_name, options.devices,
-                    options.use_old_namespace});
+  MetricsPage page(
+      backend.info(), std::move(counters),
+      {options.hostname, options.version, options.commit, options.replace_blanks_in_model_name,
+       options.devices, options.use_old_namespace});
   std::string out;
   page.Render(*snap, MonotonicNowNs(), out);
   return out;
@@ -52,8 +54,14 @@ Exporter::~Exporter() {
 
 Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
                                                    std::unique_ptr<gpu::Backend> backend,
-                                                   std::shared_ptr<const CounterSet> counters) {
+                                                   std::shared_ptr<const CounterSet> counters,
+                                                   Extension* extension) {
   net::ServerOptions so;
+  so.unix_socket_path = options.unix_socket_path;
+  so.unix_socket_mode = options.unix_socket_mode;
+  so.unix_socket_gid = options.unix_socket_gid;
+  so.allow_writes = options.allow_writes;
+  so.max_body_bytes = options.max_body_bytes;
   so.address = options.address;
   so.max_connections = options.max_connections;
   so.max_connections_per_peer = options.max_connections_per_peer;
@@ -63,6 +71,7 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
     so.web = std::move(web).value();
   }
   std::unique_ptr<Exporter> e(new Exporter(std::move(options), std::move(backend)));
+  e->extension_ = extension;
   e->Install(std::move(counters));
   Exporter* self = e.get();
   auto server =
@@ -82,6 +91,8 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
   return e;
 }
 
+std::string Exporter::unix_socket_path() const { return server_->unix_socket_path(); }
+
 std::string Exporter::url() const {
   return std::string(server_->tls() ? "https://" : "http://") + server_->local_address();
 }
@@ -96,6 +107,7 @@ void Exporter::Run() {
   }
   Log(fmt::format("serving {}, {} counters from {}, on {}/metrics", what,
                   page()->counters().counters.size(), page()->counters().origin, url()));
+  if (!unix_socket_path().empty()) Log("management API also on unix://" + unix_socket_path());
   server_->Run();
   Log("stopped");
 }
@@ -123,6 +135,7 @@ std::shared_ptr<const Snapshot> Exporter::ReadNow() {
     std::lock_guard lock(mu_);
     fields = fields_;
   }
+  if (extension_ != nullptr) return extension_->Read(fields);
   return ReadSnapshot(*backend_, entities_, fields);
 }
 
@@ -162,6 +175,16 @@ void Exporter::ReloadNow() {
 }
 
 void Exporter::Handle(const net::HttpRequest& req, net::Respond respond) {
+  const bool read = req.method == "GET" || req.method == "HEAD";
+  static const char* const kOwn[] = {"/metrics", "/health", "/api/v1/snapshot", "/api/v1/devices",
+                                     "/"};
+  const bool own = std::find(std::begin(kOwn), std::end(kOwn), req.path) != std::end(kOwn);
+  if (own && !read) {
+    net::HttpResponse r = net::TextResponse(405, req.path + " is read-only: use GET");
+    r.headers.emplace_back("Allow", "GET, HEAD");
+    return respond(std::move(r));
+  }
+  if (!own && extension_ != nullptr && extension_->Handle(req, respond)) return;
   if (req.path == "/metrics") return ServeMetrics(std::move(respond));
   if (req.path == "/health") return ServeHealth(std::move(respond));
   if (req.path == "/api/v1/snapshot") return ServeSnapshot(std::move(respond));
@@ -195,7 +218,8 @@ void Exporter::ServeHealth(net::Respond respond) {
   const std::int64_t limit = options_.staleness_ms * 1'000'000;
   auto answer = [this, limit, respond](const Snapshot* snap,
                                        std::optional<std::int64_t> in_flight) {
-    HealthVerdict v = EvaluateHealth(backend_->info(), entities_, snap, MonotonicNowNs(), limit, in_flight);
+    HealthVerdict v =
+        EvaluateHealth(backend_->info(), entities_, snap, MonotonicNowNs(), limit, in_flight);
     respond(net::TextResponse(v.healthy ? 200 : 503, v.reason));
   };
   if (auto since = probe_->InFlightSinceNs(); since && MonotonicNowNs() - *since > limit) {
@@ -211,8 +235,8 @@ void Exporter::ServeSnapshot(net::Respond respond) {
     net::HttpResponse r;
     r.content_type = kJson;
     r.compressible = true;
-    r.body =
-        SnapshotJson(backend_->info(), entities_, page()->counters(), *snap, MonotonicNowNs(), UnixNowNs());
+    r.body = SnapshotJson(backend_->info(), entities_, page()->counters(), *snap, MonotonicNowNs(),
+                          UnixNowNs());
     respond(std::move(r));
   });
 }

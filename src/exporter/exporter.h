@@ -28,6 +28,18 @@
 
 namespace gpulse::exporter {
 
+// What the node agent (src/agent) adds to the exporter: routes of its own, and the device reads
+// (the agent's worker owns the backend then, so its watches and the scrapes share one reader).
+// Both are called from the exporter's threads and must be thread-safe.
+class Extension {
+ public:
+  virtual ~Extension() = default;
+  // Takes a request the exporter does not serve itself (e.g. /api/v1/groups); false: not ours.
+  virtual bool Handle(const net::HttpRequest& req, net::Respond& respond) = 0;
+  // Reads `fields` of every entity, on the probe thread; may block until the reader answers.
+  virtual std::shared_ptr<const Snapshot> Read(std::span<const FieldIndex> fields) = 0;
+};
+
 struct ExporterOptions {
   std::string address = ":9400";
   std::string counters_file;  // "" = the built-in default set
@@ -42,6 +54,12 @@ struct ExporterOptions {
   bool replace_blanks_in_model_name = false;  // dcgm-exporter's --replace-blanks-in-model-name
   DeviceSelection devices;                    // dcgm-exporter's -d
   bool use_old_namespace = false;             // dcgm-exporter's -o
+  // The agent's: a unix socket beside the TCP address, and writes (POST, PUT, DELETE) allowed.
+  std::string unix_socket_path;
+  unsigned unix_socket_mode = 0660;
+  std::optional<unsigned> unix_socket_gid;
+  bool allow_writes = false;
+  std::size_t max_body_bytes = 4 * 1024;
 };
 
 // Loads the counters file named by the options (or the default); warnings go to stderr.
@@ -55,12 +73,17 @@ class Exporter {
  public:
   // Binds the address (the first scrape can come as soon as this returns). Errors: InvalidArgument
   // for a bad web config or address; Unavailable when the address cannot be bound.
+  // With `extension`, reads go through it and requests the exporter does not serve go to it; it
+  // must outlive the Exporter.
   static Result<std::unique_ptr<Exporter>> Create(ExporterOptions options,
                                                   std::unique_ptr<gpu::Backend> backend,
-                                                  std::shared_ptr<const CounterSet> counters);
+                                                  std::shared_ptr<const CounterSet> counters,
+                                                  Extension* extension = nullptr);
   ~Exporter();
 
-  std::string url() const;  // e.g. "http://127.0.0.1:9400"
+  std::string url() const;               // e.g. "http://127.0.0.1:9400"
+  std::string unix_socket_path() const;  // "" when none
+  const std::vector<Entity>& entities() const { return entities_; }
 
   // Serves until SIGTERM or SIGINT, then drains and returns.
   void Run();
@@ -73,24 +96,25 @@ class Exporter {
   void ServeMetrics(net::Respond respond);
   void ServeHealth(net::Respond respond);
   void ServeSnapshot(net::Respond respond);
-  void Reload();        // SIGHUP, on the loop: starts or queues a reload on the reload thread
-  void ReloadNow();     // reads and installs the counters file; on the reload thread
+  void Reload();     // SIGHUP, on the loop: starts or queues a reload on the reload thread
+  void ReloadNow();  // reads and installs the counters file; on the reload thread
   void Install(std::shared_ptr<const CounterSet> counters);
   std::shared_ptr<const MetricsPage> page() const;
   std::shared_ptr<const Snapshot> ReadNow();
 
   ExporterOptions options_;
   std::unique_ptr<gpu::Backend> backend_;
+  Extension* extension_ = nullptr;
   const std::vector<Entity> entities_;  // BuildEntities(backend_->info()), fixed at open
-  mutable std::mutex mu_;  // guards page_ and fields_
+  mutable std::mutex mu_;               // guards page_ and fields_
   std::shared_ptr<const MetricsPage> page_;
   std::vector<FieldIndex> fields_;
   std::unique_ptr<net::Server> server_;
   // A reload reads a file (which may be slow, or a FIFO an operator planted): never on the loop.
   std::mutex reload_mu_;  // guards reloading_ and reload_again_
   bool reloading_ = false;
-  bool reload_again_ = false;  // a SIGHUP came while a reload ran: one more after it
-  std::thread reload_thread_;  // joined by the destructor (and before the next one starts)
+  bool reload_again_ = false;     // a SIGHUP came while a reload ran: one more after it
+  std::thread reload_thread_;     // joined by the destructor (and before the next one starts)
   std::unique_ptr<Probe> probe_;  // destroyed first: its thread reads backend_ and posts to server_
 };
 

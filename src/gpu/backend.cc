@@ -19,6 +19,8 @@ void UnsupportedSample(std::span<const FieldIndex> fields, Sample& out) {
 
 }  // namespace
 
+bool Backend::SetSimulatedClock(double /*seconds*/) { return false; }
+
 ProcessList Backend::Processes(std::size_t /*pos*/) {
   ProcessList list;
   list.t_mono_ns = MonotonicNowNs();

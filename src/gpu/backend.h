@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -18,8 +19,8 @@ namespace gpulse::gpu {
 
 // Counts of what went wrong while reading, so partial failure is visible rather than silent.
 struct ReadStats {
-  std::uint64_t failed_calls = 0;        // transient errors: the reading is absent this tick
-  std::uint64_t unsupported_calls = 0;   // NOT_SUPPORTED (remembered, not retried)
+  std::uint64_t failed_calls = 0;       // transient errors: the reading is absent this tick
+  std::uint64_t unsupported_calls = 0;  // NOT_SUPPORTED (remembered, not retried)
   // Profiling (GPM): calls that failed (also counted in failed_calls), and metric values outside
   // their range that were dropped instead of reported.
   std::uint64_t profiling_failed_calls = 0;
@@ -32,11 +33,11 @@ class Backend {
 
   virtual const SystemInfo& info() const = 0;
 
-  // Reads `fields` of the device at position `pos` of info().devices into `out`, which it resizes to
-  // AllFields().size() and clears first. Unreadable fields stay absent, and out.unsupported marks
-  // those the device never gives; a lost device sets out.state = kLost and reads nothing but its
-  // XID counts (when the XID field is asked for). Never fails as a whole.
-  // REQUIRES: pos < info().devices.size()
+  // Reads `fields` of the device at position `pos` of info().devices into `out`, which it resizes
+  // to AllFields().size() and clears first. Unreadable fields stay absent, and out.unsupported
+  // marks those the device never gives; a lost device sets out.state = kLost and reads nothing but
+  // its XID counts (when the XID field is asked for). Never fails as a whole. REQUIRES: pos <
+  // info().devices.size()
   virtual void Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) = 0;
 
   // Reads `fields` of MIG instance `mig_pos` of device `pos` (info().devices[pos].mig_instances)
@@ -55,7 +56,16 @@ class Backend {
   // kProcessListMinIntervalNs instead of asking again. The default: not supported.
   // REQUIRES: pos < info().devices.size()
   virtual ProcessList Processes(std::size_t pos);
+
+  // Simulated devices only (the agent's simulated clock, docs/agent.md): sets the simulator's time
+  // to `seconds` and stamps every later reading and process list with it (t_mono_ns = seconds,
+  // t_unix_ns = kSimulatedEpochUnixNs + seconds), so rates and loads follow the simulated clock.
+  // False, and nothing changes, when the devices are not simulated. The default: false.
+  virtual bool SetSimulatedClock(double seconds);
 };
+
+// Unix time of simulated second 0 when a simulated clock drives the readings: 2026-01-01T00:00Z.
+inline constexpr std::int64_t kSimulatedEpochUnixNs = 1'767'225'600'000'000'000;
 
 // Reads one entity: a GPU through Read, a GPU instance through ReadInstance, and for an entity
 // without readings of its own (a compute instance, a skipped GPU) an empty sample, lost when the
@@ -68,8 +78,8 @@ inline constexpr std::int64_t kProcessListMinIntervalNs = 1'000'000'000;
 
 // How to find and open a backend. Empty strings mean "the default".
 struct BackendOptions {
-  std::string nvml_library;       // --nvml-lib / GPULSE_NVML_LIBRARY
-  std::string simulate;           // --simulate NAME|PATH: load the NVML simulator with this scenario
+  std::string nvml_library;  // --nvml-lib / GPULSE_NVML_LIBRARY
+  std::string simulate;      // --simulate NAME|PATH: load the NVML simulator with this scenario
   std::string simulator_library;  // where the simulator is; found next to the binary by default
   // Where the driver's own GPU listing is read (the identity of GPUs NVML cannot open):
   // $GPULSE_PROCFS_ROOT, else /proc for real GPUs; with --simulate only $GPULSE_PROCFS_ROOT.

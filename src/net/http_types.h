@@ -2,19 +2,32 @@
 // code that serves pages does not pull the Asio/Beast headers in.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace gpulse::net {
 
+// Who is at the other end of a unix-socket connection (SO_PEERCRED), as the kernel says.
+struct PeerCredentials {
+  std::uint32_t pid = 0;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+};
+
 struct HttpRequest {
-  std::string method;  // GET or HEAD (the server answers 405 to anything else)
+  // GET or HEAD; also POST, PUT and DELETE when the server allows writes (405 otherwise).
+  std::string method;
   std::string target;  // as sent: path and query
   std::string path;    // target without the query
   bool accepts_gzip = false;
-  std::string remote;  // peer address, for logs
+  std::string remote;  // peer address, for logs ("unix" for the unix socket)
+  std::string body;    // POST and PUT (at most ServerOptions::max_body_bytes)
+  std::string content_type;
+  std::optional<PeerCredentials> peer;  // set for unix-socket clients only
 };
 
 struct HttpResponse {

@@ -3,12 +3,19 @@
 #include <malloc.h>
 #include <openssl/ssl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -27,6 +34,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+using unix_stream = asio::local::stream_protocol;
 
 int OpensslVersion(TlsVersion v) {
   switch (v) {
@@ -103,7 +111,7 @@ struct Server::Impl {
   // Members session destructors touch come first: they outlive the io_context, whose destruction
   // destroys the sessions still referenced by pending handlers.
   std::unordered_set<SessionBase*> sessions;
-  std::unordered_map<std::string, std::size_t> per_peer;       // open connections by address
+  std::unordered_map<std::string, std::size_t> per_peer;        // open connections by address
   std::unordered_map<std::string, std::size_t> auth_in_flight;  // bcrypt checks by address
   std::size_t unproven = 0;  // sessions that have not yet passed a request (TLS, auth included)
   std::uint64_t next_seq = 0;
@@ -117,6 +125,10 @@ struct Server::Impl {
 
   asio::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
+  unix_stream::acceptor unix_acceptor{ioc};
+  std::string unix_path;  // "" when there is no unix socket
+  ino_t unix_inode = 0;   // ours, so the destructor removes only the file it made
+  std::atomic<std::uint64_t> unix_refused{0};
   asio::signal_set signals{ioc};
   asio::steady_timer drain_timer{ioc};
   asio::steady_timer accept_retry{ioc};
@@ -130,11 +142,19 @@ struct Server::Impl {
   // After ioc: destroyed first, so a check finishing during destruction can still post to ioc.
   std::unique_ptr<WorkPool> auth_pool;
 
-  ~Impl() { destroying = true; }
+  ~Impl() {
+    destroying = true;
+    RemoveUnixSocket();
+  }
 
   void Reserve();
   void DoAccept();
   void OnAccept(boost::system::error_code ec, tcp::socket socket);
+  void DoAcceptUnix();
+  void OnAcceptUnix(boost::system::error_code ec, unix_stream::socket socket);
+  bool Admits(const PeerCredentials& c) const;
+  Status ListenUnix();
+  void RemoveUnixSocket();
   bool MakeRoom();
   void WaitSignal();
   void BeginShutdown();
@@ -194,10 +214,12 @@ class SessionBase {
 template <class Stream>
 class Session final : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(Server::Impl& srv, Stream stream, std::string peer, std::string remote)
+  Session(Server::Impl& srv, Stream stream, std::string peer, std::string remote,
+          std::optional<PeerCredentials> credentials = std::nullopt)
       : SessionBase(srv, std::move(peer)),
         stream_(std::move(stream)),
         remote_(std::move(remote)),
+        credentials_(credentials),
         deadline_(srv.ioc),
         born_(std::chrono::steady_clock::now()) {}
 
@@ -226,7 +248,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
  private:
   static constexpr bool kTls = std::is_same_v<Stream, TlsSocket>;
 
-  tcp::socket& Lowest() {
+  auto& Lowest() {
     if constexpr (kTls) {
       return stream_.socket();
     } else {
@@ -239,9 +261,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void ArmAt(std::chrono::steady_clock::time_point when) {
     ++deadline_gen_;
     deadline_.expires_at(when);
-    deadline_.async_wait([self = this->shared_from_this(), gen = deadline_gen_](boost::system::error_code ec) {
-      if (!ec && gen == self->deadline_gen_) self->Close();
-    });
+    deadline_.async_wait(
+        [self = this->shared_from_this(), gen = deadline_gen_](boost::system::error_code ec) {
+          if (!ec && gen == self->deadline_gen_) self->Close();
+        });
   }
   void Disarm() {
     ++deadline_gen_;
@@ -253,7 +276,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     if (!Lowest().is_open()) return Deregister();
     if constexpr (kTls) stream_.ShutdownNow();
     boost::system::error_code ec;
-    Lowest().shutdown(tcp::socket::shutdown_both, ec);
+    Lowest().shutdown(asio::socket_base::shutdown_both, ec);
     Lowest().close(ec);
     Disarm();
     Deregister();
@@ -273,7 +296,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     bool buffered = buffer_.size() != 0;
     if constexpr (kTls) buffered = buffered || stream_.pending();
     if (buffered) return DoRead();  // a pipelined request is already here
-    Lowest().async_wait(tcp::socket::wait_read,
+    Lowest().async_wait(asio::socket_base::wait_read,
                         [self = this->shared_from_this()](boost::system::error_code ec) {
                           if (ec) return self->Close();
                           self->DoRead();
@@ -302,7 +325,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     keep_alive_ = req.keep_alive() && !srv_.draining;
     head_ = req.method() == http::verb::head;
     // Authentication first: an unauthenticated client learns nothing, not even which methods exist.
-    if (!srv_.auth) return Dispatch();
+    // A unix-socket client was admitted by the socket's permissions and its credentials instead.
+    if (!srv_.auth || credentials_) return Dispatch();
     auto v = srv_.auth->Lookup(View(req[http::field::authorization]));
     if (auto* d = std::get_if<BasicAuth::Verdict>(&v)) {
       return *d == BasicAuth::Verdict::kAccept ? Dispatch() : Unauthorized();
@@ -318,10 +342,11 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     ++mine;
     Arm(srv_.opt.write_timeout);  // a check never outlives its connection's budget
     Server::Impl* srv = &srv_;
-    bool queued = srv_.auth_pool->TrySubmit([self = this->shared_from_this(), srv, p = std::move(p)]() mutable {
-      bool ok = srv->auth->Verify(p);
-      asio::post(srv->ioc, [self = std::move(self), ok] { self->AfterCheck(ok); });
-    });
+    bool queued = srv_.auth_pool->TrySubmit(
+        [self = this->shared_from_this(), srv, p = std::move(p)]() mutable {
+          bool ok = srv->auth->Verify(p);
+          asio::post(srv->ioc, [self = std::move(self), ok] { self->AfterCheck(ok); });
+        });
     if (!queued) {
       DoneChecking();
       Busy(503);
@@ -329,7 +354,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void DoneChecking() {
-    if (auto it = srv_.auth_in_flight.find(peer_); it != srv_.auth_in_flight.end() && --it->second == 0)
+    if (auto it = srv_.auth_in_flight.find(peer_);
+        it != srv_.auth_in_flight.end() && --it->second == 0)
       srv_.auth_in_flight.erase(it);
   }
 
@@ -356,13 +382,19 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void Dispatch() {
     Prove();
     const auto& req = parser_->get();
-    if (req.method() != http::verb::get && !head_) {
-      HttpResponse r = TextResponse(405, "only GET and HEAD are served");
-      r.headers.emplace_back("Allow", "GET, HEAD");
+    const bool write = req.method() == http::verb::post || req.method() == http::verb::put ||
+                       req.method() == http::verb::delete_;
+    if (req.method() != http::verb::get && !head_ && !(write && srv_.opt.allow_writes)) {
+      const char* allow = srv_.opt.allow_writes ? "GET, HEAD, POST, PUT, DELETE" : "GET, HEAD";
+      HttpResponse r = TextResponse(405, std::string("only ") + allow + " are served");
+      r.headers.emplace_back("Allow", allow);
       return Write(std::move(r));
     }
     HttpRequest hr;
     hr.method = std::string(req.method_string());
+    if (write) hr.body = req.body();
+    hr.content_type = std::string(View(req[http::field::content_type]));
+    hr.peer = credentials_;
     hr.target = std::string(req.target());
     hr.path = hr.target.substr(0, hr.target.find('?'));
     hr.accepts_gzip = AcceptsGzip(View(req[http::field::accept_encoding]));
@@ -421,6 +453,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   Stream stream_;
   std::string remote_;
+  std::optional<PeerCredentials> credentials_;  // unix-socket clients
   asio::steady_timer deadline_;
   std::uint64_t deadline_gen_ = 0;
   const std::chrono::steady_clock::time_point born_;
@@ -509,6 +542,121 @@ void Server::Impl::OnAccept(boost::system::error_code ec, tcp::socket socket) {
   DoAccept();
 }
 
+void Server::Impl::DoAcceptUnix() {
+  unix_acceptor.async_accept([this](boost::system::error_code ec, unix_stream::socket socket) {
+    OnAcceptUnix(ec, std::move(socket));
+  });
+}
+
+namespace {
+
+// The supplementary groups of a process, from /proc/PID/status (empty when it is gone).
+std::vector<unsigned> SupplementaryGroups(std::uint32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  std::vector<unsigned> groups;
+  while (std::getline(in, line)) {
+    if (line.rfind("Groups:", 0) != 0) continue;
+    std::istringstream fields(line.substr(7));
+    unsigned g = 0;
+    while (fields >> g) groups.push_back(g);
+  }
+  return groups;
+}
+
+}  // namespace
+
+// The socket's permissions already keep other users out; this second check also holds when the
+// socket's mode was widened by hand, and tells the log who was refused.
+bool Server::Impl::Admits(const PeerCredentials& c) const {
+  if (c.uid == 0 || c.uid == geteuid()) return true;
+  const unsigned group = opt.unix_socket_gid.value_or(getegid());
+  if (c.gid == group) return true;
+  for (unsigned g : SupplementaryGroups(c.pid))
+    if (g == group) return true;
+  return false;
+}
+
+void Server::Impl::OnAcceptUnix(boost::system::error_code ec, unix_stream::socket socket) {
+  if (ec == asio::error::operation_aborted || draining) return;
+  if (ec) {
+    accept_retry.expires_after(std::chrono::milliseconds(50));
+    accept_retry.async_wait([this](boost::system::error_code e) {
+      if (!e && !draining) DoAcceptUnix();
+    });
+    return;
+  }
+  ++accepted;
+  boost::system::error_code ignored;
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  PeerCredentials who;
+  bool known = getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
+  if (known) who = {static_cast<std::uint32_t>(cred.pid), cred.uid, cred.gid};
+  if (!known || !Admits(who)) {
+    ++unix_refused;
+    ++rejected;
+    socket.close(ignored);
+    return DoAcceptUnix();
+  }
+  std::string peer = "unix:" + std::to_string(who.uid);
+  auto it = per_peer.find(peer);
+  bool peer_full = it != per_peer.end() && it->second >= opt.max_connections_per_peer;
+  if (peer_full || (sessions.size() >= opt.max_connections && !MakeRoom())) {
+    ++rejected;
+    socket.close(ignored);
+    return DoAcceptUnix();
+  }
+  std::make_shared<Session<unix_stream::socket>>(*this, std::move(socket), std::move(peer), "unix",
+                                                 who)
+      ->Start();
+  DoAcceptUnix();
+}
+
+Status Server::Impl::ListenUnix() {
+  const std::string& path = opt.unix_socket_path;
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return InvalidArgument("unix socket \"" + path + "\": the path exists and is not a socket");
+    }
+    unix_stream::socket probe(ioc);
+    boost::system::error_code ec;
+    probe.connect(unix_stream::endpoint(path), ec);
+    if (!ec) return Unavailable("unix socket \"" + path + "\": another server listens on it");
+    unlink(path.c_str());  // left by a server that is gone
+  }
+  boost::system::error_code ec;
+  unix_acceptor.open(unix_stream(), ec);
+  if (!ec) unix_acceptor.bind(unix_stream::endpoint(path), ec);
+  if (ec) return Unavailable("unix socket \"" + path + "\": cannot bind: " + ec.message());
+  unix_acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Unavailable("unix socket \"" + path + "\": cannot listen: " + ec.message());
+  if (opt.unix_socket_gid &&
+      chown(path.c_str(), static_cast<uid_t>(-1), *opt.unix_socket_gid) != 0) {
+    return Status(
+        Error{ErrorCode::kNoPermission,
+              "unix socket \"" + path + "\": cannot set its group: " + std::strerror(errno)});
+  }
+  if (chmod(path.c_str(), opt.unix_socket_mode) != 0) {
+    return Status(
+        Error{ErrorCode::kNoPermission,
+              "unix socket \"" + path + "\": cannot set its mode: " + std::strerror(errno)});
+  }
+  if (lstat(path.c_str(), &st) == 0) unix_inode = st.st_ino;
+  unix_path = path;
+  return Status::Ok();
+}
+
+void Server::Impl::RemoveUnixSocket() {
+  if (unix_path.empty()) return;
+  struct stat st {};
+  if (lstat(unix_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == unix_inode) {
+    unlink(unix_path.c_str());
+  }
+  unix_path.clear();
+}
+
 void Server::Impl::WaitSignal() {
   signals.async_wait([this](boost::system::error_code ec, int signo) {
     if (ec) return;
@@ -522,6 +670,7 @@ void Server::Impl::BeginShutdown() {
   draining = true;
   boost::system::error_code ignored;
   acceptor.close(ignored);
+  unix_acceptor.close(ignored);
   accept_retry.cancel();
   signals.cancel(ignored);
   std::vector<SessionBase*> now(sessions.begin(), sessions.end());
@@ -607,15 +756,20 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options, Handler ha
   RaiseFileLimit(options.max_connections + 64);
   impl->opt = std::move(options);
   impl->handler = std::move(handler);
+  if (!impl->opt.unix_socket_path.empty()) {
+    if (Status s = impl->ListenUnix(); !s.ok()) return s.error();
+  }
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
 std::string Server::local_address() const { return impl_->local; }
+std::string Server::unix_socket_path() const { return impl_->unix_path; }
 bool Server::tls() const { return impl_->ssl != nullptr; }
 
 void Server::Run() {
   impl_->Reserve();
   impl_->DoAccept();
+  if (!impl_->unix_path.empty()) impl_->DoAcceptUnix();
   if (!impl_->on_signal.empty()) impl_->WaitSignal();
   impl_->ioc.run();
 }
@@ -640,6 +794,7 @@ ServerStats Server::stats() const {
   s.requests = impl_->requests.load();
   s.connections_evicted = impl_->evicted.load();
   s.auth_busy = impl_->auth_busy.load();
+  s.unix_refused = impl_->unix_refused.load();
   return s;
 }
 

@@ -22,7 +22,9 @@ class Range {
   std::uint64_t count() const { return n_; }
   std::optional<T> min() const { return n_ ? std::optional<T>(min_) : std::nullopt; }
   std::optional<T> max() const { return n_ ? std::optional<T>(max_) : std::nullopt; }
-  std::optional<T> mean() const { return n_ ? std::optional<T>(static_cast<T>(sum_ / n_)) : std::nullopt; }
+  std::optional<T> mean() const {
+    return n_ ? std::optional<T>(static_cast<T>(sum_ / n_)) : std::nullopt;
+  }
 
  private:
   std::uint64_t n_ = 0;
@@ -99,7 +101,12 @@ class DeviceBuilder {
     if (s.has(GpuSample::kMemoryUtilization)) mem_util_.Add(s.memory_utilization_percent);
     if (s.has(GpuSample::kSmClock)) sm_clock_.Add(s.sm_clock_mhz);
     if (s.has(GpuSample::kMemoryClock)) mem_clock_.Add(s.memory_clock_mhz);
-    if (s.has(GpuSample::kMemoryUsed)) max_mem_ = std::max(max_mem_.value_or(0), s.memory_used_bytes);
+    if (s.has(GpuSample::kPcieTxBytes))
+      pcie_tx_.Add(static_cast<double>(s.pcie_tx_bytes_per_second));
+    if (s.has(GpuSample::kPcieRxBytes))
+      pcie_rx_.Add(static_cast<double>(s.pcie_rx_bytes_per_second));
+    if (s.has(GpuSample::kMemoryUsed))
+      max_mem_ = std::max(max_mem_.value_or(0), s.memory_used_bytes);
     if (s.has(GpuSample::kEnergy)) {
       if (!first_energy_) first_energy_ = {s.elapsed_ns, s.energy_millijoules};
       last_energy_ = {s.elapsed_ns, s.energy_millijoules};
@@ -144,25 +151,32 @@ class DeviceBuilder {
     d.stats.memory_utilization_percent = mem_util_.Build();
     d.stats.sm_clock_mhz = sm_clock_.Build();
     d.stats.memory_clock_mhz = mem_clock_.Build();
+    d.stats.pcie_tx_bytes_per_second = pcie_tx_.Build();
+    d.stats.pcie_rx_bytes_per_second = pcie_rx_.Build();
     d.stats.max_memory_used_bytes = max_mem_;
     if (first_ && prev_) {
-      d.stats.pcie_replays = Delta(GpuSample::kPcieReplay, first_->pcie_replay_count, prev_->pcie_replay_count);
-      d.stats.ecc_sbe_errors = Delta(GpuSample::kEccSbeVolatile, first_->ecc_sbe_volatile, prev_->ecc_sbe_volatile);
-      d.stats.ecc_dbe_errors = Delta(GpuSample::kEccDbeVolatile, first_->ecc_dbe_volatile, prev_->ecc_dbe_volatile);
+      d.stats.pcie_replays =
+          Delta(GpuSample::kPcieReplay, first_->pcie_replay_count, prev_->pcie_replay_count);
+      d.stats.ecc_sbe_errors =
+          Delta(GpuSample::kEccSbeVolatile, first_->ecc_sbe_volatile, prev_->ecc_sbe_volatile);
+      d.stats.ecc_dbe_errors =
+          Delta(GpuSample::kEccDbeVolatile, first_->ecc_dbe_volatile, prev_->ecc_dbe_volatile);
     }
     d.stats.throttle_ns = throttle_;
     return d;
   }
 
  private:
-  std::optional<std::uint64_t> Delta(GpuSample::Extra e, std::uint64_t first, std::uint64_t last) const {
+  std::optional<std::uint64_t> Delta(GpuSample::Extra e, std::uint64_t first,
+                                     std::uint64_t last) const {
     if (!first_->has(e) || !prev_->has(e) || last < first) return std::nullopt;
     return last - first;
   }
 
   DeviceEnergy Energy() const {
     DeviceEnergy e;
-    if (!first_ || !prev_ || first_->elapsed_ns == prev_->elapsed_ns) return e;  // fewer than 2 samples
+    if (!first_ || !prev_ || first_->elapsed_ns == prev_->elapsed_ns)
+      return e;  // fewer than 2 samples
     // The counter over the first and last samples that have it.
     if (first_energy_ && last_energy_ && last_energy_->first > first_energy_->first &&
         last_energy_->second >= first_energy_->second) {
@@ -172,7 +186,8 @@ class DeviceBuilder {
     if (e.counter_millijoules) {
       e.source = EnergySource::kCounter;
       e.millijoules = e.counter_millijoules;
-      // Compared only when both cover the same span without a gap: else they measure different things.
+      // Compared only when both cover the same span without a gap: else they measure different
+      // things.
       bool same_span = integrated_ && !power_gap_ && first_power_ns_ == first_energy_->first &&
                        last_power_ns_ == last_energy_->first;
       if (*e.counter_millijoules > 0 && same_span) {
@@ -187,19 +202,22 @@ class DeviceBuilder {
   }
 
   AggregateBuilder agg_;
-  StatBuilder power_, sm_util_, mem_util_, sm_clock_, mem_clock_;
+  StatBuilder power_, sm_util_, mem_util_, sm_clock_, mem_clock_, pcie_tx_, pcie_rx_;
   std::optional<std::uint64_t> max_mem_;
   std::optional<GpuSample> first_, prev_, prev_power_;
   double integral_mj_ = 0;
   bool integrated_ = false;  // two consecutive samples with power seen
   bool power_gap_ = false;   // a sample without power between samples with it
   std::optional<std::int64_t> first_power_ns_, last_power_ns_;
-  std::optional<std::pair<std::int64_t, std::uint64_t>> first_energy_, last_energy_;  // (time, counter)
+  std::optional<std::pair<std::int64_t, std::uint64_t>> first_energy_,
+      last_energy_;  // (time, counter)
   std::optional<std::map<std::string, std::int64_t>> throttle_;
 };
 
 std::vector<InstanceReport> DeriveInstances(const Run& run) {
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<Range<std::uint64_t>, std::optional<std::uint64_t>>> by;
+  std::map<std::pair<std::uint32_t, std::uint32_t>,
+           std::pair<Range<std::uint64_t>, std::optional<std::uint64_t>>>
+      by;
   for (const InstanceSample& s : run.instance_samples) {
     auto& [used, total] = by[{s.device_index, s.gpu_instance_id}];
     if (s.memory_used_bytes) used.Add(*s.memory_used_bytes);
@@ -214,7 +232,8 @@ std::vector<InstanceReport> DeriveInstances(const Run& run) {
     r.device_index = key.first;
     r.gpu_instance_id = key.second;
     for (const Entity& e : run.entities) {
-      if (e.kind == EntityKind::kGpuInstance && e.gpu == key.first && e.gpu_instance_id == key.second) {
+      if (e.kind == EntityKind::kGpuInstance && e.gpu == key.first &&
+          e.gpu_instance_id == key.second) {
         r.profile = e.profile;
       }
     }
@@ -252,7 +271,9 @@ ResourceReport DeriveResource(const Run& run) {
   r.thread_max = th_max;
   double wall_s = static_cast<double>(s.back().elapsed_ns - s.front().elapsed_ns) * 1e-9;
   if (s.size() >= 2 && wall_s > 0 && run.clock_ticks_per_second > 0) {
-    auto jiffies = [](const ResourceSample& x) { return x.cpu_user_jiffies + x.cpu_system_jiffies; };
+    auto jiffies = [](const ResourceSample& x) {
+      return x.cpu_user_jiffies + x.cpu_system_jiffies;
+    };
     double used = static_cast<double>(jiffies(s.back())) - static_cast<double>(jiffies(s.front()));
     r.cpu_mean_percent = used / static_cast<double>(run.clock_ticks_per_second) / wall_s * 100.0;
   }
@@ -270,10 +291,14 @@ const char* EnergySourceName(EnergySource s) {
 }
 
 std::string ClockReasonName(int bit) {
-  static const char* const kNames[] = {"gpu_idle",          "applications_clocks_setting",
-                                       "sw_power_cap",      "hw_slowdown",
-                                       "sync_boost",        "sw_thermal_slowdown",
-                                       "hw_thermal_slowdown", "hw_power_brake_slowdown",
+  static const char* const kNames[] = {"gpu_idle",
+                                       "applications_clocks_setting",
+                                       "sw_power_cap",
+                                       "hw_slowdown",
+                                       "sync_boost",
+                                       "sw_thermal_slowdown",
+                                       "hw_thermal_slowdown",
+                                       "hw_power_brake_slowdown",
                                        "display_clock_setting"};
   if (bit >= 0 && bit < static_cast<int>(std::size(kNames))) return kNames[bit];
   return "bit_" + std::to_string(bit);

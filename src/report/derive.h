@@ -39,7 +39,7 @@ struct DeviceEnergy {
   std::optional<double> integrated_millijoules;      // trapezoidal integral of power draw
   std::optional<EnergySource> source;                // which one is reported (counter preferred)
   std::optional<std::uint64_t> millijoules;          // the reported value, whole millijoules
-  std::optional<double> relative_difference;         // (integrated − counter) / counter, when both
+  std::optional<double> relative_difference;  // (integrated − counter) / counter, when both
 };
 
 struct MinMaxMean {
@@ -53,9 +53,12 @@ struct JobStats {
   std::optional<MinMaxMean> memory_utilization_percent;
   std::optional<MinMaxMean> sm_clock_mhz;
   std::optional<MinMaxMean> memory_clock_mhz;
+  // PCIe traffic (profiling fields), bytes per second, over the samples that have it.
+  std::optional<MinMaxMean> pcie_tx_bytes_per_second;
+  std::optional<MinMaxMean> pcie_rx_bytes_per_second;
   std::optional<std::uint64_t> max_memory_used_bytes;
-  std::optional<std::uint64_t> pcie_replays;      // counter increase during the run
-  std::optional<std::uint64_t> ecc_sbe_errors;    // volatile counter increase during the run
+  std::optional<std::uint64_t> pcie_replays;    // counter increase during the run
+  std::optional<std::uint64_t> ecc_sbe_errors;  // volatile counter increase during the run
   std::optional<std::uint64_t> ecc_dbe_errors;
   std::vector<XidEvent> xids;
   // Time with each clock-event (throttle) reason active, by reason name; absent when the reasons

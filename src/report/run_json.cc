@@ -77,8 +77,9 @@ json EntitiesSection(const std::vector<Entity>& entities, std::int64_t start_uni
            {"state", EntityStateName(e.state)},
            {"reason", e.reason.empty() ? json(nullptr) : json(e.reason)},
            {"lost_unix_ns", Opt(e.lost_unix_ns)},
-           {"lost_elapsed_ns", e.lost_unix_ns ? json(std::max<std::int64_t>(0, *e.lost_unix_ns - start_unix_ns))
-                                              : json(nullptr)}};
+           {"lost_elapsed_ns",
+            e.lost_unix_ns ? json(std::max<std::int64_t>(0, *e.lost_unix_ns - start_unix_ns))
+                           : json(nullptr)}};
     out.push_back(std::move(j));
   }
   return out;
@@ -88,7 +89,8 @@ json AbsencesJson(const std::vector<TimelineAbsence>& absences) {
   json out = json::array();
   for (const TimelineAbsence& a : absences) {
     if (a.unsupported.empty() && a.failed_samples.empty()) continue;
-    out.push_back({{"device_index", a.device_index}, {"unsupported", a.unsupported},
+    out.push_back({{"device_index", a.device_index},
+                   {"unsupported", a.unsupported},
                    {"failed_samples", a.failed_samples}});
   }
   return out;
@@ -170,6 +172,8 @@ json ProcessesJson(const std::vector<GpuProcess>& ps) {
   return out;
 }
 
+}  // namespace
+
 json JobStatsJson(const DeviceReport& d) {
   const JobStats& s = d.stats;
   json j{{"device_index", d.device_index},
@@ -179,6 +183,8 @@ json JobStatsJson(const DeviceReport& d) {
          {"memory_utilization_percent", MmmJson(s.memory_utilization_percent)},
          {"sm_clock_mhz", MmmJson(s.sm_clock_mhz)},
          {"memory_clock_mhz", MmmJson(s.memory_clock_mhz)},
+         {"pcie_tx_bytes_per_second", MmmJson(s.pcie_tx_bytes_per_second)},
+         {"pcie_rx_bytes_per_second", MmmJson(s.pcie_rx_bytes_per_second)},
          {"max_memory_used_bytes", Opt(s.max_memory_used_bytes)},
          {"pcie_replays", Opt(s.pcie_replays)},
          {"ecc_sbe_errors", Opt(s.ecc_sbe_errors)},
@@ -189,6 +195,10 @@ json JobStatsJson(const DeviceReport& d) {
   EnergyJson(d.energy, j);
   return j;
 }
+
+std::string JobStatisticsJson(const DeviceReport& d) { return JobStatsJson(d).dump(); }
+
+namespace {
 
 // inferscope's `gpu`: null when no GPU sample was taken (its GpuMetrics has no empty form).
 json GpuSection(const GpuReport& g) {
@@ -213,10 +223,14 @@ json GpuSection(const GpuReport& g) {
 // inferscope's `resource`: null when no process sample was taken.
 json ResourceSection(const ResourceReport& r) {
   if (r.sample_count == 0) return nullptr;
-  return {{"sample_count", r.sample_count},     {"rss_min_bytes", Opt(r.rss_min_bytes)},
-          {"rss_max_bytes", Opt(r.rss_max_bytes)}, {"rss_mean_bytes", Opt(r.rss_mean_bytes)},
-          {"rss_final_bytes", Opt(r.rss_final_bytes)}, {"thread_min", Opt(r.thread_min)},
-          {"thread_max", Opt(r.thread_max)},       {"cpu_mean_percent", Opt(r.cpu_mean_percent)},
+  return {{"sample_count", r.sample_count},
+          {"rss_min_bytes", Opt(r.rss_min_bytes)},
+          {"rss_max_bytes", Opt(r.rss_max_bytes)},
+          {"rss_mean_bytes", Opt(r.rss_mean_bytes)},
+          {"rss_final_bytes", Opt(r.rss_final_bytes)},
+          {"thread_min", Opt(r.thread_min)},
+          {"thread_max", Opt(r.thread_max)},
+          {"cpu_mean_percent", Opt(r.cpu_mean_percent)},
           {"cpu_seconds", Opt(r.cpu_seconds)}};
 }
 
@@ -244,7 +258,9 @@ class Sink {
     buf_.clear();
     return ok;
   }
-  bool Write(const fmt::memory_buffer& b) { return std::fwrite(b.data(), 1, b.size(), f_) == b.size(); }
+  bool Write(const fmt::memory_buffer& b) {
+    return std::fwrite(b.data(), 1, b.size(), f_) == b.size();
+  }
 
  private:
   std::FILE* f_;
@@ -295,7 +311,8 @@ void AppendSample(fmt::memory_buffer& b, const GpuSample& s) {
     Lit(b, key);
     Num(b, v);
   };
-  extra(GpuSample::kMemoryUtilization, ",\"memory_utilization_percent\":", s.memory_utilization_percent);
+  extra(GpuSample::kMemoryUtilization,
+        ",\"memory_utilization_percent\":", s.memory_utilization_percent);
   extra(GpuSample::kSmClock, ",\"sm_clock_mhz\":", s.sm_clock_mhz);
   extra(GpuSample::kMemoryClock, ",\"memory_clock_mhz\":", s.memory_clock_mhz);
   extra(GpuSample::kEnergy, ",\"energy_millijoules\":", s.energy_millijoules);
@@ -324,8 +341,9 @@ void AppendInstanceSample(fmt::memory_buffer& b, const InstanceSample& s) {
   Num(b, std::uint64_t{s.device_index});
   Lit(b, ",\"gpu_instance_id\":");
   Num(b, std::uint64_t{s.gpu_instance_id});
-  for (auto [key, v] : {std::pair{std::string_view(",\"memory_used_bytes\":"), s.memory_used_bytes},
-                        std::pair{std::string_view(",\"memory_total_bytes\":"), s.memory_total_bytes}}) {
+  for (auto [key, v] :
+       {std::pair{std::string_view(",\"memory_used_bytes\":"), s.memory_used_bytes},
+        std::pair{std::string_view(",\"memory_total_bytes\":"), s.memory_total_bytes}}) {
     b.append(key);
     if (v) {
       Num(b, *v);
@@ -353,15 +371,16 @@ void AppendResource(fmt::memory_buffer& b, const ResourceSample& s) {
 }
 
 // Writes a JSON array of `items`, formatting chunks of it on worker threads while the caller's
-// thread writes finished chunks in order. At most kInFlight chunks exist at once, so the memory this
-// adds is bounded (a few MB) whatever the timeline's length.
+// thread writes finished chunks in order. At most kInFlight chunks exist at once, so the memory
+// this adds is bounded (a few MB) whatever the timeline's length.
 template <typename Container, typename AppendFn>
 bool WriteArray(Sink& sink, const Container& items, AppendFn append) {
   constexpr std::size_t kChunk = 8192, kInFlight = 4;
   auto format_chunk = [&items, append](std::size_t begin, std::size_t end) {
     fmt::memory_buffer b;
     b.reserve((end - begin) * 512);
-    for (auto it = std::next(items.begin(), static_cast<std::ptrdiff_t>(begin)); begin < end; ++begin, ++it) {
+    for (auto it = std::next(items.begin(), static_cast<std::ptrdiff_t>(begin)); begin < end;
+         ++begin, ++it) {
       b.append(std::string_view(begin == 0 ? "\n    " : ",\n    "));
       append(b, *it);
     }
@@ -401,7 +420,8 @@ bool WriteViews(Sink& sink, const std::vector<std::string_view>& items) {
 
 // The formatted copy when it covers the timeline exactly, else the formatter.
 template <typename Container, typename AppendFn>
-bool WriteTimeline(Sink& sink, const Container& items, const std::vector<std::string_view>* views, AppendFn append) {
+bool WriteTimeline(Sink& sink, const Container& items, const std::vector<std::string_view>* views,
+                   AppendFn append) {
   if (views != nullptr && views->size() == items.size()) return WriteViews(sink, *views);
   return WriteArray(sink, items, append);
 }
@@ -417,16 +437,23 @@ json DevicesJson(const std::vector<DeviceInfo>& devices) { return DevicesSection
 json EntitiesJson(const std::vector<Entity>& entities, std::int64_t start_unix_ns) {
   return EntitiesSection(entities, start_unix_ns);
 }
-json AbsenceListJson(const std::vector<TimelineAbsence>& absences) { return AbsencesJson(absences); }
+json AbsenceListJson(const std::vector<TimelineAbsence>& absences) {
+  return AbsencesJson(absences);
+}
 json XidJson(const XidEvent& x) {
   return {{"elapsed_ns", x.elapsed_ns}, {"device_index", x.device_index}, {"xid", x.xid}};
 }
 json GpuProcessesJson(const std::vector<GpuProcess>& processes) { return ProcessesJson(processes); }
 void AppendGpuSampleJson(fmt::memory_buffer& b, const GpuSample& s) { AppendSample(b, s); }
-void AppendInstanceSampleJson(fmt::memory_buffer& b, const InstanceSample& s) { AppendInstanceSample(b, s); }
-void AppendResourceSampleJson(fmt::memory_buffer& b, const ResourceSample& s) { AppendResource(b, s); }
+void AppendInstanceSampleJson(fmt::memory_buffer& b, const InstanceSample& s) {
+  AppendInstanceSample(b, s);
+}
+void AppendResourceSampleJson(fmt::memory_buffer& b, const ResourceSample& s) {
+  AppendResource(b, s);
+}
 
-Status WriteRunJson(const Run& run, const Report& report, std::FILE* out, const FormattedTimelines* formatted) {
+Status WriteRunJson(const Run& run, const Report& report, std::FILE* out,
+                    const FormattedTimelines* formatted) {
   auto views = [&](const std::vector<std::string_view> FormattedTimelines::*member) {
     return formatted != nullptr ? &(formatted->*member) : nullptr;
   };
@@ -451,20 +478,26 @@ Status WriteRunJson(const Run& run, const Report& report, std::FILE* out, const 
   AppendJson(b, "xid_events", XidsJson(run.xid_events));
   AppendJson(b, "gpu_processes", ProcessesJson(run.gpu_processes));
   AppendJson(b, "clock_ticks_per_second", run.clock_ticks_per_second);
-  fmt::format_to(std::back_inserter(b), "  \"resource_timeline\": {{\"sample_period_ns\": {}, \"samples\": ",
+  fmt::format_to(std::back_inserter(b),
+                 "  \"resource_timeline\": {{\"sample_period_ns\": {}, \"samples\": ",
                  run.info.sample_period_ns);
-  if (!WriteTimeline(sink, run.resource_samples, views(&FormattedTimelines::resource), AppendResource)) {
+  if (!WriteTimeline(sink, run.resource_samples, views(&FormattedTimelines::resource),
+                     AppendResource)) {
     return Error{ErrorCode::kIo, "write failed"};
   }
-  fmt::format_to(std::back_inserter(b), "}},\n  \"instance_timeline\": {{\"sample_period_ns\": {}, \"samples\": ",
+  fmt::format_to(std::back_inserter(b),
+                 "}},\n  \"instance_timeline\": {{\"sample_period_ns\": {}, \"samples\": ",
                  run.info.sample_period_ns);
-  if (!WriteTimeline(sink, run.instance_samples, views(&FormattedTimelines::instance), AppendInstanceSample)) {
+  if (!WriteTimeline(sink, run.instance_samples, views(&FormattedTimelines::instance),
+                     AppendInstanceSample)) {
     return Error{ErrorCode::kIo, "write failed"};
   }
   json energy = TimelineEnergy(report.gpu);
-  fmt::format_to(std::back_inserter(b), "}},\n  \"gpu_timeline\": {{\"sample_period_ns\": {}, \"absent\": {}, {}\"samples\": ",
-                 run.info.sample_period_ns, AbsencesJson(run.absences).dump(),
-                 energy.empty() ? std::string() : "\"energy\": " + energy.dump() + ", ");
+  fmt::format_to(
+      std::back_inserter(b),
+      "}},\n  \"gpu_timeline\": {{\"sample_period_ns\": {}, \"absent\": {}, {}\"samples\": ",
+      run.info.sample_period_ns, AbsencesJson(run.absences).dump(),
+      energy.empty() ? std::string() : "\"energy\": " + energy.dump() + ", ");
   if (!WriteTimeline(sink, run.gpu_samples, views(&FormattedTimelines::gpu), AppendSample)) {
     return Error{ErrorCode::kIo, "write failed"};
   }

@@ -44,6 +44,10 @@ Result<Run> ReadRunJsonFile(const std::string& path);
 // The same for text already read; `origin` names it in errors.
 Result<Run> ParseRunJson(std::string_view text, const std::string& origin);
 
+// One device's `job_statistics` entry of run.json, as JSON text (the agent's job records embed it:
+// docs/agent.md, "Job statistics").
+std::string JobStatisticsJson(const DeviceReport& d);
+
 // 4 GiB and 256 million values: about ten million GPU samples, a day of 8 GPUs at 10 Hz.
 inline constexpr JsonLimits kRunJsonLimits{4ull << 30, 64, 256'000'000};
 

@@ -1,6 +1,6 @@
-// The table of NVML entry points gpulse calls, filled by the loader from dlsym (or by tests with fakes).
-// Each member names the symbols tried in order (newest version first) and whether it is required; a
-// missing optional symbol leaves the member null and the fields it feeds absent.
+// The table of NVML entry points gpulse calls, filled by the loader from dlsym (or by tests with
+// fakes). Each member names the symbols tried in order (newest version first) and whether it is
+// required; a missing optional symbol leaves the member null and the fields it feeds absent.
 //
 // Thread-safety: the table is immutable after loading; NVML itself is called from one owner thread.
 #pragma once
@@ -43,7 +43,8 @@ struct NvmlApi {
   nvmlReturn_t (*DeviceGetCurrentClocksEventReasons)(nvmlDevice_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*DeviceGetPcieReplayCounter)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*DeviceGetTotalEccErrors)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
-  nvmlReturn_t (*DeviceGetRetiredPages)(nvmlDevice_t, int, unsigned*, unsigned long long*) = nullptr;
+  nvmlReturn_t (*DeviceGetRetiredPages)(nvmlDevice_t, int, unsigned*,
+                                        unsigned long long*) = nullptr;
   nvmlReturn_t (*DeviceGetRetiredPagesPendingStatus)(nvmlDevice_t, int*) = nullptr;
   nvmlReturn_t (*DeviceGetRemappedRows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*,
                                         unsigned*) = nullptr;
@@ -88,6 +89,7 @@ struct NvmlApi {
   // gpulse knows, from the library itself, that the devices are simulated.
   const char* (*GpulseSimScenario)() = nullptr;
   const char* (*GpulseSimLastError)() = nullptr;  // why the simulator's nvmlInit failed
+  void (*GpulseSimSetClock)(double) = nullptr;    // freezes the simulator's time
 };
 
 // One row of the symbol table: the names tried in order and where the winner is stored.
@@ -102,7 +104,7 @@ std::vector<SymbolSpec> SymbolTable(NvmlApi& api);
 
 // Which name each resolved member came from ("" for a missing optional one), for diagnostics.
 struct Resolution {
-  std::vector<std::string> chosen;   // parallel to SymbolTable()
+  std::vector<std::string> chosen;  // parallel to SymbolTable()
   std::vector<std::string> missing_optional;
 };
 

@@ -1,5 +1,6 @@
 #include "gpu/nvml/nvml_backend.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include "core/clock.h"
@@ -117,8 +118,8 @@ void NvmlBackend::Read(std::size_t pos, std::span<const FieldIndex> fields, Samp
       break;
     }
   }
-  out.t_mono_ns = MonotonicNowNs();
-  out.t_unix_ns = UnixNowNs();
+  out.t_mono_ns = NowMonoNs();
+  out.t_unix_ns = NowUnixNs();
   readers_.at(pos).Read(fields, out, stats_);
 }
 
@@ -127,14 +128,29 @@ void NvmlBackend::ReadInstance(std::size_t pos, std::size_t mig_pos,
   DeviceReader& r = instance_readers_.at(pos).at(mig_pos);
   if (readers_.at(pos).lost()) r.MarkLost();  // an instance goes with its GPU
   PrimeGpm(fields);
-  out.t_mono_ns = MonotonicNowNs();
-  out.t_unix_ns = UnixNowNs();
+  out.t_mono_ns = NowMonoNs();
+  out.t_unix_ns = NowUnixNs();
   r.Read(fields, out, stats_);
   if (r.lost()) readers_[pos].MarkLost();
 }
 
 ProcessList NvmlBackend::Processes(std::size_t pos) {
-  return process_readers_.at(pos).Read(MonotonicNowNs(), UnixNowNs() / 1000);
+  return process_readers_.at(pos).Read(NowMonoNs(), NowUnixNs() / 1000);
+}
+
+bool NvmlBackend::SetSimulatedClock(double seconds) {
+  if (!info_.simulated || api_.GpulseSimSetClock == nullptr || !(seconds >= 0)) return false;
+  api_.GpulseSimSetClock(seconds);
+  simulated_ns_ = std::llround(seconds * 1e9);
+  return true;
+}
+
+std::int64_t NvmlBackend::NowMonoNs() const {
+  return simulated_ns_ ? *simulated_ns_ : MonotonicNowNs();
+}
+
+std::int64_t NvmlBackend::NowUnixNs() const {
+  return simulated_ns_ ? gpu::kSimulatedEpochUnixNs + *simulated_ns_ : UnixNowNs();
 }
 
 Result<std::unique_ptr<gpu::Backend>> OpenNvmlBackend(const gpu::BackendOptions& options) {

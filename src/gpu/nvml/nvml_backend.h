@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "gpu/backend.h"
@@ -31,6 +32,7 @@ class NvmlBackend final : public gpu::Backend {
                     Sample& out) override;
   const gpu::ReadStats& stats() const override { return stats_; }
   ProcessList Processes(std::size_t pos) override;
+  bool SetSimulatedClock(double seconds) override;
 
  private:
   NvmlBackend(const NvmlApi& api, std::shared_ptr<void> keepalive)
@@ -42,11 +44,15 @@ class NvmlBackend final : public gpu::Backend {
   // floor once, so that the first read already has values.
   void PrimeGpm(std::span<const FieldIndex> fields);
 
+  std::int64_t NowMonoNs() const;  // the simulated clock when one is set
+  std::int64_t NowUnixNs() const;
+
   NvmlApi api_;
   std::shared_ptr<void> keepalive_;
+  std::optional<std::int64_t> simulated_ns_;  // SetSimulatedClock
   SystemInfo info_;
-  std::vector<DeviceReader> readers_;  // parallel to info_.devices
-  std::vector<ProcessReader> process_readers_;  // parallel to info_.devices
+  std::vector<DeviceReader> readers_;                        // parallel to info_.devices
+  std::vector<ProcessReader> process_readers_;               // parallel to info_.devices
   std::vector<std::vector<DeviceReader>> instance_readers_;  // parallel to each mig_instances
   nvmlEventSet_t events_ = nullptr;
   gpu::ReadStats stats_;

@@ -21,11 +21,13 @@ std::vector<SymbolSpec> SymbolTable(NvmlApi& a) {
       {{"nvmlShutdown"}, kRequired, Slot(a.Shutdown)},
       {{"nvmlErrorString"}, kRequired, Slot(a.ErrorString)},
       {{"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"}, kRequired, Slot(a.DeviceGetCount)},
-      {{"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"}, kRequired,
+      {{"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"},
+       kRequired,
        Slot(a.DeviceGetHandleByIndex)},
       {{"nvmlDeviceGetName"}, kRequired, Slot(a.DeviceGetName)},
       {{"nvmlDeviceGetUUID"}, kRequired, Slot(a.DeviceGetUUID)},
-      {{"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"}, kRequired,
+      {{"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"},
+       kRequired,
        Slot(a.DeviceGetPciInfo)},
       {{"nvmlSystemGetDriverVersion"}, kOptional, Slot(a.SystemGetDriverVersion)},
       {{"nvmlSystemGetNVMLVersion"}, kOptional, Slot(a.SystemGetNVMLVersion)},
@@ -36,8 +38,7 @@ std::vector<SymbolSpec> SymbolTable(NvmlApi& a) {
       {{"nvmlDeviceGetEncoderUtilization"}, kOptional, Slot(a.DeviceGetEncoderUtilization)},
       {{"nvmlDeviceGetDecoderUtilization"}, kOptional, Slot(a.DeviceGetDecoderUtilization)},
       {{"nvmlDeviceGetPowerUsage"}, kOptional, Slot(a.DeviceGetPowerUsage)},
-      {{"nvmlDeviceGetTotalEnergyConsumption"}, kOptional,
-       Slot(a.DeviceGetTotalEnergyConsumption)},
+      {{"nvmlDeviceGetTotalEnergyConsumption"}, kOptional, Slot(a.DeviceGetTotalEnergyConsumption)},
       {{"nvmlDeviceGetEnforcedPowerLimit"}, kOptional, Slot(a.DeviceGetEnforcedPowerLimit)},
       {{"nvmlDeviceGetPowerManagementLimit"}, kOptional, Slot(a.DeviceGetPowerManagementLimit)},
       {{"nvmlDeviceGetTemperature"}, kOptional, Slot(a.DeviceGetTemperature)},
@@ -45,11 +46,13 @@ std::vector<SymbolSpec> SymbolTable(NvmlApi& a) {
       {{"nvmlDeviceGetMaxClockInfo"}, kOptional, Slot(a.DeviceGetMaxClockInfo)},
       {{"nvmlDeviceGetPerformanceState"}, kOptional, Slot(a.DeviceGetPerformanceState)},
       {{"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"},
-       kOptional, Slot(a.DeviceGetCurrentClocksEventReasons)},
+       kOptional,
+       Slot(a.DeviceGetCurrentClocksEventReasons)},
       {{"nvmlDeviceGetPcieReplayCounter"}, kOptional, Slot(a.DeviceGetPcieReplayCounter)},
       {{"nvmlDeviceGetTotalEccErrors"}, kOptional, Slot(a.DeviceGetTotalEccErrors)},
       {{"nvmlDeviceGetRetiredPages"}, kOptional, Slot(a.DeviceGetRetiredPages)},
-      {{"nvmlDeviceGetRetiredPagesPendingStatus"}, kOptional,
+      {{"nvmlDeviceGetRetiredPagesPendingStatus"},
+       kOptional,
        Slot(a.DeviceGetRetiredPagesPendingStatus)},
       {{"nvmlDeviceGetRemappedRows"}, kOptional, Slot(a.DeviceGetRemappedRows)},
       {{"nvmlDeviceGetFieldValues"}, kOptional, Slot(a.DeviceGetFieldValues)},
@@ -59,19 +62,26 @@ std::vector<SymbolSpec> SymbolTable(NvmlApi& a) {
       {{"nvmlDeviceGetGpuInstanceId"}, kOptional, Slot(a.DeviceGetGpuInstanceId)},
       {{"nvmlDeviceGetComputeInstanceId"}, kOptional, Slot(a.DeviceGetComputeInstanceId)},
       // Process lists: one row per version, because each version takes a different struct.
-      {{"nvmlDeviceGetRunningProcessDetailList"}, kOptional,
+      {{"nvmlDeviceGetRunningProcessDetailList"},
+       kOptional,
        Slot(a.DeviceGetRunningProcessDetailList)},
-      {{"nvmlDeviceGetComputeRunningProcesses_v3"}, kOptional,
+      {{"nvmlDeviceGetComputeRunningProcesses_v3"},
+       kOptional,
        Slot(a.DeviceGetComputeRunningProcesses_v3)},
-      {{"nvmlDeviceGetComputeRunningProcesses_v2"}, kOptional,
+      {{"nvmlDeviceGetComputeRunningProcesses_v2"},
+       kOptional,
        Slot(a.DeviceGetComputeRunningProcesses_v2)},
-      {{"nvmlDeviceGetComputeRunningProcesses"}, kOptional,
+      {{"nvmlDeviceGetComputeRunningProcesses"},
+       kOptional,
        Slot(a.DeviceGetComputeRunningProcesses_v1)},
-      {{"nvmlDeviceGetGraphicsRunningProcesses_v3"}, kOptional,
+      {{"nvmlDeviceGetGraphicsRunningProcesses_v3"},
+       kOptional,
        Slot(a.DeviceGetGraphicsRunningProcesses_v3)},
-      {{"nvmlDeviceGetGraphicsRunningProcesses_v2"}, kOptional,
+      {{"nvmlDeviceGetGraphicsRunningProcesses_v2"},
+       kOptional,
        Slot(a.DeviceGetGraphicsRunningProcesses_v2)},
-      {{"nvmlDeviceGetGraphicsRunningProcesses"}, kOptional,
+      {{"nvmlDeviceGetGraphicsRunningProcesses"},
+       kOptional,
        Slot(a.DeviceGetGraphicsRunningProcesses_v1)},
       {{"nvmlDeviceGetProcessUtilization"}, kOptional, Slot(a.DeviceGetProcessUtilization)},
       {{"nvmlDeviceGetFanSpeed"}, kOptional, Slot(a.DeviceGetFanSpeed)},
@@ -89,6 +99,7 @@ std::vector<SymbolSpec> SymbolTable(NvmlApi& a) {
       {{"nvmlEventSetFree"}, kOptional, Slot(a.EventSetFree)},
       {{"gpulseSimScenarioName"}, kOptional, Slot(a.GpulseSimScenario)},
       {{"gpulseSimLastError"}, kOptional, Slot(a.GpulseSimLastError)},
+      {{"gpulseSimSetClock"}, kOptional, Slot(a.GpulseSimSetClock)},
   };
 }
 
@@ -106,7 +117,8 @@ Result<Resolution> ResolveSymbols(NvmlApi& api, const SymbolLookup& lookup) {
     }
     if (chosen.empty()) {
       std::string names;
-      for (const char* name : spec.names) names += (names.empty() ? "" : " or ") + std::string(name);
+      for (const char* name : spec.names)
+        names += (names.empty() ? "" : " or ") + std::string(name);
       if (spec.required) {
         api = NvmlApi{};
         return Unavailable("the NVML library lacks the required symbol " + names);

@@ -1,0 +1,146 @@
+// The node agent (docs/agent.md, docs/adr/0018-node-agent.md): `gpulse agent` is the exporter plus
+// state. It keeps groups, field watches with their history, and job statistics in a state
+// directory (SQLite, WAL), samples watched fields on its own clock, and serves a management API
+// under /api/v1 on the exporter's address and on a unix socket.
+//
+//   exporter loop thread --Handle--> task queue --> worker thread (sole owner of the backend)
+//   probe thread --------Read------> task queue -->   ticks of the watches, history, jobs, API
+//
+// Every piece of agent state lives on the worker thread, so nothing else needs a lock; requests
+// wait in the queue behind a tick, never the other way round for long (a tick reads only the
+// watched fields). A change the API acknowledges (201/200) is committed to the database first.
+//
+// Thread-safety: Handle and Read from any thread; Create, Shutdown and the destructor from one.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/clock.h"
+#include "agent/history.h"
+#include "agent/job_stats.h"
+#include "agent/plan.h"
+#include "agent/state_db.h"
+#include "exporter/exporter.h"
+#include "gpu/backend.h"
+
+namespace gpulse::agent {
+
+struct AgentOptions {
+  std::string state_dir = "/var/lib/gpulse";
+  std::int64_t checkpoint_ms = 60'000;  // history and job activity saved this often (agent clock)
+  std::size_t history_limit_bytes = std::size_t{1} << 30;  // the bound of every watch together
+  std::int64_t min_refresh_ms = 100;         // a scrape reuses a watched reading this fresh
+  std::optional<double> simulated_clock_s;   // set: the simulated clock, starting there
+  std::size_t max_query_points = 4'000'000;  // one history answer at most
+  std::string version;
+};
+
+class Agent final : public exporter::Extension {
+ public:
+  // Opens the state database (refusing a foreign or corrupt one), loads groups, watches, jobs and
+  // the spilled history, and starts the worker. `backend` must outlive the Agent and is read only
+  // by its worker from now on.
+  static Result<std::unique_ptr<Agent>> Create(AgentOptions options, gpu::Backend& backend);
+  ~Agent() override;
+
+  bool Handle(const net::HttpRequest& req, net::Respond& respond) override;
+  std::shared_ptr<const exporter::Snapshot> Read(std::span<const FieldIndex> fields) override;
+
+  // Stops the worker after the task in progress, saves history and activity, and records a clean
+  // shutdown. Later Reads answer nullptr and later requests 503. Idempotent.
+  void Shutdown();
+
+  const std::string& database_path() const { return db_path_; }
+
+ private:
+  struct Job {
+    JobRow row;
+    Activity activity;
+  };
+  struct Reply {
+    int status = 200;
+    nlohmann::json body;
+    std::string text;  // a non-JSON body (CSV) when set
+    std::string content_type;
+  };
+  struct Route;
+
+  Agent(AgentOptions options, gpu::Backend& backend);
+  Status Load();
+  void Post(std::function<void()> task);
+  void Loop();
+  std::optional<std::int64_t> NextDueMs() const;
+  void RunDueTicks(std::int64_t until_ms);
+  void Tick(std::int64_t interval_ms, std::int64_t t_ms);
+  void NoteActivity(std::size_t pos, const Sample& s, std::int64_t t_ms);
+  void MaybeCheckpoint();
+  Status Checkpoint();
+  Status Replan(const std::vector<WatchRow>& watches);
+  std::shared_ptr<const exporter::Snapshot> ReadOnWorker(std::span<const FieldIndex> fields);
+  std::vector<std::size_t> ActivityGpus(int group_id) const;
+
+  // The API (agent_api.cc), on the worker.
+  Reply Serve(const net::HttpRequest& req);
+  Reply Status_() const;
+  Reply ListGroups() const;
+  Reply GroupInfo(int id) const;
+  Reply CreateGroup(const nlohmann::json& body);
+  Reply ChangeGroup(int id, const nlohmann::json& body);
+  Reply DeleteGroup(int id);
+  Reply ListWatches() const;
+  Reply AddWatch(const nlohmann::json& body);
+  Reply DeleteWatch(int id);
+  Reply History(const std::map<std::string, std::string>& query) const;
+  Reply ListJobs() const;
+  Reply StartJob(const nlohmann::json& body);
+  Reply StopJob(const std::string& id);
+  Reply JobInfo(const std::string& id) const;
+  Reply DeleteJob(const std::string& id);
+  Reply EnableStats(const nlohmann::json& body);
+  Reply ProcessInfo(unsigned pid, const std::map<std::string, std::string>& query) const;
+  Reply AdvanceClock(const nlohmann::json& body);
+  nlohmann::json GroupJson(int id) const;
+  nlohmann::json WatchJson(const WatchRow& w) const;
+  nlohmann::json JobJson(const Job& job) const;
+  std::optional<int> FindGroup(int id) const;  // index in groups_, or -1 for the default group
+
+  const AgentOptions options_;
+  gpu::Backend& backend_;
+  const std::vector<Entity> entities_;
+  std::unique_ptr<StateDb> db_;
+  std::string db_path_;
+  AgentClock clock_;
+
+  // Worker state.
+  std::vector<GroupRow> groups_;
+  std::vector<WatchRow> watches_;
+  std::map<std::string, Job> jobs_;
+  std::map<int, Activity> group_activity_;  // `stats -e`: the process watch of a group
+  Plan plan_;
+  HistoryStore history_;
+  std::map<std::int64_t, std::int64_t> next_due_ms_;  // interval -> next tick (agent unix ms)
+  std::int64_t last_checkpoint_ms_ = 0;
+  std::uint64_t ticks_ = 0, skipped_ticks_ = 0, checkpoints_ = 0;
+  std::string last_checkpoint_error_;
+  std::vector<std::string> load_notes_;
+  Sample scratch_;
+
+  std::mutex mu_;  // guards queue_, stopping_
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  bool stopped_ = false;  // worker side: Shutdown completed
+  std::thread worker_;    // last
+};
+
+}  // namespace gpulse::agent

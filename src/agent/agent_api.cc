@@ -1,0 +1,682 @@
+// The management API under /api/v1 (docs/agent.md, "API"): JSON in, JSON out, on the worker.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "agent/agent.h"
+#include "agent/history_query.h"
+#include "net/http_util.h"
+
+namespace gpulse::agent {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kNsPerMs = 1'000'000;
+constexpr std::int64_t kDefaultJobUpdateMs = 1000;
+constexpr std::int64_t kDefaultJobKeepAgeS = 4 * 3600;
+constexpr std::int64_t kMinUpdateMs = 10;
+constexpr std::int64_t kMaxKeepAgeS = 30 * 24 * 3600;
+
+std::vector<std::string> Split(const std::string& path) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    if (end > start) parts.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+std::optional<int> ParseId(const std::string& s) {
+  if (s.empty() || s.size() > 10 || !std::all_of(s.begin(), s.end(), ::isdigit))
+    return std::nullopt;
+  long long v = std::stoll(s);
+  if (v > 0x7fffffff) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+// Job ids and group names: 1 to 64 printable ASCII characters (job ids: no spaces or slashes,
+// they appear in paths).
+bool ValidName(const std::string& s, bool path_safe) {
+  if (s.empty() || s.size() > 64) return false;
+  for (unsigned char c : s) {
+    if (c < 0x21 || c > 0x7e) {
+      if (!(c == ' ' && !path_safe)) return false;
+    }
+    if (path_safe && (c == '/' || c == '?' || c == '#' || c == '%')) return false;
+  }
+  return true;
+}
+
+std::map<std::string, std::string> ParseQuery(const std::string& target) {
+  std::map<std::string, std::string> q;
+  std::size_t at = target.find('?');
+  if (at == std::string::npos) return q;
+  std::string rest = target.substr(at + 1);
+  std::size_t start = 0;
+  while (start < rest.size()) {
+    std::size_t end = rest.find('&', start);
+    if (end == std::string::npos) end = rest.size();
+    std::string kv = rest.substr(start, end - start);
+    std::size_t eq = kv.find('=');
+    std::string k = net::PercentDecode(kv.substr(0, eq)).value_or("");
+    std::string v =
+        eq == std::string::npos ? "" : net::PercentDecode(kv.substr(eq + 1)).value_or("");
+    if (!k.empty()) q[k] = v;
+    start = end + 1;
+  }
+  return q;
+}
+
+}  // namespace
+
+struct Agent::Route {
+  static Reply Error(int status, std::string message) {
+    Reply r;
+    r.status = status;
+    r.body = {{"error", std::move(message)}};
+    return r;
+  }
+  static Reply FromError(const gpulse::Error& e) {
+    int status = e.code == ErrorCode::kInvalidArgument ? 400
+                 : e.code == ErrorCode::kNotFound      ? 404
+                                                       : 500;
+    return Error(status, e.message);
+  }
+  static Reply Ok(json body, int status = 200) {
+    Reply r;
+    r.status = status;
+    r.body = std::move(body);
+    return r;
+  }
+};
+
+Agent::Reply Agent::Serve(const net::HttpRequest& req) {
+  std::vector<std::string> p = Split(req.path);  // "api", "v1", ...
+  p.erase(p.begin(), p.begin() + 2);
+  const std::string& m = req.method;
+  const bool get = m == "GET" || m == "HEAD";
+  json body = json::object();
+  if (m == "POST" || m == "PUT") {
+    if (!req.body.empty()) {
+      body = json::parse(req.body, nullptr, false);
+      if (body.is_discarded() || !body.is_object()) {
+        return Route::Error(400, "the request body is not a JSON object");
+      }
+    }
+  }
+  auto method_not_allowed = [&](const char* allow) {
+    Reply r = Route::Error(405, fmt::format("{} {} is not served: use {}", m, req.path, allow));
+    return r;
+  };
+  if (p.empty()) return Route::Error(404, "no such API path: " + req.path);
+  const std::string& what = p[0];
+  if (what == "status" && p.size() == 1) return get ? Status_() : method_not_allowed("GET");
+  if (what == "groups") {
+    if (p.size() == 1) {
+      if (get) return ListGroups();
+      return m == "POST" ? CreateGroup(body) : method_not_allowed("GET or POST");
+    }
+    auto id = ParseId(p[1]);
+    if (!id) return Route::Error(400, "group id \"" + p[1] + "\" is not a number");
+    if (p.size() == 2) {
+      if (get) return GroupInfo(*id);
+      return m == "DELETE" ? DeleteGroup(*id) : method_not_allowed("GET or DELETE");
+    }
+    if (p.size() == 3 && p[2] == "entities") {
+      return m == "POST" ? ChangeGroup(*id, body) : method_not_allowed("POST");
+    }
+  }
+  if (what == "watches") {
+    if (p.size() == 1) {
+      if (get) return ListWatches();
+      return m == "POST" ? AddWatch(body) : method_not_allowed("GET or POST");
+    }
+    auto id = ParseId(p[1]);
+    if (!id) return Route::Error(400, "watch id \"" + p[1] + "\" is not a number");
+    if (p.size() == 2) return m == "DELETE" ? DeleteWatch(*id) : method_not_allowed("DELETE");
+  }
+  if (what == "history" && p.size() == 1) {
+    return get ? History(ParseQuery(req.target)) : method_not_allowed("GET");
+  }
+  if (what == "jobs") {
+    if (p.size() == 1) {
+      if (get) return ListJobs();
+      return m == "POST" ? StartJob(body) : method_not_allowed("GET or POST");
+    }
+    auto id = net::PercentDecode(p[1]);
+    if (!id) return Route::Error(400, "job id is not percent-encoded correctly");
+    if (p.size() == 2) {
+      if (get) return JobInfo(*id);
+      return m == "DELETE" ? DeleteJob(*id) : method_not_allowed("GET or DELETE");
+    }
+    if (p.size() == 3 && p[2] == "stop") {
+      return m == "POST" ? StopJob(*id) : method_not_allowed("POST");
+    }
+  }
+  if (what == "stats" && p.size() == 1)
+    return m == "POST" ? EnableStats(body) : method_not_allowed("POST");
+  if (what == "processes" && p.size() == 2) {
+    auto pid = ParseId(p[1]);
+    if (!pid) return Route::Error(400, "pid \"" + p[1] + "\" is not a number");
+    return get ? ProcessInfo(static_cast<unsigned>(*pid), ParseQuery(req.target))
+               : method_not_allowed("GET");
+  }
+  if (what == "clock" && p.size() == 1) {
+    if (get)
+      return Route::Ok({{"simulated", clock_.simulated()}, {"now_unix_ns", clock_.NowUnixNs()}});
+    return m == "POST" ? AdvanceClock(body) : method_not_allowed("GET or POST");
+  }
+  return Route::Error(404, "no such API path: " + req.path);
+}
+
+Agent::Reply Agent::Status_() const {
+  const std::size_t points = history_.points();
+  const std::size_t bytes = history_.bytes();
+  json notes = plan_.notes;
+  for (const std::string& n : load_notes_) notes.push_back(n);
+  return Route::Ok({{"version", options_.version},
+                    {"database", db_path_},
+                    {"simulated_clock", clock_.simulated()},
+                    {"now_unix_ns", clock_.NowUnixNs()},
+                    {"entities", entities_.size()},
+                    {"groups", groups_.size()},
+                    {"watches", watches_.size()},
+                    {"jobs", jobs_.size()},
+                    {"ticks", ticks_},
+                    {"skipped_ticks", skipped_ticks_},
+                    {"checkpoints", checkpoints_},
+                    {"last_checkpoint_error",
+                     last_checkpoint_error_.empty() ? json(nullptr) : json(last_checkpoint_error_)},
+                    {"history",
+                     {{"series", history_.series()},
+                      {"points", points},
+                      {"bytes", bytes},
+                      {"bytes_per_point",
+                       points == 0 ? json(nullptr) : json(static_cast<double>(bytes) / points)},
+                      {"bound_bytes", plan_.worst_case_bytes},
+                      {"limit_bytes", options_.history_limit_bytes}}},
+                    {"notes", notes}});
+}
+
+std::optional<int> Agent::FindGroup(int id) const {
+  if (id == kDefaultGroupId) return -1;
+  for (std::size_t i = 0; i < groups_.size(); ++i) {
+    if (groups_[i].id == id) return static_cast<int>(i);
+  }
+  return std::nullopt;
+}
+
+json Agent::GroupJson(int id) const {
+  auto at = FindGroup(id);
+  json entities = json::array();
+  for (std::size_t pos : GroupEntities(id, groups_, entities_)) {
+    const Entity& e = entities_[pos];
+    entities.push_back({{"entity", EntityKey(e)},
+                        {"label", EntityLabel(e)},
+                        {"kind", std::string(EntityKindName(e.kind))},
+                        {"uuid", e.uuid},
+                        {"state", std::string(EntityStateName(e.state))}});
+  }
+  json missing = json::array();
+  if (*at >= 0) {
+    for (const std::string& key : groups_[*at].entities) {
+      bool here = std::any_of(entities_.begin(), entities_.end(),
+                              [&](const Entity& e) { return EntityKey(e) == key; });
+      if (!here) missing.push_back(key);
+    }
+  }
+  return {{"id", id},
+          {"name", *at < 0 ? kDefaultGroupName : groups_[*at].name},
+          {"default", *at < 0},
+          {"entities", entities},
+          {"missing_entities", missing},
+          {"created_unix_ns", *at < 0 ? json(nullptr) : json(groups_[*at].created_unix_ns)}};
+}
+
+Agent::Reply Agent::ListGroups() const {
+  json out = json::array();
+  out.push_back(GroupJson(kDefaultGroupId));
+  for (const GroupRow& g : groups_) out.push_back(GroupJson(g.id));
+  return Route::Ok({{"groups", out}});
+}
+
+Agent::Reply Agent::GroupInfo(int id) const {
+  if (!FindGroup(id)) return Route::Error(404, fmt::format("no group {}", id));
+  return Route::Ok(GroupJson(id));
+}
+
+Agent::Reply Agent::CreateGroup(const json& body) {
+  if (!body.contains("name") || !body["name"].is_string()) {
+    return Route::Error(400, "give the group's \"name\" (a string)");
+  }
+  std::string name = body["name"];
+  if (!ValidName(name, false)) {
+    return Route::Error(400, "a group name is 1 to 64 printable ASCII characters");
+  }
+  if (name == kDefaultGroupName)
+    return Route::Error(400, "\"" + name + "\" is the default group's name");
+  auto row = db_->CreateGroup(name, clock_.NowUnixNs());
+  if (!row) return Route::FromError(row.error());
+  groups_.push_back(*row);
+  return Route::Ok(GroupJson(row->id), 201);
+}
+
+Agent::Reply Agent::ChangeGroup(int id, const json& body) {
+  auto at = FindGroup(id);
+  if (!at) return Route::Error(404, fmt::format("no group {}", id));
+  if (*at < 0) return Route::Error(400, "the default group holds every GPU and cannot be changed");
+  GroupRow g = groups_[*at];
+  for (const char* op : {"add", "remove"}) {
+    if (!body.contains(op)) continue;
+    if (!body[op].is_array())
+      return Route::Error(400, fmt::format("\"{}\" must be an array of entities", op));
+    for (const json& item : body[op]) {
+      if (!item.is_string())
+        return Route::Error(400, "entities are strings: \"0\", \"GPU-…\", \"0:1\", \"0:1:0\"");
+      std::string spec = item;
+      if (spec.rfind("gpu:", 0) == 0) spec = spec.substr(4);
+      auto sel = SelectEntities(entities_, spec);
+      if (!sel) return Route::Error(400, sel.error().message);
+      if (sel->empty()) return Route::Error(400, "no entity given");
+      for (std::size_t pos : *sel) {
+        std::string key = EntityKey(entities_[pos]);
+        auto it = std::find(g.entities.begin(), g.entities.end(), key);
+        if (std::string(op) == "add" && it == g.entities.end()) g.entities.push_back(key);
+        if (std::string(op) == "remove") {
+          if (it == g.entities.end()) {
+            return Route::Error(400, fmt::format("group {} does not hold entity {}", id, key));
+          }
+          g.entities.erase(it);
+        }
+      }
+    }
+  }
+  std::vector<GroupRow> before = groups_;
+  groups_[*at] = g;
+  if (Status s = Replan(watches_); !s.ok()) {
+    groups_ = before;
+    return Route::Error(409, s.error().message);
+  }
+  if (Status s = db_->SetGroupEntities(id, g.entities); !s.ok()) {
+    groups_ = before;
+    (void)Replan(watches_);
+    return Route::FromError(s.error());
+  }
+  return Route::Ok(GroupJson(id));
+}
+
+Agent::Reply Agent::DeleteGroup(int id) {
+  auto at = FindGroup(id);
+  if (!at) return Route::Error(404, fmt::format("no group {}", id));
+  if (*at < 0) return Route::Error(400, "the default group cannot be deleted");
+  for (const auto& [jid, job] : jobs_) {
+    if (job.row.group_id == id && !job.row.stop_unix_ns) {
+      return Route::Error(409, fmt::format("job \"{}\" runs on group {}: stop it first", jid, id));
+    }
+  }
+  if (Status s = db_->DeleteGroup(id); !s.ok()) return Route::FromError(s.error());
+  groups_.erase(groups_.begin() + *at);
+  group_activity_.erase(id);
+  std::vector<WatchRow> kept;
+  for (const WatchRow& w : watches_) {
+    if (w.group_id != id) kept.push_back(w);
+  }
+  (void)Replan(kept);  // fewer watches always fit
+  return Route::Ok({{"deleted", id}});
+}
+
+json Agent::WatchJson(const WatchRow& w) const {
+  json fields = json::array();
+  std::size_t bound = 0, bytes = 0, points = 0;
+  for (int fid : w.field_ids) {
+    auto f = IndexOf(fid);
+    fields.push_back({{"id", fid}, {"name", f ? std::string(FieldAt(*f).name) : ""}});
+    if (!f) continue;
+    for (std::size_t pos : GroupEntities(w.group_id, groups_, entities_)) {
+      auto e = plan_.series.find({pos, *f});
+      if (e == plan_.series.end()) continue;
+      bound += Series::WorstCaseBytes(e->second.max_points);
+      if (const Series* s = history_.Find({pos, *f})) bytes += s->bytes(), points += s->size();
+    }
+  }
+  return {{"id", w.id},
+          {"group", w.group_id},
+          {"fields", fields},
+          {"update_ms", w.update_ms},
+          {"keep_age_s", w.keep_age_s},
+          {"created_unix_ns", w.created_unix_ns},
+          {"points", points},
+          {"bytes", bytes},
+          {"bound_bytes", bound}};
+}
+
+Agent::Reply Agent::ListWatches() const {
+  json out = json::array();
+  for (const WatchRow& w : watches_) out.push_back(WatchJson(w));
+  return Route::Ok({{"watches", out},
+                    {"history",
+                     {{"bytes", history_.bytes()},
+                      {"points", history_.points()},
+                      {"bound_bytes", plan_.worst_case_bytes},
+                      {"limit_bytes", options_.history_limit_bytes}}}});
+}
+
+Agent::Reply Agent::AddWatch(const json& body) {
+  WatchRow w;
+  w.group_id = body.value("group", kDefaultGroupId);
+  if (!FindGroup(w.group_id)) return Route::Error(404, fmt::format("no group {}", w.group_id));
+  if (!body.contains("fields")) return Route::Error(400, "give \"fields\": ids or names");
+  std::string list;
+  if (body["fields"].is_string()) {
+    list = body["fields"];
+  } else if (body["fields"].is_array()) {
+    for (const json& f : body["fields"]) {
+      if (!list.empty()) list += ",";
+      list += f.is_string() ? f.get<std::string>() : f.dump();
+    }
+  } else {
+    return Route::Error(400, "\"fields\" is a list of field ids or names");
+  }
+  // "all": the whole catalogue (what the entities cannot give is marked unsupported, not kept).
+  if (list == "all") {
+    list.clear();
+    for (const FieldSpec& f : AllFields()) list += (list.empty() ? "" : ",") + std::to_string(f.id);
+  }
+  auto fields = ParseFieldList(list);
+  if (!fields) return Route::Error(400, fields.error().message);
+  for (FieldIndex f : *fields) w.field_ids.push_back(FieldAt(f).id);
+  if (w.field_ids.empty()) return Route::Error(400, "no field given");
+  if (!body.value("update_ms", json(1000)).is_number_integer() ||
+      !body.value("keep_age_s", json(3600)).is_number_integer()) {
+    return Route::Error(400, "\"update_ms\" and \"keep_age_s\" are whole numbers");
+  }
+  w.update_ms = body.value("update_ms", std::int64_t{1000});
+  w.keep_age_s = body.value("keep_age_s", std::int64_t{3600});
+  if (w.update_ms < kMinUpdateMs || w.update_ms > 3'600'000) {
+    return Route::Error(400, fmt::format("update_ms must be {} to 3600000", kMinUpdateMs));
+  }
+  if (w.keep_age_s < 1 || w.keep_age_s > kMaxKeepAgeS) {
+    return Route::Error(400, fmt::format("keep_age_s must be 1 to {}", kMaxKeepAgeS));
+  }
+  w.created_unix_ns = clock_.NowUnixNs();
+  std::vector<WatchRow> next = watches_;
+  next.push_back(w);
+  Plan trial = BuildPlan(next, groups_, entities_);
+  if (trial.worst_case_bytes > options_.history_limit_bytes) {
+    return Route::Error(
+        409,
+        fmt::format(
+            "this watch would raise the history bound to {} bytes, over the agent's limit of {} "
+            "(--history-limit-mib): watch fewer fields or entities, less often, or for less time",
+            trial.worst_case_bytes, options_.history_limit_bytes));
+  }
+  auto row = db_->AddWatch(w);
+  if (!row) return Route::FromError(row.error());
+  next.back() = *row;
+  if (Status s = Replan(next); !s.ok()) return Route::Error(409, s.error().message);
+  return Route::Ok(WatchJson(*row), 201);
+}
+
+Agent::Reply Agent::DeleteWatch(int id) {
+  auto it =
+      std::find_if(watches_.begin(), watches_.end(), [&](const WatchRow& w) { return w.id == id; });
+  if (it == watches_.end()) return Route::Error(404, fmt::format("no watch {}", id));
+  if (Status s = db_->DeleteWatch(id); !s.ok()) return Route::FromError(s.error());
+  std::vector<WatchRow> kept = watches_;
+  kept.erase(kept.begin() + (it - watches_.begin()));
+  (void)Replan(kept);
+  return Route::Ok({{"deleted", id}});
+}
+
+Agent::Reply Agent::History(const std::map<std::string, std::string>& q) const {
+  HistoryRequest hr;
+  const std::int64_t now_ms = clock_.NowUnixNs() / kNsPerMs;
+  auto get = [&](const char* k) {
+    auto it = q.find(k);
+    return it == q.end() ? std::string() : it->second;
+  };
+  auto parsed =
+      ParseHistoryRequest(get("fields"), get("since"), get("until"), get("format"), now_ms);
+  if (!parsed) return Route::Error(400, parsed.error().message);
+  hr = *parsed;
+  std::vector<std::size_t> positions;
+  if (!get("entities").empty()) {
+    auto sel = SelectEntities(entities_, get("entities"));
+    if (!sel) return Route::Error(400, sel.error().message);
+    positions = *sel;
+  } else {
+    int gid = kDefaultGroupId;
+    if (!get("group").empty()) {
+      auto id = ParseId(get("group"));
+      if (!id) return Route::Error(400, "group \"" + get("group") + "\" is not a number");
+      gid = *id;
+    }
+    if (!FindGroup(gid)) return Route::Error(404, fmt::format("no group {}", gid));
+    positions = GroupEntities(gid, groups_, entities_);
+  }
+  auto answer =
+      AnswerHistory(hr, positions, entities_, history_, plan_, now_ms, options_.max_query_points);
+  if (!answer) return Route::Error(413, answer.error().message);
+  Reply r;
+  if (hr.format == "csv") {
+    r.text = std::move(answer->text);
+    r.content_type = "text/csv; charset=utf-8";
+    if (r.text.empty()) r.text = "\n";
+  } else {
+    r.body = std::move(answer->json);
+  }
+  return r;
+}
+
+json Agent::JobJson(const Job& job) const {
+  StatsWindow w;
+  w.start_unix_ns = job.row.start_unix_ns;
+  w.end_unix_ns = job.row.stop_unix_ns.value_or(clock_.NowUnixNs());
+  w.gpus = ActivityGpus(job.row.group_id);
+  json j{{"id", job.row.id},
+         {"group", job.row.group_id},
+         {"start_unix_ns", job.row.start_unix_ns},
+         {"stop_unix_ns", job.row.stop_unix_ns ? json(*job.row.stop_unix_ns) : json(nullptr)},
+         {"running", !job.row.stop_unix_ns},
+         {"duration_s", static_cast<double>(w.end_unix_ns - w.start_unix_ns) / 1e9},
+         {"notes", job.row.notes}};
+  if (job.row.stop_unix_ns && !job.row.stats_json.empty()) {
+    j["gpus"] = json::parse(job.row.stats_json, nullptr, false);
+  } else {
+    j["gpus"] = DeriveStats(w, history_, entities_, backend_.info(), job.activity);
+  }
+  double joules = 0;
+  bool any = false;
+  for (const json& g : j["gpus"]) {
+    if (g.contains("energy_joules") && g["energy_joules"].is_number())
+      joules += g["energy_joules"].get<double>(), any = true;
+  }
+  j["energy_joules"] = any ? json(joules) : json(nullptr);
+  return j;
+}
+
+Agent::Reply Agent::ListJobs() const {
+  json out = json::array();
+  for (const auto& [id, job] : jobs_) {
+    out.push_back(
+        {{"id", id},
+         {"group", job.row.group_id},
+         {"start_unix_ns", job.row.start_unix_ns},
+         {"stop_unix_ns", job.row.stop_unix_ns ? json(*job.row.stop_unix_ns) : json(nullptr)},
+         {"running", !job.row.stop_unix_ns}});
+  }
+  return Route::Ok({{"jobs", out}});
+}
+
+Agent::Reply Agent::StartJob(const json& body) {
+  if (!body.contains("id") || !body["id"].is_string())
+    return Route::Error(400, "give the job's \"id\"");
+  std::string id = body["id"];
+  if (!ValidName(id, true)) {
+    return Route::Error(
+        400,
+        "a job id is 1 to 64 printable ASCII characters, without spaces, '/', '?', '#' or '%'");
+  }
+  int gid = body.value("group", kDefaultGroupId);
+  if (!FindGroup(gid)) return Route::Error(404, fmt::format("no group {}", gid));
+  if (jobs_.count(id) != 0) return Route::Error(409, "job \"" + id + "\" exists (remove it first)");
+  json started = json::array();
+  // The job's fields must be watched on its GPUs: a watch at DCGM's job defaults is added when no
+  // watch covers them.
+  std::set<int> covered;
+  for (const WatchRow& w : watches_) {
+    if (w.group_id == gid) covered.insert(w.field_ids.begin(), w.field_ids.end());
+  }
+  std::vector<int> missing;
+  for (FieldIndex f : JobFields()) {
+    if (covered.count(FieldAt(f).id) == 0) missing.push_back(FieldAt(f).id);
+  }
+  if (!missing.empty()) {
+    json fields = json::array();
+    for (int f : missing) fields.push_back(f);
+    Reply added = AddWatch({{"group", gid},
+                            {"fields", fields},
+                            {"update_ms", kDefaultJobUpdateMs},
+                            {"keep_age_s", kDefaultJobKeepAgeS}});
+    if (added.status != 201) return added;
+    started.push_back(added.body);
+  }
+  JobRow row;
+  row.id = id;
+  row.group_id = gid;
+  row.start_unix_ns = clock_.NowUnixNs();
+  if (Status s = db_->StartJob(row); !s.ok()) return Route::FromError(s.error());
+  jobs_.emplace(id, Job{row, {}});
+  json out = JobJson(jobs_.at(id));
+  out["watches_added"] = started;
+  return Route::Ok(out, 201);
+}
+
+Agent::Reply Agent::StopJob(const std::string& id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return Route::Error(404, "no job \"" + id + "\"");
+  Job& job = it->second;
+  if (job.row.stop_unix_ns) return Route::Error(409, "job \"" + id + "\" has already stopped");
+  JobRow row = job.row;
+  row.stop_unix_ns = clock_.NowUnixNs();
+  StatsWindow w{row.start_unix_ns, *row.stop_unix_ns, ActivityGpus(row.group_id), std::nullopt};
+  row.stats_json = DeriveStats(w, history_, entities_, backend_.info(), job.activity).dump();
+  if (Status s = db_->PutJob(row); !s.ok()) return Route::FromError(s.error());
+  job.row = row;
+  (void)db_->PutMeta("activity/job/" + id, "{}");
+  return Route::Ok(JobJson(job));
+}
+
+Agent::Reply Agent::JobInfo(const std::string& id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return Route::Error(404, "no job \"" + id + "\"");
+  return Route::Ok(JobJson(it->second));
+}
+
+Agent::Reply Agent::DeleteJob(const std::string& id) {
+  if (jobs_.count(id) == 0) return Route::Error(404, "no job \"" + id + "\"");
+  if (Status s = db_->DeleteJob(id); !s.ok()) return Route::FromError(s.error());
+  jobs_.erase(id);
+  return Route::Ok({{"deleted", id}});
+}
+
+// `stats -e`: watches the job fields of a group and collects the processes seen on its GPUs, so
+// `stats -p PID` can answer for any process later (DCGM's process watches).
+Agent::Reply Agent::EnableStats(const json& body) {
+  int gid = body.value("group", kDefaultGroupId);
+  if (!FindGroup(gid)) return Route::Error(404, fmt::format("no group {}", gid));
+  std::int64_t update = body.value("update_ms", kDefaultJobUpdateMs);
+  std::int64_t keep = body.value("keep_age_s", kDefaultJobKeepAgeS);
+  json fields = json::array();
+  for (FieldIndex f : JobFields()) fields.push_back(FieldAt(f).id);
+  Reply added =
+      AddWatch({{"group", gid}, {"fields", fields}, {"update_ms", update}, {"keep_age_s", keep}});
+  if (added.status != 201) return added;
+  group_activity_.try_emplace(gid);
+  if (Status s = db_->PutMeta("activity/group/" + std::to_string(gid),
+                              group_activity_[gid].ToJson().dump());
+      !s.ok()) {
+    return Route::FromError(s.error());
+  }
+  return Route::Ok({{"group", gid}, {"watch", added.body}}, 201);
+}
+
+Agent::Reply Agent::ProcessInfo(unsigned pid, const std::map<std::string, std::string>& q) const {
+  int gid = kDefaultGroupId;
+  if (auto it = q.find("group"); it != q.end() && !it->second.empty()) {
+    auto id = ParseId(it->second);
+    if (!id) return Route::Error(400, "group \"" + it->second + "\" is not a number");
+    gid = *id;
+  }
+  // The process's use is known from any activity that saw it: the group's process watch or a job.
+  std::vector<const Activity*> sources;
+  if (auto it = group_activity_.find(gid); it != group_activity_.end())
+    sources.push_back(&it->second);
+  for (const auto& [id, job] : jobs_) sources.push_back(&job.activity);
+  Activity merged;
+  for (const Activity* a : sources) {
+    for (const auto& [k, p] : a->processes) {
+      if (p.pid != pid) continue;
+      auto [it, added] = merged.processes.try_emplace(k, p);
+      if (!added && p.last_seen_unix_ns > it->second.last_seen_unix_ns) it->second = p;
+    }
+    merged.xids.insert(merged.xids.end(), a->xids.begin(), a->xids.end());
+  }
+  if (merged.processes.empty()) {
+    return Route::Error(404, fmt::format("no process {} was seen on the GPUs of group {} (enable "
+                                         "process watches first: gpulse stats -g {} -e)",
+                                         pid, gid, gid));
+  }
+  StatsWindow w;
+  w.only_pid = pid;
+  w.start_unix_ns = std::numeric_limits<std::int64_t>::max();
+  w.end_unix_ns = 0;
+  std::set<unsigned> gpus;
+  for (const auto& [k, p] : merged.processes) {
+    w.start_unix_ns = std::min(w.start_unix_ns, p.first_seen_unix_ns);
+    w.end_unix_ns = std::max(w.end_unix_ns, p.last_seen_unix_ns);
+    gpus.insert(p.gpu);
+  }
+  for (std::size_t pos = 0; pos < entities_.size(); ++pos) {
+    if (entities_[pos].kind == EntityKind::kGpu && gpus.count(entities_[pos].gpu) != 0)
+      w.gpus.push_back(pos);
+  }
+  json gpu_stats = DeriveStats(w, history_, entities_, backend_.info(), merged);
+  return Route::Ok({{"pid", pid},
+                    {"group", gid},
+                    {"first_seen_unix_ns", w.start_unix_ns},
+                    {"last_seen_unix_ns", w.end_unix_ns},
+                    {"gpus", gpu_stats}});
+}
+
+Agent::Reply Agent::AdvanceClock(const json& body) {
+  if (!clock_.simulated()) {
+    return Route::Error(409,
+                        "the agent runs on the real clock (start it with --simulate and "
+                        "GPULSE_SIM_CLOCK to drive a simulated one)");
+  }
+  if (!body.contains("advance_s") || !body["advance_s"].is_number() ||
+      body["advance_s"].get<double>() < 0 || body["advance_s"].get<double>() > 86400.0 * 31) {
+    return Route::Error(400, "give \"advance_s\": simulated seconds to move on, 0 to 2678400");
+  }
+  const std::int64_t target =
+      clock_.NowUnixNs() + std::llround(body["advance_s"].get<double>() * 1e9);
+  const std::uint64_t before = ticks_;
+  RunDueTicks(target / kNsPerMs);
+  clock_.AdvanceTo(target);
+  backend_.SetSimulatedClock(clock_.SimulatedSeconds(target));
+  Status s = Checkpoint();
+  return Route::Ok({{"now_unix_ns", clock_.NowUnixNs()},
+                    {"ticks", ticks_ - before},
+                    {"checkpoint", s.ok() ? json("saved") : json(s.error().message)}});
+}
+
+}  // namespace gpulse::agent

@@ -1,0 +1,221 @@
+#include "cli/agent_client.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "net/http_util.h"
+
+namespace gpulse::cli {
+namespace {
+
+constexpr std::size_t kMaxReplyBytes = 1u << 30;
+constexpr int kTimeoutS = 120;
+
+// A connected socket, closed on scope exit; movable, so it can travel in a Result.
+class Socket {
+ public:
+  explicit Socket(int fd) : fd_(fd) {}
+  Socket(Socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Socket& operator=(Socket&&) = delete;
+  Socket(const Socket&) = delete;
+  ~Socket() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
+
+struct Where {
+  bool unix_socket = false;
+  std::string path;  // unix
+  std::string host;  // tcp
+  std::string port;
+};
+
+Result<Where> ParseHost(const std::string& text) {
+  Where w;
+  if (text.rfind("unix://", 0) == 0) {
+    w.unix_socket = true;
+    w.path = text.substr(7);
+    if (w.path.empty() || w.path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+      return InvalidArgument("--host \"" + text + "\": the socket path is empty or too long");
+    }
+    return w;
+  }
+  if (text.rfind("https://", 0) == 0) {
+    return InvalidArgument("--host \"" + text +
+                           "\": the CLI has no TLS client yet; use the "
+                           "agent's unix socket on the node, or a tunnel to a plain-HTTP address");
+  }
+  std::string rest = text.rfind("http://", 0) == 0 ? text.substr(7) : text;
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  auto addr = net::ParseListenAddress(rest);
+  if (!addr || addr->host.empty()) {
+    return InvalidArgument("--host \"" + text +
+                           "\" is not unix://PATH, HOST:PORT or http://HOST:PORT");
+  }
+  w.host = addr->host;
+  w.port = std::to_string(addr->port);
+  return w;
+}
+
+Result<Socket> Connect(const Where& w, const std::string& shown) {
+  auto fail = [&](const std::string& why) -> Error {
+    return Unavailable("cannot reach the agent at " + shown + ": " + why +
+                       (w.unix_socket ? " (is `gpulse agent` running? --host names another)" : ""));
+  };
+  if (w.unix_socket) {
+    Socket fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return fail(std::strerror(errno));
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path, w.path.c_str(), w.path.size());
+    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
+      return fail(std::strerror(errno));
+    return fd;
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(w.host.c_str(), w.port.c_str(), &hints, &res); rc != 0) {
+    return fail(gai_strerror(rc));
+  }
+  std::string last = "no address";
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    Socket fd(socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
+    if (!fd) continue;
+    if (connect(fd.get(), a->ai_addr, a->ai_addrlen) == 0) {
+      freeaddrinfo(res);
+      return fd;
+    }
+    last = std::strerror(errno);
+  }
+  freeaddrinfo(res);
+  return fail(last);
+}
+
+std::string Base64(const std::string& in) {
+  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    unsigned v =
+        (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 | (unsigned char)in[i + 2];
+    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
+  }
+  if (i + 1 == in.size()) {
+    unsigned v = (unsigned char)in[i] << 16;
+    out += {t[v >> 18], t[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == in.size()) {
+    unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8;
+    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+Result<AgentReply> ParseReply(const std::string& raw, const std::string& shown) {
+  std::size_t head_end = raw.find("\r\n\r\n");
+  if (raw.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos || raw.size() < 12) {
+    return Unavailable("the agent at " + shown + " sent no HTTP response");
+  }
+  AgentReply r;
+  r.status = std::atoi(raw.c_str() + 9);
+  std::string head = raw.substr(0, head_end);
+  for (std::size_t at = head.find("\r\n"); at != std::string::npos;
+       at = head.find("\r\n", at + 2)) {
+    std::size_t end = head.find("\r\n", at + 2);
+    std::string line =
+        head.substr(at + 2, end == std::string::npos ? std::string::npos : end - at - 2);
+    std::string lower = line;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower.rfind("content-type:", 0) == 0) {
+      r.content_type = line.substr(13);
+      r.content_type.erase(0, r.content_type.find_first_not_of(' '));
+    }
+  }
+  r.body = raw.substr(head_end + 4);
+  if (r.content_type.rfind("application/json", 0) == 0) {
+    r.json = nlohmann::json::parse(r.body, nullptr, false);
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string ResolveAgentHost(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("GPULSE_HOST"); env != nullptr && *env != '\0') return env;
+  return kDefaultAgentSocket;
+}
+
+Result<AgentReply> CallAgent(const std::string& host, const std::string& method,
+                             const std::string& target, const std::string& body) {
+  auto where = ParseHost(host);
+  if (!where) return where.error();
+  auto fd = Connect(*where, host);
+  if (!fd) return fd.error();
+  timeval tv{kTimeoutS, 0};
+  setsockopt(fd->get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd->get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  std::string req = method + " " + target + " HTTP/1.1\r\nHost: " +
+                    (where->unix_socket ? std::string("localhost") : where->host) +
+                    "\r\nConnection: close\r\nAccept: application/json\r\n";
+  const char* user = std::getenv("GPULSE_AGENT_USER");
+  const char* pass = std::getenv("GPULSE_AGENT_PASSWORD");
+  if (user != nullptr && *user != '\0') {
+    req += "Authorization: Basic " + Base64(std::string(user) + ":" + (pass ? pass : "")) + "\r\n";
+  }
+  if (!body.empty() || method == "POST" || method == "PUT") {
+    req +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  }
+  req += "\r\n" + body;
+  for (std::size_t sent = 0; sent < req.size();) {
+    ssize_t n = send(fd->get(), req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0)
+      return Unavailable("the agent at " + host +
+                         " closed the connection: " + std::strerror(errno));
+    sent += static_cast<std::size_t>(n);
+  }
+  std::string raw;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = recv(fd->get(), buf, sizeof buf, 0);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Unavailable("reading the agent's answer from " + host + ": " + std::strerror(errno));
+    }
+    raw.append(buf, static_cast<std::size_t>(n));
+    if (raw.size() > kMaxReplyBytes) return Unavailable("the agent's answer is over 1 GiB");
+  }
+  return ParseReply(raw, host);
+}
+
+std::string ReplyError(const AgentReply& r) {
+  if (r.json.is_object() && r.json.contains("error") && r.json["error"].is_string()) {
+    return r.json["error"].get<std::string>();
+  }
+  std::string body = r.body;
+  while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
+  return "HTTP " + std::to_string(r.status) + (body.empty() ? "" : ": " + body);
+}
+
+void AddHostOption(CLI::App& app, std::string& host) {
+  app.add_option("--host", host,
+                 "The agent: unix://PATH, HOST:PORT or http://HOST:PORT (default: $GPULSE_HOST, "
+                 "else unix:///run/gpulse/agent.sock)");
+}
+
+}  // namespace gpulse::cli

@@ -1,0 +1,43 @@
+// How the management verbs (`group`, `watch`, `stats`, `dmon --host`) talk to a node agent: one
+// blocking HTTP/1.1 request over the agent's unix socket or TCP, JSON in and out.
+//
+// --host takes unix://PATH, HOST:PORT or http://HOST:PORT (default: $GPULSE_HOST, else the local
+// socket unix:///run/gpulse/agent.sock). Basic auth, when the agent's web config asks for it, comes
+// from $GPULSE_AGENT_USER and $GPULSE_AGENT_PASSWORD. https:// is refused with a message: the CLI
+// has no TLS client yet (use the unix socket on the node, or a tunnel).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/result.h"
+
+namespace CLI {
+class App;
+}
+
+namespace gpulse::cli {
+
+inline constexpr const char* kDefaultAgentSocket = "unix:///run/gpulse/agent.sock";
+
+struct AgentReply {
+  int status = 0;
+  std::string content_type;
+  std::string body;
+  nlohmann::json json;  // parsed when the body is JSON (else discarded)
+};
+
+// "" = $GPULSE_HOST, else the default socket.
+std::string ResolveAgentHost(const std::string& flag);
+
+// Sends one request; fails (Unavailable) when the agent cannot be reached, naming the host.
+Result<AgentReply> CallAgent(const std::string& host, const std::string& method,
+                             const std::string& target, const std::string& body = "");
+
+// The message of an error reply ({"error": ...}), else the status and body.
+std::string ReplyError(const AgentReply& r);
+
+// Adds --host to a verb.
+void AddHostOption(CLI::App& app, std::string& host);
+
+}  // namespace gpulse::cli
