@@ -114,6 +114,8 @@ Status Agent::Load() {
     group_activity_[kDefaultGroupId] = Activity::FromJson(json::parse(**act, nullptr, false));
   }
   if (Status s = db_->PutMeta("clean_shutdown", "0"); !s.ok()) return s;
+  // Alive from now: a crash before the first checkpoint is still seen at the next start.
+  if (Status s = db_->PutMeta("last_alive_unix_ns", std::to_string(now)); !s.ok()) return s;
   if (Status s = Replan(*watches); !s.ok()) return s;
   last_checkpoint_ms_ = now / kNsPerMs;
   Log(fmt::format("state {}: {} group(s), {} watch(es), {} job(s), {} series loaded{}", db_path_,
@@ -218,9 +220,13 @@ void Agent::Tick(std::int64_t interval_ms, std::int64_t t_ms) {
   auto cadence = plan_.cadences.find(interval_ms);
   if (cadence == plan_.cadences.end()) return;
   ++ticks_;
+  last_tick_ms_[interval_ms] = t_ms;
   for (const auto& [pos, fields] : cadence->second) {
     gpu::ReadEntity(backend_, entities_[pos], fields, scratch_);
     const bool lost = scratch_.state == DeviceState::kLost;
+    if (lost && MarkLost(entities_, pos, t_ms * kNsPerMs, "the driver answered GPU_IS_LOST")) {
+      Log(fmt::format("{} lost at {:.3f}", EntityLabel(entities_[pos]), t_ms / 1000.0));
+    }
     for (FieldIndex f : fields) {
       SeriesKey key{pos, f};
       if (!lost && scratch_.unsupported[f]) {
@@ -231,6 +237,20 @@ void Agent::Tick(std::int64_t interval_ms, std::int64_t t_ms) {
       history_.DropOlderThan(key, t_ms - plan_.series.at(key).keep_age_ms);
     }
     NoteActivity(pos, scratch_, t_ms);
+  }
+}
+
+void Agent::SampleNow(int group_id) {
+  const std::int64_t now_ms = clock_.NowUnixNs() / kNsPerMs;
+  const std::vector<std::size_t> members = GroupEntities(group_id, groups_, entities_);
+  for (const auto& [interval, entities] : plan_.cadences) {
+    bool covers = false;
+    for (std::size_t pos : members) covers = covers || entities.count(pos) != 0;
+    if (!covers) continue;
+    auto last = last_tick_ms_.find(interval);
+    if (last != last_tick_ms_.end() && last->second == now_ms) continue;  // it ticked now
+    if (clock_.simulated()) backend_.SetSimulatedClock(clock_.SimulatedSeconds(now_ms * kNsPerMs));
+    Tick(interval, now_ms);
   }
 }
 
@@ -382,6 +402,9 @@ std::shared_ptr<const exporter::Snapshot> Agent::ReadOnWorker(std::span<const Fi
       std::uint64_t before = backend_.stats().failed_calls;
       gpu::ReadEntity(backend_, entities_[pos], read_now, s);
       r.failed_calls = backend_.stats().failed_calls - before;
+      if (s.state == DeviceState::kLost) {
+        MarkLost(entities_, pos, clock_.NowUnixNs(), "the driver answered GPU_IS_LOST");
+      }
     }
     if (r.readable) {
       for (FieldIndex f : shared) s.values[f] = history_.Find({pos, f})->Latest()->value;

@@ -82,6 +82,9 @@ class Agent final : public exporter::Extension {
   std::optional<std::int64_t> NextDueMs() const;
   void RunDueTicks(std::int64_t until_ms);
   void Tick(std::int64_t interval_ms, std::int64_t t_ms);
+  // Reads now, out of cadence, every cadence that covers an entity of the group (a job's start and
+  // stop); a cadence that ticked at this very time already is not read twice.
+  void SampleNow(int group_id);
   void NoteActivity(std::size_t pos, const Sample& s, std::int64_t t_ms);
   void MaybeCheckpoint();
   Status Checkpoint();
@@ -91,6 +94,7 @@ class Agent final : public exporter::Extension {
 
   // The API (agent_api.cc), on the worker.
   Reply Serve(const net::HttpRequest& req);
+  Reply Dispatch(const net::HttpRequest& req);
   Reply Status_() const;
   Reply ListGroups() const;
   Reply GroupInfo(int id) const;
@@ -116,7 +120,7 @@ class Agent final : public exporter::Extension {
 
   const AgentOptions options_;
   gpu::Backend& backend_;
-  const std::vector<Entity> entities_;
+  std::vector<Entity> entities_;  // states change as GPUs are found lost (worker only)
   std::unique_ptr<StateDb> db_;
   std::string db_path_;
   AgentClock clock_;
@@ -128,7 +132,8 @@ class Agent final : public exporter::Extension {
   std::map<int, Activity> group_activity_;  // `stats -e`: the process watch of a group
   Plan plan_;
   HistoryStore history_;
-  std::map<std::int64_t, std::int64_t> next_due_ms_;  // interval -> next tick (agent unix ms)
+  std::map<std::int64_t, std::int64_t> next_due_ms_;   // interval -> next tick (agent unix ms)
+  std::map<std::int64_t, std::int64_t> last_tick_ms_;  // interval -> its last tick
   std::int64_t last_checkpoint_ms_ = 0;
   std::uint64_t ticks_ = 0, skipped_ticks_ = 0, checkpoints_ = 0;
   std::string last_checkpoint_error_;

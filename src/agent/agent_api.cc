@@ -55,7 +55,7 @@ bool ValidName(const std::string& s, bool path_safe) {
   return true;
 }
 
-std::map<std::string, std::string> ParseQuery(const std::string& target) {
+Result<std::map<std::string, std::string>> ParseQuery(const std::string& target) {
   std::map<std::string, std::string> q;
   std::size_t at = target.find('?');
   if (at == std::string::npos) return q;
@@ -66,13 +66,33 @@ std::map<std::string, std::string> ParseQuery(const std::string& target) {
     if (end == std::string::npos) end = rest.size();
     std::string kv = rest.substr(start, end - start);
     std::size_t eq = kv.find('=');
-    std::string k = net::PercentDecode(kv.substr(0, eq)).value_or("");
-    std::string v =
-        eq == std::string::npos ? "" : net::PercentDecode(kv.substr(eq + 1)).value_or("");
-    if (!k.empty()) q[k] = v;
+    auto k = net::PercentDecode(kv.substr(0, eq));
+    auto v = eq == std::string::npos ? std::optional<std::string>("")
+                                     : net::PercentDecode(kv.substr(eq + 1));
+    if (!k || !v) return InvalidArgument("the query has a malformed %-escape: \"" + kv + "\"");
+    if (!k->empty()) q[*k] = *v;
     start = end + 1;
   }
   return q;
+}
+
+// A whole-number member of a request body: absent gives `def`; anything but an integer in
+// [lo, hi] is refused with a message naming the member.
+Result<std::int64_t> IntField(const json& body, const char* key, std::int64_t def, std::int64_t lo,
+                              std::int64_t hi) {
+  if (!body.contains(key)) return def;
+  const json& v = body[key];
+  if (!v.is_number_integer()) {
+    return InvalidArgument(fmt::format("\"{}\" must be a whole number, not {}", key, v.dump()));
+  }
+  bool in_range = v.is_number_unsigned()
+                      ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(hi) &&
+                            static_cast<std::int64_t>(v.get<std::uint64_t>()) >= lo
+                      : v.get<std::int64_t>() >= lo && v.get<std::int64_t>() <= hi;
+  if (!in_range) {
+    return InvalidArgument(fmt::format("\"{}\" must be {} to {}, not {}", key, lo, hi, v.dump()));
+  }
+  return v.get<std::int64_t>();
 }
 
 }  // namespace
@@ -98,7 +118,20 @@ struct Agent::Route {
   }
 };
 
+// A value of the wrong type deep in a body must be a 400, never a crash of the agent: the routes
+// check what they read, and this catches what they missed.
 Agent::Reply Agent::Serve(const net::HttpRequest& req) {
+  try {
+    return Dispatch(req);
+  } catch (const json::exception& e) {
+    return Route::Error(400,
+                        std::string("the request body has a value of the wrong type: ") + e.what());
+  } catch (const std::exception& e) {
+    return Route::Error(500, std::string("internal error: ") + e.what());
+  }
+}
+
+Agent::Reply Agent::Dispatch(const net::HttpRequest& req) {
   std::vector<std::string> p = Split(req.path);  // "api", "v1", ...
   p.erase(p.begin(), p.begin() + 2);
   const std::string& m = req.method;
@@ -144,14 +177,17 @@ Agent::Reply Agent::Serve(const net::HttpRequest& req) {
     if (p.size() == 2) return m == "DELETE" ? DeleteWatch(*id) : method_not_allowed("DELETE");
   }
   if (what == "history" && p.size() == 1) {
-    return get ? History(ParseQuery(req.target)) : method_not_allowed("GET");
+    if (!get) return method_not_allowed("GET");
+    auto q = ParseQuery(req.target);
+    if (!q) return Route::Error(400, q.error().message);
+    return History(*q);
   }
   if (what == "jobs") {
     if (p.size() == 1) {
       if (get) return ListJobs();
       return m == "POST" ? StartJob(body) : method_not_allowed("GET or POST");
     }
-    auto id = net::PercentDecode(p[1]);
+    auto id = net::PercentDecode(p[1], /*plus_is_space=*/false);
     if (!id) return Route::Error(400, "job id is not percent-encoded correctly");
     if (p.size() == 2) {
       if (get) return JobInfo(*id);
@@ -166,8 +202,10 @@ Agent::Reply Agent::Serve(const net::HttpRequest& req) {
   if (what == "processes" && p.size() == 2) {
     auto pid = ParseId(p[1]);
     if (!pid) return Route::Error(400, "pid \"" + p[1] + "\" is not a number");
-    return get ? ProcessInfo(static_cast<unsigned>(*pid), ParseQuery(req.target))
-               : method_not_allowed("GET");
+    if (!get) return method_not_allowed("GET");
+    auto q = ParseQuery(req.target);
+    if (!q) return Route::Error(400, q.error().message);
+    return ProcessInfo(static_cast<unsigned>(*pid), *q);
   }
   if (what == "clock" && p.size() == 1) {
     if (get)
@@ -371,7 +409,13 @@ Agent::Reply Agent::ListWatches() const {
 
 Agent::Reply Agent::AddWatch(const json& body) {
   WatchRow w;
-  w.group_id = body.value("group", kDefaultGroupId);
+  auto group = IntField(body, "group", kDefaultGroupId, 0, 0x7fffffff);
+  auto update = IntField(body, "update_ms", 1000, kMinUpdateMs, 3'600'000);
+  auto keep = IntField(body, "keep_age_s", 3600, 1, kMaxKeepAgeS);
+  for (const auto* r : {&group, &update, &keep}) {
+    if (!*r) return Route::Error(400, r->error().message);
+  }
+  w.group_id = static_cast<int>(*group);
   if (!FindGroup(w.group_id)) return Route::Error(404, fmt::format("no group {}", w.group_id));
   if (!body.contains("fields")) return Route::Error(400, "give \"fields\": ids or names");
   std::string list;
@@ -394,18 +438,8 @@ Agent::Reply Agent::AddWatch(const json& body) {
   if (!fields) return Route::Error(400, fields.error().message);
   for (FieldIndex f : *fields) w.field_ids.push_back(FieldAt(f).id);
   if (w.field_ids.empty()) return Route::Error(400, "no field given");
-  if (!body.value("update_ms", json(1000)).is_number_integer() ||
-      !body.value("keep_age_s", json(3600)).is_number_integer()) {
-    return Route::Error(400, "\"update_ms\" and \"keep_age_s\" are whole numbers");
-  }
-  w.update_ms = body.value("update_ms", std::int64_t{1000});
-  w.keep_age_s = body.value("keep_age_s", std::int64_t{3600});
-  if (w.update_ms < kMinUpdateMs || w.update_ms > 3'600'000) {
-    return Route::Error(400, fmt::format("update_ms must be {} to 3600000", kMinUpdateMs));
-  }
-  if (w.keep_age_s < 1 || w.keep_age_s > kMaxKeepAgeS) {
-    return Route::Error(400, fmt::format("keep_age_s must be 1 to {}", kMaxKeepAgeS));
-  }
+  w.update_ms = *update;
+  w.keep_age_s = *keep;
   w.created_unix_ns = clock_.NowUnixNs();
   std::vector<WatchRow> next = watches_;
   next.push_back(w);
@@ -472,6 +506,8 @@ Agent::Reply Agent::History(const std::map<std::string, std::string>& q) const {
     if (r.text.empty()) r.text = "\n";
   } else {
     r.body = std::move(answer->json);
+    r.body["simulated"] = backend_.info().simulated;
+    r.body["scenario"] = backend_.info().simulated ? json(backend_.info().scenario) : json(nullptr);
   }
   return r;
 }
@@ -525,7 +561,9 @@ Agent::Reply Agent::StartJob(const json& body) {
         400,
         "a job id is 1 to 64 printable ASCII characters, without spaces, '/', '?', '#' or '%'");
   }
-  int gid = body.value("group", kDefaultGroupId);
+  auto group = IntField(body, "group", kDefaultGroupId, 0, 0x7fffffff);
+  if (!group) return Route::Error(400, group.error().message);
+  const int gid = static_cast<int>(*group);
   if (!FindGroup(gid)) return Route::Error(404, fmt::format("no group {}", gid));
   if (jobs_.count(id) != 0) return Route::Error(409, "job \"" + id + "\" exists (remove it first)");
   json started = json::array();
@@ -555,6 +593,7 @@ Agent::Reply Agent::StartJob(const json& body) {
   row.start_unix_ns = clock_.NowUnixNs();
   if (Status s = db_->StartJob(row); !s.ok()) return Route::FromError(s.error());
   jobs_.emplace(id, Job{row, {}});
+  SampleNow(gid);  // the job's first sample is at its start, as DCGM updates every field then
   json out = JobJson(jobs_.at(id));
   out["watches_added"] = started;
   return Route::Ok(out, 201);
@@ -565,6 +604,7 @@ Agent::Reply Agent::StopJob(const std::string& id) {
   if (it == jobs_.end()) return Route::Error(404, "no job \"" + id + "\"");
   Job& job = it->second;
   if (job.row.stop_unix_ns) return Route::Error(409, "job \"" + id + "\" has already stopped");
+  SampleNow(job.row.group_id);  // and its last at its stop
   JobRow row = job.row;
   row.stop_unix_ns = clock_.NowUnixNs();
   StatsWindow w{row.start_unix_ns, *row.stop_unix_ns, ActivityGpus(row.group_id), std::nullopt};
@@ -591,14 +631,18 @@ Agent::Reply Agent::DeleteJob(const std::string& id) {
 // `stats -e`: watches the job fields of a group and collects the processes seen on its GPUs, so
 // `stats -p PID` can answer for any process later (DCGM's process watches).
 Agent::Reply Agent::EnableStats(const json& body) {
-  int gid = body.value("group", kDefaultGroupId);
+  auto group = IntField(body, "group", kDefaultGroupId, 0, 0x7fffffff);
+  auto update = IntField(body, "update_ms", kDefaultJobUpdateMs, kMinUpdateMs, 3'600'000);
+  auto keep = IntField(body, "keep_age_s", kDefaultJobKeepAgeS, 1, kMaxKeepAgeS);
+  for (const auto* r : {&group, &update, &keep}) {
+    if (!*r) return Route::Error(400, r->error().message);
+  }
+  const int gid = static_cast<int>(*group);
   if (!FindGroup(gid)) return Route::Error(404, fmt::format("no group {}", gid));
-  std::int64_t update = body.value("update_ms", kDefaultJobUpdateMs);
-  std::int64_t keep = body.value("keep_age_s", kDefaultJobKeepAgeS);
   json fields = json::array();
   for (FieldIndex f : JobFields()) fields.push_back(FieldAt(f).id);
   Reply added =
-      AddWatch({{"group", gid}, {"fields", fields}, {"update_ms", update}, {"keep_age_s", keep}});
+      AddWatch({{"group", gid}, {"fields", fields}, {"update_ms", *update}, {"keep_age_s", *keep}});
   if (added.status != 201) return added;
   group_activity_.try_emplace(gid);
   if (Status s = db_->PutMeta("activity/group/" + std::to_string(gid),

@@ -57,7 +57,8 @@ std::vector<HistoryBlob> HistoryStore::Spill(const std::vector<Entity>& entities
   out.reserve(series_.size());
   for (const auto& [k, s] : series_) {
     if (s.size() == 0) continue;
-    out.push_back({EntityKey(entities.at(k.entity)), FieldAt(k.field).id, s.Serialize()});
+    const Entity& e = entities.at(k.entity);
+    out.push_back({EntityKey(e) + "@" + e.uuid, FieldAt(k.field).id, s.Serialize()});
   }
   return out;
 }
@@ -65,7 +66,11 @@ std::vector<HistoryBlob> HistoryStore::Spill(const std::vector<Entity>& entities
 std::size_t HistoryStore::Load(const std::vector<HistoryBlob>& blobs,
                                const std::vector<Entity>& entities, std::size_t* dropped) {
   std::map<std::string, std::size_t> by_key;
-  for (std::size_t i = 0; i < entities.size(); ++i) by_key[EntityKey(entities[i])] = i;
+  // Saved under the entity's key and UUID: a series of another GPU at the same index (the state
+  // directory moved, a GPU replaced) is not served as this one's.
+  for (std::size_t i = 0; i < entities.size(); ++i) {
+    by_key[EntityKey(entities[i]) + "@" + entities[i].uuid] = i;
+  }
   std::size_t loaded = 0;
   for (const HistoryBlob& b : blobs) {
     auto e = by_key.find(b.entity);

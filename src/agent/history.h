@@ -46,8 +46,9 @@ class HistoryStore {
   std::size_t points() const;
   std::size_t series() const { return series_.size(); }
 
-  // Spill images for every series, and back (series of unknown entities or fields are skipped and
-  // counted in `dropped`).
+  // Spill images for every series (stored as "KEY@UUID"), and back (series of entities this
+  // machine does not have, by key and UUID, or of unknown fields are skipped and counted in
+  // `dropped`).
   std::vector<HistoryBlob> Spill(const std::vector<Entity>& entities) const;
   std::size_t Load(const std::vector<HistoryBlob>& blobs, const std::vector<Entity>& entities,
                    std::size_t* dropped);

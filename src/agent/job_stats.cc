@@ -186,6 +186,8 @@ json DeriveStats(const StatsWindow& w, const HistoryStore& history,
   for (std::size_t pos : w.gpus) {
     const Entity& e = entities.at(pos);
     for (auto& [t_ms, s] : Ticks(pos, w, history)) {
+      // From the tick that found the GPU lost on, it has no readings: no samples, as in record.
+      if (e.lost_unix_ns && t_ms * kNsPerMs >= *e.lost_unix_ns) continue;
       auto g = sampling::ToGpuSample(s, e.gpu, t_ms * kNsPerMs - w.start_unix_ns);
       if (!g) continue;
       timeline.emplace_back(t_ms, *g);
@@ -206,8 +208,10 @@ json DeriveStats(const StatsWindow& w, const HistoryStore& history,
     const Entity& e = entities.at(pos);
     auto d = std::find_if(r.gpu.per_device.begin(), r.gpu.per_device.end(),
                           [&](const report::DeviceReport& x) { return x.device_index == e.gpu; });
-    json g = d != r.gpu.per_device.end() ? json::parse(report::JobStatisticsJson(*d))
-                                         : json{{"device_index", e.gpu}, {"uuid", e.uuid}};
+    report::DeviceReport none;  // a GPU without samples: every key, null or empty
+    none.device_index = e.gpu;
+    none.uuid = e.uuid;
+    json g = json::parse(report::JobStatisticsJson(d != r.gpu.per_device.end() ? *d : none));
     g["uuid"] = e.uuid;
     g["state"] = std::string(EntityStateName(e.state));
     g["sample_count"] = samples[e.gpu];

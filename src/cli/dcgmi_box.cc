@@ -40,9 +40,16 @@ std::string DcgmiBox::Render() const {
     std::string v = l.value;
     std::string key = l.key;
     do {
-      out += fmt::format("| {:<{}} | {:<{}} |\n", key, key_width_, v.substr(0, value_width),
-                         value_width);
-      v = v.size() > static_cast<std::size_t>(value_width) ? v.substr(value_width) : "";
+      // Break after the last ", " that fits (a list of entities), else at the width.
+      std::size_t cut = v.size();
+      if (cut > static_cast<std::size_t>(value_width)) {
+        std::size_t comma = v.rfind(", ", value_width - 1);
+        cut = comma != std::string::npos && comma > 0 ? comma + 2 : value_width;
+      }
+      std::string piece = v.substr(0, cut);
+      while (!piece.empty() && piece.back() == ' ') piece.pop_back();
+      out += fmt::format("| {:<{}} | {:<{}} |\n", key, key_width_, piece, value_width);
+      v = v.substr(cut);
       key.clear();
     } while (!v.empty());
   }

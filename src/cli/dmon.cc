@@ -192,7 +192,13 @@ int RunHistory(const DmonOptions& o, const std::vector<FieldIndex>& fields) {
     fmt::print(stderr, "gpulse dmon: the agent at {}: {}\n", host, ReplyError(*reply));
     return reply->status == 400 || reply->status == 404 ? kExitUsage : kExitFailure;
   }
-  SystemInfo info;  // history rows say nothing of simulation: the agent's status does
+  SystemInfo info;
+  info.simulated = reply->json.value("simulated", false);
+  if (info.simulated && reply->json["scenario"].is_string())
+    info.scenario = reply->json["scenario"];
+  if (info.simulated && o.format == "table") {
+    fmt::print("# simulated GPUs: scenario {}\n", info.scenario);
+  }
   Printer printer(o, info, fields);
   printer.Header();
   Entity e;

@@ -31,6 +31,14 @@ struct StatsOptions {
   bool json = false;
 };
 
+// A member of the agent's answer, or null when it lacks it (operator[] on a missing key of a
+// const object is undefined behaviour in nlohmann-json).
+const json& At(const json& j, const char* key) {
+  static const json kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
 std::string Time(const json& ns) {
   if (!ns.is_number()) return "Still Running";
   std::time_t t = static_cast<std::time_t>(ns.get<std::int64_t>() / 1'000'000'000);
@@ -55,10 +63,10 @@ std::string Mmm(const json& m, double scale = 1.0) {
 // DCGM's slowdown rows from the clock-event reasons gpulse records (docs/agent.md).
 double SlowdownPercent(const json& g, std::initializer_list<const char*> reasons,
                        double duration_ns) {
-  if (!g["throttle_ns"].is_object() || duration_ns <= 0) return std::nan("");
+  if (!At(g, "throttle_ns").is_object() || duration_ns <= 0) return std::nan("");
   double ns = 0;
   for (const char* r : reasons) {
-    if (g["throttle_ns"].contains(r)) ns += g["throttle_ns"][r].get<double>();
+    if (At(g, "throttle_ns").contains(r)) ns += At(g, "throttle_ns")[r].get<double>();
   }
   return 100.0 * ns / duration_ns;
 }
@@ -76,27 +84,27 @@ void GpuBox(const json& job, const json& g) {
   box.Title("GPU ID: " + std::to_string(g.value("device_index", 0)));
   const double duration_ns = job.value("duration_s", 0.0) * 1e9;
   box.Section("Execution Stats");
-  box.Row("Start Time", Time(job["start_unix_ns"]));
-  box.Row("End Time", Time(job["stop_unix_ns"]));
+  box.Row("Start Time", Time(At(job, "start_unix_ns")));
+  box.Row("End Time", Time(At(job, "stop_unix_ns")));
   box.Row("Total Execution Time (sec)",
-          job["stop_unix_ns"].is_number() ? Num(job["duration_s"], 2) : "Still Running");
-  box.Row("No. of Processes", std::to_string(g["processes"].size()));
+          At(job, "stop_unix_ns").is_number() ? Num(At(job, "duration_s"), 2) : "Still Running");
+  box.Row("No. of Processes", std::to_string(g.value("processes", json::array()).size()));
   box.Row("Samples", std::to_string(g.value("sample_count", 0)));
   box.Section("Performance Stats");
-  box.Row("Energy Consumed (Joules)", Num(g["energy_joules"]));
-  box.Row("Power Usage (Watts)", Mmm(g["power_watts"]));
-  box.Row("Max GPU Memory Used (bytes)", Num(g["max_memory_used_bytes"]));
-  box.Row("SM Clock (MHz)", Mmm(g["sm_clock_mhz"]));
-  box.Row("Memory Clock (MHz)", Mmm(g["memory_clock_mhz"]));
-  box.Row("SM Utilization (%)", Mmm(g["sm_utilization_percent"]));
-  box.Row("Memory Utilization (%)", Mmm(g["memory_utilization_percent"]));
+  box.Row("Energy Consumed (Joules)", Num(At(g, "energy_joules")));
+  box.Row("Power Usage (Watts)", Mmm(At(g, "power_watts")));
+  box.Row("Max GPU Memory Used (bytes)", Num(At(g, "max_memory_used_bytes")));
+  box.Row("SM Clock (MHz)", Mmm(At(g, "sm_clock_mhz")));
+  box.Row("Memory Clock (MHz)", Mmm(At(g, "memory_clock_mhz")));
+  box.Row("SM Utilization (%)", Mmm(At(g, "sm_utilization_percent")));
+  box.Row("Memory Utilization (%)", Mmm(At(g, "memory_utilization_percent")));
   box.Row("PCIe Rx Bandwidth (MB/s)", Mmm(g.value("pcie_rx_bytes_per_second", json()), 1e-6));
   box.Row("PCIe Tx Bandwidth (MB/s)", Mmm(g.value("pcie_tx_bytes_per_second", json()), 1e-6));
   box.Section("Event Stats");
-  box.Row("Single Bit ECC Errors", Num(g["ecc_sbe_errors"]));
-  box.Row("Double Bit ECC Errors", Num(g["ecc_dbe_errors"]));
-  box.Row("PCIe Replay Warnings", Num(g["pcie_replays"]));
-  box.Row("Critical XID Errors", std::to_string(g["xid_errors"].size()));
+  box.Row("Single Bit ECC Errors", Num(At(g, "ecc_sbe_errors")));
+  box.Row("Double Bit ECC Errors", Num(At(g, "ecc_dbe_errors")));
+  box.Row("PCIe Replay Warnings", Num(At(g, "pcie_replays")));
+  box.Row("Critical XID Errors", std::to_string(g.value("xid_errors", json::array()).size()));
   box.Section("Slowdown Stats");
   box.Row("Due to - Power (%)",
           Pct(SlowdownPercent(g, {"sw_power_cap", "hw_power_brake_slowdown"}, duration_ns)));
@@ -106,7 +114,7 @@ void GpuBox(const json& job, const json& g) {
   box.Row("       - Low Utilization (%)", Pct(SlowdownPercent(g, {"gpu_idle"}, duration_ns)));
   box.Row("       - Sync Boost (%)", Pct(SlowdownPercent(g, {"sync_boost"}, duration_ns)));
   box.Section("Process Utilization");
-  for (const json& p : g["processes"]) {
+  for (const json& p : g.value("processes", json::array())) {
     box.Row("PID", std::to_string(p.value("pid", 0u)));
     box.Row("    Avg SM Utilization (%)", Num(p["sm_utilization_mean_percent"]));
     box.Row("    Avg Memory Utilization (%)", Num(p["memory_utilization_mean_percent"]));
@@ -114,7 +122,8 @@ void GpuBox(const json& job, const json& g) {
   }
   box.Section("Overall Health");
   box.Row("Overall Health", Health(g.value("overall_health", "")));
-  for (const json& i : g["health_incidents"]) box.Row("", i.get<std::string>());
+  for (const json& i : g.value("health_incidents", json::array()))
+    box.Row("", i.get<std::string>());
   fmt::print("{}", box.Render());
 }
 
@@ -123,34 +132,34 @@ void SummaryBox(const json& job) {
   DcgmiBox box(34);
   box.Title("Summary");
   box.Section("Execution Stats");
-  box.Row("Start Time", Time(job["start_unix_ns"]));
-  box.Row("End Time", Time(job["stop_unix_ns"]));
+  box.Row("Start Time", Time(At(job, "start_unix_ns")));
+  box.Row("End Time", Time(At(job, "stop_unix_ns")));
   box.Row("Total Execution Time (sec)",
-          job["stop_unix_ns"].is_number() ? Num(job["duration_s"], 2) : "Still Running");
+          At(job, "stop_unix_ns").is_number() ? Num(At(job, "duration_s"), 2) : "Still Running");
   std::size_t procs = 0;
   std::string health = "healthy";
   double max_mem = -1, max_power = -1, min_power = 1e300, power_mean = 0;
   std::uint64_t dbe = 0, replays = 0, xids = 0, power_n = 0;
-  for (const json& g : job["gpus"]) {
-    procs += g["processes"].size();
-    if (g["max_memory_used_bytes"].is_number())
-      max_mem = std::max(max_mem, g["max_memory_used_bytes"].get<double>());
-    if (g["power_watts"].is_object()) {
-      max_power = std::max(max_power, g["power_watts"]["max"].get<double>());
-      min_power = std::min(min_power, g["power_watts"]["min"].get<double>());
-      power_mean += g["power_watts"]["mean"].get<double>();
+  for (const json& g : At(job, "gpus")) {
+    procs += g.value("processes", json::array()).size();
+    if (At(g, "max_memory_used_bytes").is_number())
+      max_mem = std::max(max_mem, At(g, "max_memory_used_bytes").get<double>());
+    if (At(g, "power_watts").is_object()) {
+      max_power = std::max(max_power, At(g, "power_watts")["max"].get<double>());
+      min_power = std::min(min_power, At(g, "power_watts")["min"].get<double>());
+      power_mean += At(g, "power_watts")["mean"].get<double>();
       ++power_n;
     }
-    if (g["ecc_dbe_errors"].is_number()) dbe += g["ecc_dbe_errors"].get<std::uint64_t>();
-    if (g["pcie_replays"].is_number()) replays += g["pcie_replays"].get<std::uint64_t>();
-    xids += g["xid_errors"].size();
+    if (At(g, "ecc_dbe_errors").is_number()) dbe += At(g, "ecc_dbe_errors").get<std::uint64_t>();
+    if (At(g, "pcie_replays").is_number()) replays += At(g, "pcie_replays").get<std::uint64_t>();
+    xids += g.value("xid_errors", json::array()).size();
     std::string h = g.value("overall_health", "healthy");
     if (h == "failure" || (h == "warning" && health == "healthy")) health = h;
   }
-  box.Row("No. of GPUs", std::to_string(job["gpus"].size()));
+  box.Row("No. of GPUs", std::to_string(At(job, "gpus").size()));
   box.Row("No. of Processes", std::to_string(procs));
   box.Section("Performance Stats");
-  box.Row("Energy Consumed (Joules)", Num(job["energy_joules"]));
+  box.Row("Energy Consumed (Joules)", Num(At(job, "energy_joules")));
   box.Row("Power Usage (Watts)", power_n == 0
                                      ? "Avg: N/A, Max: N/A, Min: N/A"
                                      : fmt::format("Avg: {:.0f}, Max: {:.0f}, Min: {:.0f}",

@@ -173,7 +173,7 @@ std::string_view StatusReason(int status) {
   }
 }
 
-std::optional<std::string> PercentDecode(std::string_view text) {
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
   auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -184,7 +184,7 @@ std::optional<std::string> PercentDecode(std::string_view text) {
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
-    if (c == '+') {
+    if (c == '+' && plus_is_space) {
       out += ' ';
     } else if (c == '%') {
       if (i + 2 >= text.size()) return std::nullopt;  // needs two hex digits after it

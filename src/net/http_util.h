@@ -24,9 +24,9 @@ Result<ListenAddress> ParseListenAddress(std::string_view text);
 // Standard base64 (RFC 4648, padding required); nullopt on any invalid character or length.
 std::optional<std::string> Base64Decode(std::string_view text);
 
-// Decodes %XX escapes (and '+' as a space, as in query strings); nullopt on a malformed escape or
-// a decoded NUL.
-std::optional<std::string> PercentDecode(std::string_view text);
+// Decodes %XX escapes, and '+' as a space when `plus_is_space` (query strings; a path keeps its
+// '+'); nullopt on a malformed escape or a decoded NUL.
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space = true);
 
 // The body gzip-compressed (RFC 1952) at `level` (1 fastest .. 9 smallest).
 Result<std::string> Gzip(std::string_view body, int level);

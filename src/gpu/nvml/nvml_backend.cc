@@ -66,10 +66,14 @@ void NvmlBackend::PrimeGpm(std::span<const FieldIndex> fields) {
   for (FieldIndex f : fields) wanted = wanted || FieldAt(f).nvml == NvmlSource::kGpm;
   if (!wanted) return;
   gpm_primed_ = true;
+  // On a simulated clock the first samples are taken one floor earlier in simulated time, then the
+  // clock is put back: the first read has values, and no real time is spent waiting.
+  const std::optional<std::int64_t> simulated = simulated_ns_;
+  if (simulated) SetSimulatedClock(static_cast<double>(*simulated - kGpmMinIntervalNs) / 1e9);
   std::optional<std::int64_t> last;  // when the last first sample was taken
   auto prime = [&](DeviceReader& r) {
     if (r.gpm() == nullptr || r.lost() || !r.gpm()->Supported()) return;
-    const std::int64_t now = MonotonicNowNs();  // each entity's own time: the floor is per sample
+    const std::int64_t now = NowMonoNs();  // each entity's own time: the floor is per sample
     r.gpm()->Prime(now, stats_);
     if (r.gpm()->primed()) last = now;
   };
@@ -77,7 +81,11 @@ void NvmlBackend::PrimeGpm(std::span<const FieldIndex> fields) {
   for (auto& instances : instance_readers_) {
     for (DeviceReader& r : instances) prime(r);
   }
-  if (last) SleepUntilMonotonicNs(*last + kGpmMinIntervalNs);
+  if (simulated) {
+    SetSimulatedClock(static_cast<double>(*simulated) / 1e9);
+  } else if (last) {
+    SleepUntilMonotonicNs(*last + kGpmMinIntervalNs);
+  }
 }
 
 NvmlBackend::~NvmlBackend() {
