@@ -37,7 +37,7 @@ namespace gpulse::agent {
 
 struct AgentOptions {
   std::string state_dir = "/var/lib/gpulse";
-  std::int64_t checkpoint_ms = 60'000;  // history and job activity saved this often (agent clock)
+  std::int64_t checkpoint_ms = 300'000;  // history and job activity saved this often (agent clock)
   std::size_t history_limit_bytes = std::size_t{1} << 30;  // the bound of every watch together
   std::int64_t min_refresh_ms = 100;         // a scrape reuses a watched reading this fresh
   std::optional<double> simulated_clock_s;   // set: the simulated clock, starting there

@@ -1,5 +1,7 @@
 #include "agent/history.h"
 
+#include <memory>
+
 namespace gpulse::agent {
 
 std::string EntityKey(const Entity& e) {
@@ -61,6 +63,19 @@ std::vector<HistoryBlob> HistoryStore::Spill(const std::vector<Entity>& entities
     out.push_back({EntityKey(e) + "@" + e.uuid, FieldAt(k.field).id, s.Serialize()});
   }
   return out;
+}
+
+std::function<std::optional<HistoryBlob>()> HistoryStore::SpillOneByOne(
+    const std::vector<Entity>& entities) const {
+  auto it = std::make_shared<std::map<SeriesKey, Series>::const_iterator>(series_.begin());
+  return [this, it, &entities]() -> std::optional<HistoryBlob> {
+    while (*it != series_.end() && (*it)->second.size() == 0) ++*it;
+    if (*it == series_.end()) return std::nullopt;
+    const auto& [k, s] = **it;
+    ++*it;
+    const Entity& e = entities.at(k.entity);
+    return HistoryBlob{EntityKey(e) + "@" + e.uuid, FieldAt(k.field).id, s.Serialize()};
+  };
 }
 
 std::size_t HistoryStore::Load(const std::vector<HistoryBlob>& blobs,

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -50,6 +51,11 @@ class HistoryStore {
   // machine does not have, by key and UUID, or of unknown fields are skipped and counted in
   // `dropped`).
   std::vector<HistoryBlob> Spill(const std::vector<Entity>& entities) const;
+  // The same images one at a time (nullopt at the end), for StateDb::SaveHistory's streaming form:
+  // a checkpoint never holds a second copy of the whole history. Valid while the store is
+  // unchanged.
+  std::function<std::optional<HistoryBlob>()> SpillOneByOne(
+      const std::vector<Entity>& entities) const;
   std::size_t Load(const std::vector<HistoryBlob>& blobs, const std::vector<Entity>& entities,
                    std::size_t* dropped);
 

@@ -982,10 +982,14 @@ Status StateDb::DeleteJob(const std::string& id) {
 // ---- History ---------------------------------------------------------------------------------
 
 Status StateDb::SaveHistory(const std::vector<HistoryBlob>& blobs) {
-  for (const HistoryBlob& b : blobs) {
-    if (auto st = CheckSize("entity key", b.entity.size(), kMaxNameBytes); !st) return st;
-    if (auto st = CheckSize("a history image", b.image.size(), kMaxImageBytes); !st) return st;
-  }
+  std::size_t i = 0;
+  return SaveHistory([&]() -> std::optional<HistoryBlob> {
+    if (i == blobs.size()) return std::nullopt;
+    return blobs[i++];
+  });
+}
+
+Status StateDb::SaveHistory(const std::function<std::optional<HistoryBlob>()>& next) {
   Impl& m = *impl_;
   return InTxn(m.db, m.path, [&]() -> Status {
     if (auto st = Exec(m.db, m.path, "DELETE FROM history"); !st) return st;
@@ -993,7 +997,10 @@ Status StateDb::SaveHistory(const std::vector<HistoryBlob>& blobs) {
     if (auto st = ins.Prepare("INSERT INTO history(entity, field_id, image) VALUES (?1, ?2, ?3)");
         !st)
       return st;
-    for (const HistoryBlob& b : blobs) {
+    for (std::optional<HistoryBlob> blob = next(); blob; blob = next()) {
+      const HistoryBlob& b = *blob;
+      if (auto st = CheckSize("entity key", b.entity.size(), kMaxNameBytes); !st) return st;
+      if (auto st = CheckSize("a history image", b.image.size(), kMaxImageBytes); !st) return st;
       ins.Text(1, b.entity).Int(2, b.field_id).Blob(3, b.image);
       if (auto st = ins.Run(); !st) {
         if (st.error().code != ErrorCode::kInvalidArgument) return st;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -89,8 +90,11 @@ class StateDb {
   Result<std::vector<JobRow>> Jobs();
   Status DeleteJob(const std::string& id);
 
-  // History: SaveHistory replaces every stored series with `blobs` in one transaction.
+  // History: SaveHistory replaces every stored series with `blobs` in one transaction. The
+  // streaming form takes the blobs one at a time from `next` (nullopt: no more), so a large
+  // history is never held twice.
   Status SaveHistory(const std::vector<HistoryBlob>& blobs);
+  Status SaveHistory(const std::function<std::optional<HistoryBlob>()>& next);
   Result<std::vector<HistoryBlob>> LoadHistory();
 
   // Small named values (the last clean shutdown time, the agent's identity).

@@ -38,7 +38,7 @@ struct ExporterCliOptions {
   std::string socket = "/run/gpulse/agent.sock";
   std::string socket_mode = "0660";
   std::string socket_group;
-  std::int64_t checkpoint_s = 60;
+  std::int64_t checkpoint_s = 300;
   std::size_t history_limit_mib = 1024;
 };
 

@@ -443,13 +443,24 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void OnWrite(boost::system::error_code ec) {
-    if (ec || !keep_alive_) return Close();
+    // A large answer (an agent's history) leaves its freed pages with malloc, which keeps them:
+    // give them back once it is written, as after a burst of connections.
+    const bool large = res_.body().capacity() > kLargeResponseBytes;
+    if (ec || !keep_alive_) {
+      Close();
+      res_ = {};
+      if (large) malloc_trim(0);
+      return;
+    }
     // Nothing of this request stays with an idle connection.
     res_ = {};
     parser_.reset();
     if (buffer_.size() == 0) buffer_.shrink_to_fit();
+    if (large) malloc_trim(0);
     WaitRequest();
   }
+
+  static constexpr std::size_t kLargeResponseBytes = 4u << 20;
 
   Stream stream_;
   std::string remote_;

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Agent history benchmark (bench/agent/README.md): `gpulse agent` watching the full catalogue on 8
+# simulated GPUs at 1 Hz for 4 simulated hours, side by side with a real Prometheus server holding the
+# same series: RSS, bytes per stored value, and a 1-hour range query of one field on one GPU.
+# About 2 minutes; loopback and a unix socket only; every process stops by itself. Not part of CI.
+# Usage: bench/agent/run.sh [BUILD_DIR] [report.py measure options: --hours H --rounds N --malloc-probe ...]
+# Prints the markdown table and writes it to $OUT (default: a new file under ${TMPDIR:-/tmp}, named at
+# the end), the raw figures next to it as JSON. KEEP=1 keeps the work directory (logs, state, TSDBs).
+set -euo pipefail
+build=${1:-build}
+shift || true
+here=$(cd "$(dirname "$0")" && pwd)
+gpulse="$build/bin/gpulse"
+[ -x "$gpulse" ] || { echo "bench/agent: $gpulse is not built" >&2; exit 2; }
+command -v prometheus >/dev/null || { echo "bench/agent: prometheus is not installed (scripts/install-deps.sh installs it)" >&2; exit 2; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/gpulse-agent-bench.XXXXXX")
+child=
+cleanup() {
+  local f pid
+  # report.py stops what it started and removes each pid file; whatever is left is stopped here.
+  for f in "$work"/run/*.pid; do
+    [ -e "$f" ] || continue
+    kill -TERM "$(cat "$f")" 2>/dev/null || true
+  done
+  for f in "$work"/run/*.pid; do
+    [ -e "$f" ] || continue
+    pid=$(cat "$f")
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  if [ -n "${KEEP:-}" ]; then echo "bench/agent: work directory kept: $work" >&2; else rm -rf "$work"; fi
+}
+on_signal() {
+  if [ -n "$child" ]; then
+    kill -TERM "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+  fi
+  exit 130
+}
+trap cleanup EXIT
+trap on_signal INT TERM
+
+out=${OUT:-$(mktemp --suffix=.md "${TMPDIR:-/tmp}/gpulse-agent-bench-results.XXXXXX")}
+json=${out%.md}.json
+# The hard stop: timeout sends SIGTERM, on which report.py stops its processes; the trap above kills
+# any that are left. In the background so that a signal to this script is handled at once.
+timeout -s TERM 1200 /usr/bin/python3 "$here/report.py" measure --gpulse "$gpulse" --work "$work/run" \
+  --json "$json" "$@" &
+child=$!
+wait "$child"
+child=
+/usr/bin/python3 "$here/report.py" write --json "$json" --out "$out"
+echo "bench/agent: table in $out, figures in $json" >&2
