@@ -30,7 +30,12 @@ Result<Activity> LoadActivity(StateDb& db, const std::string& key) {
   if (!text) return text.error();
   if (!*text) return Activity{};
   json j = json::parse(**text, nullptr, false);
-  return Activity::FromJson(j);
+  try {
+    return Activity::FromJson(j);
+  } catch (const json::exception& e) {
+    return InvalidArgument("the saved activity \"" + key + "\" is damaged (" + e.what() +
+                           "); refusing to start on it");
+  }
 }
 
 }  // namespace
@@ -54,18 +59,44 @@ Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options, gpu::Backend&
   a->db_ = std::move(db).value();
   a->db_path_ = a->db_->path();
   if (Status s = a->Load(); !s.ok()) return s.error();
-  a->worker_ = std::thread([p = a.get()] { p->Loop(); });
   return a;
 }
 
-// Groups, watches, running jobs and their activity, the spilled history; then notes on every job
-// that was running while the agent was down.
+// The first writes (the notes on interrupted jobs, "running since"), then the worker. Nothing is
+// written before this: a start that fails later (the address is taken) leaves the database as it
+// was.
+Status Agent::Start() {
+  for (auto& [id, job] : jobs_) {
+    if (job.row.stop_unix_ns || pending_note_.empty()) continue;
+    job.row.notes.push_back(pending_note_);
+    if (Status s = db_->PutJob(job.row); !s.ok()) return s;
+  }
+  const std::int64_t now = clock_.NowUnixNs();
+  if (Status s = db_->PutMeta("clean_shutdown", "0"); !s.ok()) return s;
+  // Alive from now: a crash before the first checkpoint is still seen at the next start.
+  if (Status s = db_->PutMeta("last_alive_unix_ns", std::to_string(now)); !s.ok()) return s;
+  if (clock_.simulated()) backend_.SetSimulatedClock(clock_.SimulatedSeconds(now));
+  started_ = true;
+  worker_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+// Groups, watches, running jobs and their activity, the spilled history, and the note Start adds
+// to every job that was running while the agent was down. Reads only; a damaged row is refused.
 Status Agent::Load() {
   auto groups = db_->Groups();
   if (!groups) return groups.error();
   groups_ = std::move(groups).value();
   auto watches = db_->Watches();
   if (!watches) return watches.error();
+  for (const WatchRow& w : *watches) {
+    if (w.update_ms < 10 || w.update_ms > 3'600'000 || w.keep_age_s < 1 ||
+        w.keep_age_s > 30 * 86'400) {
+      return InvalidArgument(fmt::format(
+          "{}: watch {} is damaged (update_ms {}, keep_age_s {}); refusing to start on it",
+          db_path_, w.id, w.update_ms, w.keep_age_s));
+    }
+  }
   auto jobs = db_->Jobs();
   if (!jobs) return jobs.error();
   auto blobs = db_->LoadHistory();
@@ -89,35 +120,33 @@ Status Agent::Load() {
   }
   if (clock_.simulated() && down_since) clock_.AdvanceTo(*down_since);
   const std::int64_t now = clock_.NowUnixNs();
+  if (down_since) {
+    bool was_clean = *clean && **clean == "1";
+    pending_note_ = fmt::format(
+        "the agent was down from {} to {} ({}): no samples then", *down_since, now,
+        was_clean
+            ? "a clean shutdown"
+            : "it stopped without shutting down: samples after its last checkpoint were lost");
+  }
   for (JobRow& row : *jobs) {
     Job job{row, {}};
     if (!row.stop_unix_ns) {
       auto act = LoadActivity(*db_, JobActivityKey(row.id));
       if (!act) return act.error();
       job.activity = std::move(act).value();
-      if (down_since) {
-        bool was_clean = *clean && **clean == "1";
-        job.row.notes.push_back(fmt::format(
-            "the agent was down from {} to {} ({}): no samples then", *down_since, now,
-            was_clean
-                ? "a clean shutdown"
-                : "it stopped without shutting down: samples after its last checkpoint were lost"));
-        if (Status s = db_->PutJob(job.row); !s.ok()) return s;
-      }
     }
     jobs_.emplace(row.id, std::move(job));
   }
-  for (const GroupRow& g : groups_) {
-    auto act = db_->Meta(GroupActivityKey(g.id));
-    if (act && *act) group_activity_[g.id] = Activity::FromJson(json::parse(**act, nullptr, false));
+  std::vector<int> ids = {kDefaultGroupId};
+  for (const GroupRow& g : groups_) ids.push_back(g.id);
+  for (int id : ids) {
+    auto act = LoadActivity(*db_, GroupActivityKey(id));
+    if (!act) return act.error();
+    auto stored = db_->Meta(GroupActivityKey(id));
+    if (stored && *stored) group_activity_[id] = *act;  // a process watch was enabled
   }
-  if (auto act = db_->Meta(GroupActivityKey(kDefaultGroupId)); act && *act) {
-    group_activity_[kDefaultGroupId] = Activity::FromJson(json::parse(**act, nullptr, false));
-  }
-  if (Status s = db_->PutMeta("clean_shutdown", "0"); !s.ok()) return s;
-  // Alive from now: a crash before the first checkpoint is still seen at the next start.
-  if (Status s = db_->PutMeta("last_alive_unix_ns", std::to_string(now)); !s.ok()) return s;
   if (Status s = Replan(*watches); !s.ok()) return s;
+  loaded_ = true;
   last_checkpoint_ms_ = now / kNsPerMs;
   Log(fmt::format("state {}: {} group(s), {} watch(es), {} job(s), {} series loaded{}", db_path_,
                   groups_.size(), watches_.size(), jobs_.size(), loaded,
@@ -183,7 +212,13 @@ void Agent::Loop() {
       tasks.swap(queue_);
       if (stopping_ && tasks.empty()) return;
     }
-    for (auto& t : tasks) t();
+    for (auto& t : tasks) {
+      try {
+        t();
+      } catch (const std::exception& e) {  // a bug; the daemon and its data outlive it
+        Log(std::string("internal error in a request, answered nothing: ") + e.what());
+      }
+    }
     if (!clock_.simulated()) {
       RunDueTicks(clock_.NowUnixNs() / kNsPerMs);
       MaybeCheckpoint();
@@ -320,17 +355,16 @@ Status Agent::Checkpoint() {
 }
 
 void Agent::Shutdown() {
+  bool first = false;
   {
     std::lock_guard lock(mu_);
-    if (stopping_) {
-      if (worker_.joinable()) worker_.join();
-      return;
-    }
+    first = !stopping_;
     stopping_ = true;
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
-  if (db_ == nullptr) return;
+  // A start that never got going (refused, or the address taken) writes nothing.
+  if (!first || db_ == nullptr || !loaded_ || !started_) return;
   if (Status s = Checkpoint(); !s.ok())
     Log("saving state at shutdown failed: " + s.error().message);
   if (Status s = db_->PutMeta("clean_shutdown", "1"); !s.ok()) Log(s.error().message);
@@ -339,14 +373,20 @@ void Agent::Shutdown() {
 
 bool Agent::Handle(const net::HttpRequest& req, net::Respond& respond) {
   if (req.path.rfind("/api/v1/", 0) != 0) return false;
-  {
-    std::lock_guard lock(mu_);
-    if (stopping_) {
-      respond(net::TextResponse(503, "the agent is shutting down"));
-      return true;
-    }
+  const bool write = req.method == "POST" || req.method == "PUT" || req.method == "DELETE";
+  if (write && !req.peer && !options_.tcp_writes) {
+    net::HttpResponse r;
+    r.status = 403;
+    r.content_type = "application/json";
+    r.body = json{{"error",
+                   "changes over TCP need authenticated clients (basic auth in --web-config-file) "
+                   "or --allow-tcp-writes; use the unix socket on the node"}}
+                 .dump() +
+             "\n";
+    respond(std::move(r));
+    return true;
   }
-  Post([this, req, respond] {
+  auto task = [this, req, respond] {
     Reply r = Serve(req);
     net::HttpResponse out;
     out.status = r.status;
@@ -355,7 +395,8 @@ bool Agent::Handle(const net::HttpRequest& req, net::Respond& respond) {
       out.body = std::move(r.text);
     } else {
       out.content_type = "application/json";
-      out.body = r.body.dump();
+      // Messages echo what the client sent, which may not be UTF-8: replaced, never a throw.
+      out.body = r.body.dump(-1, ' ', false, json::error_handler_t::replace);
       out.body += '\n';
     }
     out.compressible = out.body.size() > 1024;
@@ -363,7 +404,17 @@ bool Agent::Handle(const net::HttpRequest& req, net::Respond& respond) {
     respond(std::move(out));
     // A large answer's JSON tree was freed in this thread's arena, which glibc keeps: give it back.
     if (large) malloc_trim(0);
-  });
+  };
+  {
+    std::unique_lock lock(mu_);
+    if (!stopping_) {
+      queue_.push_back(std::move(task));
+      lock.unlock();
+      cv_.notify_all();
+      return true;
+    }
+  }
+  respond(net::TextResponse(503, "the agent is shutting down"));
   return true;
 }
 
@@ -374,7 +425,15 @@ std::shared_ptr<const exporter::Snapshot> Agent::Read(std::span<const FieldIndex
   {
     std::lock_guard lock(mu_);
     if (stopping_) return nullptr;
-    queue_.push_back([this, promise, wanted] { promise->set_value(ReadOnWorker(wanted)); });
+    queue_.push_back([this, promise, wanted] {
+      std::shared_ptr<const exporter::Snapshot> snap;
+      try {
+        snap = ReadOnWorker(wanted);
+      } catch (const std::exception& e) {
+        Log(std::string("internal error in a device read: ") + e.what());
+      }
+      promise->set_value(std::move(snap));
+    });
   }
   cv_.notify_all();
   return answer.get();

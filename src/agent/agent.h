@@ -41,8 +41,11 @@ struct AgentOptions {
   std::size_t history_limit_bytes = std::size_t{1} << 30;  // the bound of every watch together
   std::int64_t min_refresh_ms = 100;         // a scrape reuses a watched reading this fresh
   std::optional<double> simulated_clock_s;   // set: the simulated clock, starting there
-  std::size_t max_query_points = 4'000'000;  // one history answer at most
+  std::size_t max_query_points = 1'000'000;  // one history answer at most (about 100 MB of JSON)
   std::string version;
+  // Changes (POST, PUT, DELETE) over TCP: only when its clients are authenticated (basic auth in
+  // the web config) or the operator said so (--allow-tcp-writes); the unix socket always.
+  bool tcp_writes = false;
 };
 
 class Agent final : public exporter::Extension {
@@ -50,7 +53,11 @@ class Agent final : public exporter::Extension {
   // Opens the state database (refusing a foreign or corrupt one), loads groups, watches, jobs and
   // the spilled history, and starts the worker. `backend` must outlive the Agent and is read only
   // by its worker from now on.
+  // Reads only: nothing is written until Start.
   static Result<std::unique_ptr<Agent>> Create(AgentOptions options, gpu::Backend& backend);
+  // Notes the downtime on interrupted jobs, marks the agent running, starts the worker (ticks).
+  // Call once the exporter has bound its address.
+  Status Start();
   ~Agent() override;
 
   bool Handle(const net::HttpRequest& req, net::Respond& respond) override;
@@ -116,7 +123,9 @@ class Agent final : public exporter::Extension {
   nlohmann::json GroupJson(int id) const;
   nlohmann::json WatchJson(const WatchRow& w) const;
   nlohmann::json JobJson(const Job& job) const;
-  std::optional<int> FindGroup(int id) const;  // index in groups_, or -1 for the default group
+  std::optional<int> FindGroup(int id) const;
+  std::optional<std::string> RunningJobOn(
+      int group_id) const;  // a running job's id  // index in groups_, or -1 for the default group
 
   const AgentOptions options_;
   gpu::Backend& backend_;
@@ -138,6 +147,8 @@ class Agent final : public exporter::Extension {
   std::uint64_t ticks_ = 0, skipped_ticks_ = 0, checkpoints_ = 0;
   std::string last_checkpoint_error_;
   std::vector<std::string> load_notes_;
+  std::string pending_note_;  // for every job that was running while the agent was down
+  bool loaded_ = false, started_ = false;
   Sample scratch_;
 
   std::mutex mu_;  // guards queue_, stopping_

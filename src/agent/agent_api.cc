@@ -9,6 +9,7 @@
 
 #include "agent/agent.h"
 #include "agent/history_query.h"
+#include "core/split.h"
 #include "net/http_util.h"
 
 namespace gpulse::agent {
@@ -21,18 +22,6 @@ constexpr std::int64_t kDefaultJobUpdateMs = 1000;
 constexpr std::int64_t kDefaultJobKeepAgeS = 4 * 3600;
 constexpr std::int64_t kMinUpdateMs = 10;
 constexpr std::int64_t kMaxKeepAgeS = 30 * 24 * 3600;
-
-std::vector<std::string> Split(const std::string& path) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    if (end > start) parts.push_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
-}
 
 std::optional<int> ParseId(const std::string& s) {
   if (s.empty() || s.size() > 10 || !std::all_of(s.begin(), s.end(), ::isdigit))
@@ -132,7 +121,7 @@ Agent::Reply Agent::Serve(const net::HttpRequest& req) {
 }
 
 Agent::Reply Agent::Dispatch(const net::HttpRequest& req) {
-  std::vector<std::string> p = Split(req.path);  // "api", "v1", ...
+  std::vector<std::string> p = SplitNonEmpty(req.path, '/');  // "api", "v1", ...
   p.erase(p.begin(), p.begin() + 2);
   const std::string& m = req.method;
   const bool get = m == "GET" || m == "HEAD";
@@ -244,6 +233,13 @@ Agent::Reply Agent::Status_() const {
                     {"notes", notes}});
 }
 
+std::optional<std::string> Agent::RunningJobOn(int group_id) const {
+  for (const auto& [id, job] : jobs_) {
+    if (job.row.group_id == group_id && !job.row.stop_unix_ns) return id;
+  }
+  return std::nullopt;
+}
+
 std::optional<int> Agent::FindGroup(int id) const {
   if (id == kDefaultGroupId) return -1;
   for (std::size_t i = 0; i < groups_.size(); ++i) {
@@ -311,6 +307,9 @@ Agent::Reply Agent::ChangeGroup(int id, const json& body) {
   auto at = FindGroup(id);
   if (!at) return Route::Error(404, fmt::format("no group {}", id));
   if (*at < 0) return Route::Error(400, "the default group holds every GPU and cannot be changed");
+  if (auto job = RunningJobOn(id)) {
+    return Route::Error(409, fmt::format("job \"{}\" runs on group {}: stop it first", *job, id));
+  }
   GroupRow g = groups_[*at];
   for (const char* op : {"add", "remove"}) {
     if (!body.contains(op)) continue;
@@ -355,10 +354,8 @@ Agent::Reply Agent::DeleteGroup(int id) {
   auto at = FindGroup(id);
   if (!at) return Route::Error(404, fmt::format("no group {}", id));
   if (*at < 0) return Route::Error(400, "the default group cannot be deleted");
-  for (const auto& [jid, job] : jobs_) {
-    if (job.row.group_id == id && !job.row.stop_unix_ns) {
-      return Route::Error(409, fmt::format("job \"{}\" runs on group {}: stop it first", jid, id));
-    }
+  if (auto job = RunningJobOn(id)) {
+    return Route::Error(409, fmt::format("job \"{}\" runs on group {}: stop it first", *job, id));
   }
   if (Status s = db_->DeleteGroup(id); !s.ok()) return Route::FromError(s.error());
   groups_.erase(groups_.begin() + *at);
@@ -463,6 +460,11 @@ Agent::Reply Agent::DeleteWatch(int id) {
   auto it =
       std::find_if(watches_.begin(), watches_.end(), [&](const WatchRow& w) { return w.id == id; });
   if (it == watches_.end()) return Route::Error(404, fmt::format("no watch {}", id));
+  if (auto job = RunningJobOn(it->group_id)) {
+    return Route::Error(409, fmt::format("job \"{}\" runs on group {}, whose history this watch "
+                                         "keeps: stop it first",
+                                         *job, it->group_id));
+  }
   if (Status s = db_->DeleteWatch(id); !s.ok()) return Route::FromError(s.error());
   std::vector<WatchRow> kept = watches_;
   kept.erase(kept.begin() + (it - watches_.begin()));
@@ -526,16 +528,27 @@ json Agent::JobJson(const Job& job) const {
          {"notes", job.row.notes}};
   if (job.row.stop_unix_ns && !job.row.stats_json.empty()) {
     j["gpus"] = json::parse(job.row.stats_json, nullptr, false);
+    if (!j["gpus"].is_array()) {
+      j["gpus"] = json::array();
+      j["notes"].push_back("the stored statistics of this job are damaged and cannot be shown");
+    }
   } else {
     j["gpus"] = DeriveStats(w, history_, entities_, backend_.info(), job.activity);
   }
+  // The job's energy is the sum over its GPUs that were read; a GPU read without an energy figure
+  // makes the sum unknown (null), never an undercount. A GPU never read (skipped) adds nothing.
   double joules = 0;
-  bool any = false;
+  bool any = false, unknown = false;
   for (const json& g : j["gpus"]) {
-    if (g.contains("energy_joules") && g["energy_joules"].is_number())
-      joules += g["energy_joules"].get<double>(), any = true;
+    const bool read = g.value("sample_count", 0) > 0;
+    if (g.contains("energy_joules") && g["energy_joules"].is_number()) {
+      joules += g["energy_joules"].get<double>();
+      any = true;
+    } else if (read) {
+      unknown = true;
+    }
   }
-  j["energy_joules"] = any ? json(joules) : json(nullptr);
+  j["energy_joules"] = any && !unknown ? json(joules) : json(nullptr);
   return j;
 }
 
@@ -660,6 +673,7 @@ Agent::Reply Agent::ProcessInfo(unsigned pid, const std::map<std::string, std::s
     if (!id) return Route::Error(400, "group \"" + it->second + "\" is not a number");
     gid = *id;
   }
+  if (!FindGroup(gid)) return Route::Error(404, fmt::format("no group {}", gid));
   // The process's use is known from any activity that saw it: the group's process watch or a job.
   std::vector<const Activity*> sources;
   if (auto it = group_activity_.find(gid); it != group_activity_.end())

@@ -21,7 +21,7 @@ Result<std::int64_t> ParseDuration(const std::string& text) {
     if (i == start || i == text.size() || i - start > 9) {
       return InvalidArgument("\"" + text + "\" is not a duration such as 90s, 15m, 2h or 1d");
     }
-    std::int64_t n = std::stoll(text.substr(start, i - start));
+    std::int64_t n = std::stoll(text.substr(start, i - start));  // at most 9 digits
     std::int64_t unit = 0;
     switch (text[i]) {
       case 's':
@@ -41,6 +41,8 @@ Result<std::int64_t> ParseDuration(const std::string& text) {
                                "' (use s, m, h or d)");
     }
     total += n * unit;
+    if (total > 100LL * 365 * 86'400'000)
+      return InvalidArgument("\"" + text + "\" is over 100 years");
     any = true;
     ++i;
   }
@@ -48,7 +50,8 @@ Result<std::int64_t> ParseDuration(const std::string& text) {
   return total;
 }
 
-void Entry(json& row, const Entity& e) {
+// `t_ms`: a row's time, whose state is the entity's then (a GPU lost later was present before).
+void Entry(json& row, const Entity& e, std::optional<std::int64_t> t_ms = std::nullopt) {
   row["entity"] = EntityKey(e);
   row["gpu"] = e.gpu;
   row["uuid"] = e.uuid;
@@ -56,7 +59,12 @@ void Entry(json& row, const Entity& e) {
     row["gpu_instance_id"] = *e.gpu_instance_id;
     row["gpu_instance_profile"] = e.profile;
   }
-  row["state"] = std::string(EntityStateName(e.state));
+  EntityState state = e.state;
+  if (t_ms && state == EntityState::kLost && e.lost_unix_ns &&
+      *t_ms * 1'000'000 < *e.lost_unix_ns) {
+    state = EntityState::kPresent;
+  }
+  row["state"] = std::string(EntityStateName(state));
 }
 
 std::string CsvNumber(const std::optional<double>& v) {
@@ -183,7 +191,7 @@ Result<HistoryAnswer> AnswerHistory(const HistoryRequest& req,
     json rows = json::array();
     for (const auto& [k, values] : joined) {
       json row{{"t_unix_ms", k.first}};
-      Entry(row, all.at(k.second));
+      Entry(row, all.at(k.second), k.first);
       json v = json::array();
       for (const auto& x : values) v.push_back(x ? json(*x) : json(nullptr));
       row["values"] = std::move(v);

@@ -66,6 +66,17 @@ std::string Health(const json& gpu, json& incidents) {
     incidents.push_back(std::to_string(n) + " PCIe replay(s)");
     if (verdict == "healthy") verdict = "warning";
   }
+  // What could not be read is said, not counted as none.
+  if (gpu.value("sample_count", 0) > 0) {
+    for (const char* key : {"ecc_dbe_errors", "pcie_replays"}) {
+      if (!gpu.contains(key) || !gpu[key].is_number()) {
+        incidents.push_back(std::string(key == std::string("ecc_dbe_errors")
+                                            ? "double-bit ECC errors"
+                                            : "PCIe replays") +
+                            " not readable: not part of the verdict");
+      }
+    }
+  }
   return verdict;
 }
 

@@ -18,6 +18,7 @@
 #include "cli/gpu_options.h"
 #include "cli/subcommand.h"
 #include "gpu/registry.h"
+#include "net/web_config.h"
 
 namespace gpulse::cli {
 namespace {
@@ -40,6 +41,7 @@ struct ExporterCliOptions {
   std::string socket_group;
   std::int64_t checkpoint_s = 300;
   std::size_t history_limit_mib = 1024;
+  bool allow_tcp_writes = false;
 };
 
 // The agent's options from the command line and the environment.
@@ -67,6 +69,12 @@ Status ApplyAgentFlags(ExporterCliOptions& o) {
   }
   o.exp.allow_writes = true;
   o.exp.max_body_bytes = 64 * 1024;
+  o.agent_options.tcp_writes = o.allow_tcp_writes;
+  if (!o.exp.web_config_file.empty()) {
+    auto web = net::LoadWebConfig(o.exp.web_config_file);
+    if (!web) return web.error();
+    o.agent_options.tcp_writes = o.agent_options.tcp_writes || !web->basic_auth_users.empty();
+  }
   // The simulator's clock variable drives the agent's simulated clock (docs/agent.md).
   if (const char* clock = std::getenv("GPULSE_SIM_CLOCK"); clock != nullptr && *clock != '\0') {
     if (o.gpu.simulate.empty()) {
@@ -142,10 +150,13 @@ int RunAgent(ExporterCliOptions& o, std::unique_ptr<gpu::Backend> backend,
     fmt::print(stderr, "gpulse agent: {}\n", agent.error().message);
     return agent.error().code == ErrorCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
+  // The agent has only read its state so far: a refused address leaves the database untouched, and
+  // no worker reads the backend the failed exporter has already destroyed.
   auto e = exporter::Exporter::Create(o.exp, std::move(backend), std::move(counters), agent->get());
-  if (!e) {
-    (*agent)->Shutdown();
-    return UsageOrFailure(e.error());
+  if (!e) return UsageOrFailure(e.error());
+  if (Status s = (*agent)->Start(); !s.ok()) {
+    fmt::print(stderr, "gpulse agent: {}\n", s.error().message);
+    return kExitFailure;
   }
   (*e)->Run();
   (*agent)->Shutdown();
@@ -195,6 +206,9 @@ void AddAgentOptions(CLI::App& app, ExporterCliOptions& o) {
                  "Save history and job activity this often (seconds; always at shutdown)")
       ->capture_default_str()
       ->check(CLI::Range(1, 86'400));
+  app.add_flag("--allow-tcp-writes", o.allow_tcp_writes,
+               "Accept changes (groups, watches, jobs) over TCP without basic auth (default: only "
+               "with basic auth in the web config, and always on the unix socket)");
   app.add_option("--history-limit-mib", o.history_limit_mib,
                  "Refuse watches whose history could need more memory than this")
       ->capture_default_str()

@@ -8,6 +8,7 @@
 #include "cli/agent_client.h"
 #include "cli/dcgmi_box.h"
 #include "cli/subcommand.h"
+#include "core/split.h"
 
 namespace gpulse::cli {
 namespace {
@@ -59,18 +60,6 @@ std::optional<json> Call(const GroupOptions& o, const std::string& method, const
     return std::nullopt;
   }
   return r->json;
-}
-
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
 }
 
 int Run(const GroupOptions& o) {
@@ -135,7 +124,7 @@ int Run(const GroupOptions& o) {
     return kExitOk;
   }
   const bool adding = !o.add.empty();
-  json list = SplitList(adding ? o.add : o.remove);
+  json list = SplitNonEmpty(adding ? o.add : o.remove, ',');
   auto j = Call(o, "POST", path + "/entities", {{adding ? "add" : "remove", list}}, 200, &code);
   if (!j) return code;
   if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;

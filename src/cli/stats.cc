@@ -140,6 +140,7 @@ void SummaryBox(const json& job) {
   std::string health = "healthy";
   double max_mem = -1, max_power = -1, min_power = 1e300, power_mean = 0;
   std::uint64_t dbe = 0, replays = 0, xids = 0, power_n = 0;
+  bool dbe_known = false, replays_known = false;  // N/A unless some GPU's counter was read
   for (const json& g : At(job, "gpus")) {
     procs += g.value("processes", json::array()).size();
     if (At(g, "max_memory_used_bytes").is_number())
@@ -150,8 +151,14 @@ void SummaryBox(const json& job) {
       power_mean += At(g, "power_watts")["mean"].get<double>();
       ++power_n;
     }
-    if (At(g, "ecc_dbe_errors").is_number()) dbe += At(g, "ecc_dbe_errors").get<std::uint64_t>();
-    if (At(g, "pcie_replays").is_number()) replays += At(g, "pcie_replays").get<std::uint64_t>();
+    if (At(g, "ecc_dbe_errors").is_number()) {
+      dbe += At(g, "ecc_dbe_errors").get<std::uint64_t>();
+      dbe_known = true;
+    }
+    if (At(g, "pcie_replays").is_number()) {
+      replays += At(g, "pcie_replays").get<std::uint64_t>();
+      replays_known = true;
+    }
     xids += g.value("xid_errors", json::array()).size();
     std::string h = g.value("overall_health", "healthy");
     if (h == "failure" || (h == "warning" && health == "healthy")) health = h;
@@ -166,8 +173,8 @@ void SummaryBox(const json& job) {
                                                    power_mean / power_n, max_power, min_power));
   box.Row("Max GPU Memory Used (bytes)", max_mem < 0 ? "N/A" : fmt::format("{:.0f}", max_mem));
   box.Section("Event Stats");
-  box.Row("Double Bit ECC Errors", std::to_string(dbe));
-  box.Row("PCIe Replay Warnings", std::to_string(replays));
+  box.Row("Double Bit ECC Errors", dbe_known ? std::to_string(dbe) : "N/A");
+  box.Row("PCIe Replay Warnings", replays_known ? std::to_string(replays) : "N/A");
   box.Row("Critical XID Errors", std::to_string(xids));
   box.Section("Overall Health");
   box.Row("Overall Health", Health(health));

@@ -635,14 +635,25 @@ Status Server::Impl::ListenUnix() {
     boost::system::error_code ec;
     probe.connect(unix_stream::endpoint(path), ec);
     if (!ec) return Unavailable("unix socket \"" + path + "\": another server listens on it");
+    // Only "refused" proves nobody listens; a full backlog or a permission error does not.
+    if (ec != boost::asio::error::connection_refused) {
+      return Unavailable("unix socket \"" + path +
+                         "\": cannot tell whether a server listens on it (" + ec.message() +
+                         "); remove it if none does");
+    }
     unlink(path.c_str());  // left by a server that is gone
   }
   boost::system::error_code ec;
   unix_acceptor.open(unix_stream(), ec);
+  // Created owner-only, widened by chmod below: never connectable by others in between.
+  const mode_t old_umask = umask(0177);
   if (!ec) unix_acceptor.bind(unix_stream::endpoint(path), ec);
+  umask(old_umask);
   if (ec) return Unavailable("unix socket \"" + path + "\": cannot bind: " + ec.message());
   unix_acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return Unavailable("unix socket \"" + path + "\": cannot listen: " + ec.message());
+  unix_path = path;  // ours from here on: removed with the server, also when the steps below fail
+  if (lstat(path.c_str(), &st) == 0) unix_inode = st.st_ino;
   if (opt.unix_socket_gid &&
       chown(path.c_str(), static_cast<uid_t>(-1), *opt.unix_socket_gid) != 0) {
     return Status(
@@ -654,8 +665,6 @@ Status Server::Impl::ListenUnix() {
         Error{ErrorCode::kNoPermission,
               "unix socket \"" + path + "\": cannot set its mode: " + std::strerror(errno)});
   }
-  if (lstat(path.c_str(), &st) == 0) unix_inode = st.st_ino;
-  unix_path = path;
   return Status::Ok();
 }
 

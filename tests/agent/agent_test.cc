@@ -60,12 +60,18 @@ class AgentTest : public ::testing::Test {
     auto a = Agent::Create(o, backend_);
     ASSERT_TRUE(a.ok()) << a.error().message;
     agent_ = std::move(a).value();
+    Status started = agent_->Start();
+    ASSERT_TRUE(started.ok()) << started.error().message;
   }
 
-  // One request through Handle, as the server makes it; the answer's status and JSON body.
+  // One request through Handle, as the server makes it (from the unix socket unless `tcp`); the
+  // answer's status and JSON body.
   std::pair<int, json> Call(const std::string& method, const std::string& path,
-                            const json& body = nullptr) {
+                            const json& body = nullptr, bool tcp = false) {
     net::HttpRequest req;
+    if (!tcp) {
+      req.peer = net::PeerCredentials{static_cast<std::uint32_t>(getpid()), getuid(), getgid()};
+    }
     req.method = method;
     req.target = path;
     req.path = path.substr(0, path.find('?'));
@@ -118,6 +124,14 @@ TEST_F(AgentTest, WrongMethodsAndPathsAreRefusedAsJson) {
   other.path = "/metrics";
   net::Respond unused = [](net::HttpResponse) {};
   EXPECT_FALSE(agent_->Handle(other, unused)) << "not an API path: the exporter's";
+}
+
+TEST_F(AgentTest, ChangesOverTcpNeedAuthenticatedClients) {
+  auto [status, body] = Call("POST", "/api/v1/groups", {{"name", "g"}}, /*tcp=*/true);
+  EXPECT_EQ(status, 403);
+  EXPECT_NE(body.value("error", "").find("basic auth"), std::string::npos) << body.dump();
+  EXPECT_EQ(Call("GET", "/api/v1/groups", nullptr, /*tcp=*/true).first, 200) << "reads are fine";
+  EXPECT_EQ(Call("POST", "/api/v1/groups", {{"name", "g"}}).first, 201) << "the socket may change";
 }
 
 TEST_F(AgentTest, AfterShutdownReadsAnswerNothingAndTheStateIsSaved) {
