@@ -105,25 +105,6 @@ Result<Socket> Connect(const Where& w, const std::string& shown) {
   return fail(last);
 }
 
-std::string Base64(const std::string& in) {
-  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    unsigned v =
-        (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 | (unsigned char)in[i + 2];
-    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
-  }
-  if (i + 1 == in.size()) {
-    unsigned v = (unsigned char)in[i] << 16;
-    out += {t[v >> 18], t[(v >> 12) & 63], '=', '='};
-  } else if (i + 2 == in.size()) {
-    unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8;
-    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
-  }
-  return out;
-}
-
 Result<AgentReply> ParseReply(const std::string& raw, const std::string& shown) {
   std::size_t head_end = raw.find("\r\n\r\n");
   if (raw.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos || raw.size() < 12) {
@@ -174,7 +155,8 @@ Result<AgentReply> CallAgent(const std::string& host, const std::string& method,
   const char* user = std::getenv("GPULSE_AGENT_USER");
   const char* pass = std::getenv("GPULSE_AGENT_PASSWORD");
   if (user != nullptr && *user != '\0') {
-    req += "Authorization: Basic " + Base64(std::string(user) + ":" + (pass ? pass : "")) + "\r\n";
+    req += "Authorization: Basic " +
+           net::Base64Encode(std::string(user) + ":" + (pass ? pass : "")) + "\r\n";
   }
   if (!body.empty() || method == "POST" || method == "PUT") {
     req +=

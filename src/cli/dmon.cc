@@ -16,6 +16,7 @@
 #include "cli/gpu_options.h"
 #include "cli/subcommand.h"
 #include "gpu/registry.h"
+#include "net/http_util.h"
 #include "sampling/ticker.h"
 
 namespace gpulse::cli {
@@ -138,18 +139,6 @@ std::vector<std::size_t> Rows(const std::vector<Entity>& entities,
   return out;
 }
 
-std::string Encode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == ',' || c == '-' || c == '_' || c == '.' || c == ':') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
 // A row of the agent's history answer as the entity and sample the live printer takes.
 void FromRow(const nlohmann::json& row, const std::vector<FieldIndex>& fields, Entity& e,
              Sample& s) {
@@ -178,10 +167,10 @@ int RunHistory(const DmonOptions& o, const std::vector<FieldIndex>& fields) {
   std::string ids;
   for (FieldIndex f : fields) ids += (ids.empty() ? "" : ",") + std::to_string(FieldAt(f).id);
   std::string target = "/api/v1/history?format=rows&fields=" + ids;
-  if (!o.since.empty()) target += "&since=" + Encode(o.since);
-  if (!o.until.empty()) target += "&until=" + Encode(o.until);
-  if (!o.devices.empty()) target += "&entities=" + Encode(o.devices);
-  if (!o.group.empty()) target += "&group=" + Encode(o.group);
+  if (!o.since.empty()) target += "&since=" + net::PercentEncode(o.since);
+  if (!o.until.empty()) target += "&until=" + net::PercentEncode(o.until);
+  if (!o.devices.empty()) target += "&entities=" + net::PercentEncode(o.devices);
+  if (!o.group.empty()) target += "&group=" + net::PercentEncode(o.group);
   std::string host = ResolveAgentHost(o.host);
   auto reply = CallAgent(host, "GET", target);
   if (!reply) {

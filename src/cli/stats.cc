@@ -12,6 +12,7 @@
 #include "cli/agent_client.h"
 #include "cli/dcgmi_box.h"
 #include "cli/subcommand.h"
+#include "net/http_util.h"
 
 namespace gpulse::cli {
 namespace {
@@ -186,16 +187,6 @@ int Report(const AgentReply& r) {
   return r.status == 400 || r.status == 404 || r.status == 409 ? kExitUsage : kExitFailure;
 }
 
-std::string Path(const std::string& job) {
-  std::string out;
-  for (unsigned char c : job) {
-    out += std::isalnum(c) || c == '-' || c == '_' || c == '.'
-               ? std::string(1, static_cast<char>(c))
-               : fmt::format("%{:02X}", c);
-  }
-  return out;
-}
-
 int Run(const StatsOptions& o) {
   int actions = o.enable + !o.start.empty() + !o.stop.empty() + !o.job.empty() + o.pid.has_value() +
                 !o.remove.empty() + o.list;
@@ -216,11 +207,11 @@ int Run(const StatsOptions& o) {
     r = CallAgent(host, "POST", "/api/v1/jobs", json{{"id", o.start}, {"group", group}}.dump());
     want = 201;
   } else if (!o.stop.empty()) {
-    r = CallAgent(host, "POST", "/api/v1/jobs/" + Path(o.stop) + "/stop");
+    r = CallAgent(host, "POST", "/api/v1/jobs/" + net::PercentEncode(o.stop) + "/stop");
   } else if (!o.job.empty()) {
-    r = CallAgent(host, "GET", "/api/v1/jobs/" + Path(o.job));
+    r = CallAgent(host, "GET", "/api/v1/jobs/" + net::PercentEncode(o.job));
   } else if (!o.remove.empty()) {
-    r = CallAgent(host, "DELETE", "/api/v1/jobs/" + Path(o.remove));
+    r = CallAgent(host, "DELETE", "/api/v1/jobs/" + net::PercentEncode(o.remove));
   } else if (o.list) {
     r = CallAgent(host, "GET", "/api/v1/jobs");
   } else {

@@ -28,6 +28,13 @@ std::optional<std::string> Base64Decode(std::string_view text);
 // '+'); nullopt on a malformed escape or a decoded NUL.
 std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space = true);
 
+// Escapes every byte but letters, digits and "-_.~" as %XX (RFC 3986 unreserved): safe in a path
+// segment and a query value. PercentDecode(PercentEncode(x), false) == x.
+std::string PercentEncode(std::string_view text);
+
+// Standard base64 with padding (RFC 4648), the inverse of Base64Decode.
+std::string Base64Encode(std::string_view bytes);
+
 // The body gzip-compressed (RFC 1952) at `level` (1 fastest .. 9 smallest).
 Result<std::string> Gzip(std::string_view body, int level);
 

@@ -188,13 +188,16 @@ TEST(WebConfig, ErrorsNameTheFileLineAndKey) {
            {"basic_auth_users: [a]\n", "expected a map"},
            {"tls_server_config: [\n", "web.yml"},
            // A duplicated key never turns security off: the empty first value is not kept silently.
-           {"tls_server_config:\nbasic_auth_users:\ntls_server_config:\n  cert_file: a\n  key_file: b\n",
+           {"tls_server_config:\nbasic_auth_users:\ntls_server_config:\n  cert_file: a\n  "
+            "key_file: b\n",
             "web.yml:3: duplicate key \"tls_server_config\" (first at line 1)"},
-           {"basic_auth_users:\n  alice: x\n  alice: y\n", "web.yml:3: duplicate key \"alice\" in basic_auth_users"},
+           {"basic_auth_users:\n  alice: x\n  alice: y\n",
+            "web.yml:3: duplicate key \"alice\" in basic_auth_users"},
            // Header values are sent verbatim: CR/LF would inject headers of their own.
            {"http_server_config:\n  headers: {X-A: \"ok\\r\\nSet-Cookie: x=1\"}\n",
             "web.yml:2: http_server_config.headers.X-A: control characters"},
-           {"http_server_config:\n  headers: {\"X A\": ok}\n", "\"X A\" is not a valid header name"},
+           {"http_server_config:\n  headers: {\"X A\": ok}\n",
+            "\"X A\" is not a valid header name"},
        }) {
     auto w = ParseWebConfig(c.yaml, "/d", "web.yml");
     ASSERT_FALSE(w.ok()) << c.yaml;
@@ -216,13 +219,15 @@ namespace gpulse::net {
 namespace {
 
 TEST(WebConfig, OnlyARegularFileOfBoundedSizeIsRead) {
-  auto dir = std::filesystem::temp_directory_path() / ("gpulse-webcfg-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("gpulse-webcfg-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string fifo = (dir / "web.fifo").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   auto w = LoadWebConfig(fifo);  // returns at once: opened without waiting for a writer
   ASSERT_FALSE(w.ok());
-  EXPECT_NE(w.error().message.find("is not a regular file"), std::string::npos) << w.error().message;
+  EXPECT_NE(w.error().message.find("is not a regular file"), std::string::npos)
+      << w.error().message;
   auto z = LoadWebConfig("/dev/zero");
   ASSERT_FALSE(z.ok());
   EXPECT_NE(z.error().message.find("/dev/zero\" is not a regular file"), std::string::npos);
@@ -230,9 +235,26 @@ TEST(WebConfig, OnlyARegularFileOfBoundedSizeIsRead) {
   std::ofstream(big) << std::string(2 << 20, '#');
   auto b = LoadWebConfig(big);
   ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.error().message.find("more than the 1048576"), std::string::npos) << b.error().message;
+  EXPECT_NE(b.error().message.find("more than the 1048576"), std::string::npos)
+      << b.error().message;
   EXPECT_EQ(LoadWebConfig((dir / "missing.yml").string()).error().code, ErrorCode::kNotFound);
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpulse::net
+
+namespace gpulse::net {
+namespace {
+
+TEST(HttpUtil, PercentEncodeRoundTripsAndBase64EncodeIsDecodesInverse) {
+  const std::string odd = std::string("a+b /?%#\xff\x01", 10) + "job-1_2.3~";
+  EXPECT_EQ(PercentEncode("a+b c/%"), "a%2Bb%20c%2F%25");
+  EXPECT_EQ(PercentDecode(PercentEncode(odd), /*plus_is_space=*/false), odd);
+  EXPECT_EQ(Base64Encode("alice:s3cret"), "YWxpY2U6czNjcmV0");
+  for (std::string s : {"", "a", "ab", "abc", "abcd"}) {
+    EXPECT_EQ(Base64Decode(Base64Encode(s)), s) << s;
+  }
 }
 
 }  // namespace
