@@ -144,7 +144,9 @@ class LineParser {
       return Bad("expected 3 comma-separated fields (field, prometheus type, help), found " +
                  std::to_string(fields->size()));
     }
-    const std::string& name = (*fields)[0];
+    // A name is an identifier: blanks around it are never part of it, quoted or not (a quoted name
+    // ending in a form feed was kept as written and did not read back; found by fuzzing, issue 13).
+    const std::string name(Trim((*fields)[0]));
     std::string type = Lower((*fields)[1]);
     const std::string& help = (*fields)[2];
     if (name.empty()) return Bad("empty field name");
