@@ -42,6 +42,7 @@ nvmlReturn_t OnSession(Fn&& fn) noexcept {
     std::lock_guard lock(sim.mutex());
     Session* session = sim.session();
     if (session == nullptr) return NVML_ERROR_UNINITIALIZED;
+    sim.Count(Simulator::kSessionCalls);
     return fn(sim, *session);
   } catch (...) {
     return NVML_ERROR_UNKNOWN;
@@ -54,6 +55,7 @@ nvmlReturn_t OnDevice(nvmlDevice_t device, Fn&& fn) noexcept {
   return OnSession([&](Simulator& sim, Session& session) -> nvmlReturn_t {
     const DeviceHandle* handle = session.Find(device);
     if (handle == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    sim.Count(Simulator::kDeviceCalls);
     const double t = sim.Now();
     if (session.faults().Lost(handle->index, t)) return NVML_ERROR_GPU_IS_LOST;
     DeviceCtx ctx{sim, session, *handle, t};

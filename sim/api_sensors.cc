@@ -67,6 +67,7 @@ GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device
                                                              nvmlUtilization_t* util) {
   return OnDevice(device, [&](DeviceCtx& c) -> nvmlReturn_t {
     if (util == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    c.sim.Count(gpulse::sim::Simulator::kUtilizationCalls);
     if (nvmlReturn_t r = c.Gate(Call::kUtilization); r != NVML_SUCCESS) return r;
     util->gpu = c.model().GpuUtil(c.t);
     util->memory = c.model().MemUtil(c.t);

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <memory>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -110,6 +111,13 @@ class Simulator {
   const std::string& scenario_name() const { return scenario_name_; }
   const std::string& last_error() const { return last_error_; }
 
+  // Call counting (GPULSE_SIM_CALL_COUNTS=FILE, sim/README.md): the counters live in FILE, mapped
+  // shared, so another process reads them while this one runs.
+  enum Counter : int { kSessionCalls = 0, kDeviceCalls = 1, kUtilizationCalls = 2, kCounters };
+  void Count(Counter c) {
+    if (counts_ != nullptr) ++counts_[c];
+  }
+
  private:
   Simulator() = default;
 
@@ -122,6 +130,8 @@ class Simulator {
   std::optional<double> frozen_;
   std::string scenario_name_;
   std::string last_error_;
+  std::uint64_t* counts_ = nullptr;  // mapped from GPULSE_SIM_CALL_COUNTS, once
+  bool counts_tried_ = false;
 };
 
 }  // namespace gpulse::sim

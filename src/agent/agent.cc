@@ -418,17 +418,18 @@ bool Agent::Handle(const net::HttpRequest& req, net::Respond& respond) {
   return true;
 }
 
-std::shared_ptr<const exporter::Snapshot> Agent::Read(std::span<const FieldIndex> fields) {
+std::shared_ptr<const exporter::Snapshot> Agent::Read(std::span<const FieldIndex> fields,
+                                                      bool processes) {
   std::vector<FieldIndex> wanted(fields.begin(), fields.end());
   auto promise = std::make_shared<std::promise<std::shared_ptr<const exporter::Snapshot>>>();
   auto answer = promise->get_future();
   {
     std::lock_guard lock(mu_);
     if (stopping_) return nullptr;
-    queue_.push_back([this, promise, wanted] {
+    queue_.push_back([this, promise, wanted, processes] {
       std::shared_ptr<const exporter::Snapshot> snap;
       try {
-        snap = ReadOnWorker(wanted);
+        snap = ReadOnWorker(wanted, processes);
       } catch (const std::exception& e) {
         Log(std::string("internal error in a device read: ") + e.what());
       }
@@ -441,7 +442,8 @@ std::shared_ptr<const exporter::Snapshot> Agent::Read(std::span<const FieldIndex
 
 // The exporter's read: a field this agent watches on an entity, read within min_refresh, is
 // served from the watch's latest point; the rest is read from the device now, in one call.
-std::shared_ptr<const exporter::Snapshot> Agent::ReadOnWorker(std::span<const FieldIndex> fields) {
+std::shared_ptr<const exporter::Snapshot> Agent::ReadOnWorker(std::span<const FieldIndex> fields,
+                                                              bool processes) {
   auto snap = std::make_shared<exporter::Snapshot>();
   snap->start_mono_ns = MonotonicNowNs();
   snap->fields.assign(fields.begin(), fields.end());
@@ -479,6 +481,7 @@ std::shared_ptr<const exporter::Snapshot> Agent::ReadOnWorker(std::span<const Fi
     s.t_mono_ns = MonotonicNowNs();  // the exposition ages readings on the real clock
     s.t_unix_ns = clock_.NowUnixNs();
   }
+  if (processes) exporter::ReadProcesses(backend_, *snap);
   snap->failed_calls_total = backend_.stats().failed_calls;
   snap->profiling_failed_total = backend_.stats().profiling_failed_calls;
   snap->profiling_rejected_total = backend_.stats().profiling_rejected_values;

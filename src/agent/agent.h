@@ -61,7 +61,8 @@ class Agent final : public exporter::Extension {
   ~Agent() override;
 
   bool Handle(const net::HttpRequest& req, net::Respond& respond) override;
-  std::shared_ptr<const exporter::Snapshot> Read(std::span<const FieldIndex> fields) override;
+  std::shared_ptr<const exporter::Snapshot> Read(std::span<const FieldIndex> fields,
+                                                 bool processes) override;
 
   // Stops the worker after the task in progress, saves history and activity, and records a clean
   // shutdown. Later Reads answer nullptr and later requests 503. Idempotent.
@@ -96,7 +97,8 @@ class Agent final : public exporter::Extension {
   void MaybeCheckpoint();
   Status Checkpoint();
   Status Replan(const std::vector<WatchRow>& watches);
-  std::shared_ptr<const exporter::Snapshot> ReadOnWorker(std::span<const FieldIndex> fields);
+  std::shared_ptr<const exporter::Snapshot> ReadOnWorker(std::span<const FieldIndex> fields,
+                                                         bool processes);
   std::vector<std::size_t> ActivityGpus(int group_id) const;
 
   // The API (agent_api.cc), on the worker.

@@ -1,6 +1,7 @@
 #include "cli/agent_client.h"
 
 #include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -140,8 +141,12 @@ std::string ResolveAgentHost(const std::string& flag) {
   return kDefaultAgentSocket;
 }
 
-Result<AgentReply> CallAgent(const std::string& host, const std::string& method,
-                             const std::string& target, const std::string& body) {
+namespace {
+
+// Connects and sends one request (Connection: close); the answer is the caller's to read.
+Result<Socket> SendRequest(const std::string& host, const std::string& method,
+                           const std::string& target, const std::string& body,
+                           const char* accept) {
   auto where = ParseHost(host);
   if (!where) return where.error();
   auto fd = Connect(*where, host);
@@ -151,7 +156,7 @@ Result<AgentReply> CallAgent(const std::string& host, const std::string& method,
   setsockopt(fd->get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   std::string req = method + " " + target + " HTTP/1.1\r\nHost: " +
                     (where->unix_socket ? std::string("localhost") : where->host) +
-                    "\r\nConnection: close\r\nAccept: application/json\r\n";
+                    "\r\nConnection: close\r\nAccept: " + accept + "\r\n";
   const char* user = std::getenv("GPULSE_AGENT_USER");
   const char* pass = std::getenv("GPULSE_AGENT_PASSWORD");
   if (user != nullptr && *user != '\0') {
@@ -170,6 +175,94 @@ Result<AgentReply> CallAgent(const std::string& host, const std::string& method,
                          " closed the connection: " + std::strerror(errno));
     sent += static_cast<std::size_t>(n);
   }
+  return fd;
+}
+
+// Reads what the socket has within `timeout`: >0 bytes, 0 at the end, -1 on timeout (errno 0) or
+// an error (errno set).
+ssize_t RecvWithin(int fd, char* buf, std::size_t len, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN, 0};
+  int ready = 0;
+  do {
+    ready = poll(&p, 1, static_cast<int>(timeout.count()));
+  } while (ready < 0 && errno == EINTR);
+  if (ready == 0) {
+    errno = 0;
+    return -1;
+  }
+  if (ready < 0) return -1;
+  ssize_t n = 0;
+  do {
+    n = recv(fd, buf, len, 0);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+class SocketStream final : public AgentStream {
+ public:
+  SocketStream(Socket fd, std::string host, std::string pending, bool chunked)
+      : fd_(std::move(fd)), host_(std::move(host)), raw_(std::move(pending)), chunked_(chunked) {}
+
+  Result<bool> Read(std::string& out, std::chrono::milliseconds timeout) override {
+    bool got = Decode(out);
+    if (got) return true;
+    char buf[65536];
+    ssize_t n = RecvWithin(fd_.get(), buf, sizeof buf, timeout);
+    if (n < 0 && errno == 0) return false;
+    if (n < 0) return Unavailable("reading the stream from " + host_ + ": " + std::strerror(errno));
+    if (n == 0 || ended_) return Unavailable("the server at " + host_ + " ended the stream");
+    raw_.append(buf, static_cast<std::size_t>(n));
+    return Decode(out);
+  }
+
+ private:
+  // Moves the body bytes in raw_ to `out` (undoing chunked transfer); true when any moved.
+  bool Decode(std::string& out) {
+    if (!chunked_) {
+      bool any = !raw_.empty();
+      out += raw_;
+      raw_.clear();
+      return any;
+    }
+    bool any = false;
+    for (;;) {
+      if (left_ == 0) {
+        std::size_t eol = raw_.find("\r\n");
+        if (eol == std::string::npos) return any;
+        if (eol == 0) {  // the CRLF after a chunk's data
+          raw_.erase(0, 2);
+          continue;
+        }
+        left_ = std::strtoull(raw_.substr(0, eol).c_str(), nullptr, 16);
+        raw_.erase(0, eol + 2);
+        if (left_ == 0) {
+          ended_ = true;
+          return any;
+        }
+      }
+      std::size_t take = std::min<std::size_t>(left_, raw_.size());
+      if (take == 0) return any;
+      out.append(raw_, 0, take);
+      raw_.erase(0, take);
+      left_ -= take;
+      any = true;
+    }
+  }
+
+  Socket fd_;
+  std::string host_;
+  std::string raw_;  // bytes received, not yet decoded
+  bool chunked_;
+  std::size_t left_ = 0;  // bytes left in the current chunk
+  bool ended_ = false;
+};
+
+}  // namespace
+
+Result<AgentReply> CallAgent(const std::string& host, const std::string& method,
+                             const std::string& target, const std::string& body) {
+  auto fd = SendRequest(host, method, target, body, "application/json");
+  if (!fd) return fd.error();
   std::string raw;
   char buf[65536];
   for (;;) {
@@ -183,6 +276,42 @@ Result<AgentReply> CallAgent(const std::string& host, const std::string& method,
     if (raw.size() > kMaxReplyBytes) return Unavailable("the agent's answer is over 1 GiB");
   }
   return ParseReply(raw, host);
+}
+
+Result<std::unique_ptr<AgentStream>> OpenAgentStream(const std::string& host,
+                                                     const std::string& target) {
+  auto fd = SendRequest(host, "GET", target, "", "text/event-stream");
+  if (!fd) return fd.error();
+  std::string raw;
+  char buf[16384];
+  constexpr std::chrono::milliseconds kHeadTimeout{30'000};
+  std::size_t head_end = std::string::npos;
+  while (head_end == std::string::npos) {
+    ssize_t n = RecvWithin(fd->get(), buf, sizeof buf, kHeadTimeout);
+    if (n <= 0) return Unavailable("the server at " + host + " sent no answer to " + target);
+    raw.append(buf, static_cast<std::size_t>(n));
+    head_end = raw.find("\r\n\r\n");
+    if (head_end == std::string::npos && raw.size() > 64 * 1024)
+      return Unavailable("the server at " + host + " sent no HTTP head");
+  }
+  std::string lower = raw.substr(0, head_end);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool chunked = lower.find("transfer-encoding: chunked") != std::string::npos;
+  auto head = ParseReply(raw.substr(0, head_end + 4), host);
+  if (!head) return head.error();
+  if (head->status != 200) {
+    // The refusal's text (e.g. the viewer limit) is short: read what comes within a moment.
+    for (int i = 0; i < 20 && raw.size() < 64 * 1024; ++i) {
+      ssize_t n = RecvWithin(fd->get(), buf, sizeof buf, std::chrono::milliseconds(100));
+      if (n <= 0) break;
+      raw.append(buf, static_cast<std::size_t>(n));
+    }
+    auto whole = ParseReply(raw, host);
+    return Unavailable("the server at " + host + " refused " + target + ": " +
+                       ReplyError(whole ? *whole : *head));
+  }
+  return std::unique_ptr<AgentStream>(
+      new SocketStream(std::move(fd).value(), host, raw.substr(head_end + 4), chunked));
 }
 
 std::string ReplyError(const AgentReply& r) {

@@ -7,6 +7,8 @@
 // has no TLS client yet (use the unix socket on the node, or a tunnel).
 #pragma once
 
+#include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -33,6 +35,21 @@ std::string ResolveAgentHost(const std::string& flag);
 // Sends one request; fails (Unavailable) when the agent cannot be reached, naming the host.
 Result<AgentReply> CallAgent(const std::string& host, const std::string& method,
                              const std::string& target, const std::string& body = "");
+
+// An answer read as it comes (GET /api/v1/stream): the head once, then the body's bytes, chunked
+// transfer decoded, for as long as the server sends them.
+class AgentStream {
+ public:
+  virtual ~AgentStream() = default;
+  // Waits at most `timeout` for more body bytes and appends them to `out`: true when some came,
+  // false when none did in time. Unavailable when the connection ended or broke.
+  virtual Result<bool> Read(std::string& out, std::chrono::milliseconds timeout) = 0;
+};
+
+// Sends GET `target` and reads the head. Errors: Unavailable when the server cannot be reached or
+// answers other than 200 (the message carries its answer, e.g. the viewer limit).
+Result<std::unique_ptr<AgentStream>> OpenAgentStream(const std::string& host,
+                                                     const std::string& target);
 
 // The message of an error reply ({"error": ...}), else the status and body.
 std::string ReplyError(const AgentReply& r);

@@ -17,6 +17,7 @@
 #include "cli/dcgm_exporter_flags.h"
 #include "cli/gpu_options.h"
 #include "cli/subcommand.h"
+#include "cli/procfs_options.h"
 #include "gpu/registry.h"
 #include "net/web_config.h"
 
@@ -42,6 +43,7 @@ struct ExporterCliOptions {
   std::int64_t checkpoint_s = 300;
   std::size_t history_limit_mib = 1024;
   bool allow_tcp_writes = false;
+  std::string procfs_root;
 };
 
 // The agent's options from the command line and the environment.
@@ -185,6 +187,9 @@ int Run(ExporterCliOptions& o) {
     fmt::print("{}", exporter::RenderOnce(**backend, *counters, o.exp));
     return kExitOk;
   }
+  auto proc = ChooseProcfs(o.procfs_root, (*backend)->info().simulated);
+  if (!proc) return UsageOrFailure(proc.error());
+  if (*proc) o.exp.procfs_root = (*proc)->root();
   if (o.agent) return RunAgent(o, std::move(backend).value(), *counters);
   auto e = exporter::Exporter::Create(o.exp, std::move(backend).value(), *counters);
   if (!e) return UsageOrFailure(e.error());
@@ -260,6 +265,16 @@ Subcommand SetupServe(CLI::App& parent, bool agent) {
                   "Connections from one client address; more are closed")
       ->capture_default_str()
       ->check(CLI::Range(1, 1'000'000));
+  app->add_option("--live-interval-ms", o->exp.live_interval_ms,
+                  "The live views' cadence (/ui, /api/v1/stream): one read per interval for all "
+                  "viewers")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 60'000));
+  app->add_option("--max-viewers", o->exp.max_viewers,
+                  "Live-view streams served at once; more are refused (503)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10'000));
+  AddProcfsOption(*app, o->procfs_root);
   app->add_flag("--once", o->once, "Print one /metrics exposition to stdout and exit (no server)");
   app->add_flag(
       "--print-counters", o->print_counters,

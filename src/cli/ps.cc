@@ -114,25 +114,6 @@ void PrintGroups(const PsReport& report, bool l) {
   }
 }
 
-std::map<unsigned, identity::ProcessInfo> ReadProcs(std::span<const ProcessList> lists,
-                                                    const std::optional<sys::RootedFs>& proc) {
-  std::map<unsigned, identity::ProcessInfo> out;
-  for (const ProcessList& list : lists) {
-    if (!list.processes) continue;
-    for (const GpuProcess& p : *list.processes) {
-      if (out.contains(p.pid)) continue;
-      if (proc) {
-        out[p.pid] = identity::ReadProcessInfo(*proc, p.pid);
-      } else {
-        out[p.pid] = {p.pid, {},
-                      {},    {},
-                      {},    "simulated PID: give a procfs tree (--procfs-root) to attribute it"};
-      }
-    }
-  }
-  return out;
-}
-
 int Run(const PsOptions& o) {
   auto backend = gpu::OpenBackend(o.gpu);
   if (!backend) {
@@ -148,7 +129,7 @@ int Run(const PsOptions& o) {
   }
   std::vector<ProcessList> lists;
   for (std::size_t pos = 0; pos < info.devices.size(); ++pos) lists.push_back(b.Processes(pos));
-  PsReport report = identity::Attribute(info, lists, ReadProcs(lists, *proc));
+  PsReport report = identity::Attribute(info, lists, identity::ReadListedProcesses(lists, *proc));
   std::optional<std::string> root;
   if (*proc) root = (*proc)->root();
   bool any_listed = info.devices.empty();

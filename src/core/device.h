@@ -27,6 +27,8 @@ struct DeviceInfo {
   std::optional<unsigned> minor_number;  // /dev/nvidiaN
   std::optional<std::uint64_t> memory_total_bytes;
   std::optional<double> power_limit_watts;  // enforced limit at open
+  std::optional<unsigned> max_sm_clock_mhz;      // nvmlDeviceGetMaxClockInfo, at open
+  std::optional<unsigned> max_memory_clock_mhz;
   std::optional<bool> mig_enabled;
   std::vector<MigInstance> mig_instances;
   // Whether the profiling fields (NVML GPM) can be read, and why not when they cannot.

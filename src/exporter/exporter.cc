@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <csignal>
+#include <future>
 #include <iterator>
 
 #include "core/clock.h"
 #include "exporter/health.h"
 #include "exporter/json_api.h"
 #include "exporter/landing.h"
+#include "exporter/ui_assets.h"
+#include "net/event_stream.h"
 #include "prom/writer.h"
 
 namespace gpulse::exporter {
@@ -18,6 +21,18 @@ namespace {
 constexpr const char* kJson = "application/json";
 
 void Log(const std::string& line) { fmt::print(stderr, "gpulse exporter: {}\n", line); }
+
+// The live page loads nothing from anywhere else and runs no inline script (docs/live.md).
+constexpr const char* kUiPolicy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+bool IsOwnPath(const std::string& path) {
+  static const char* const kOwn[] = {"/metrics",        "/health",         "/api/v1/snapshot",
+                                     "/api/v1/devices", "/api/v1/stream", "/api/v1/frame", "/"};
+  return std::find(std::begin(kOwn), std::end(kOwn), path) != std::end(kOwn) ||
+         FindUiAsset(path) != nullptr;
+}
 
 }  // namespace
 
@@ -48,6 +63,7 @@ Exporter::Exporter(ExporterOptions options, std::unique_ptr<gpu::Backend> backen
       entities_(BuildEntities(backend_->info())) {}
 
 Exporter::~Exporter() {
+  hub_.reset();
   probe_.reset();
   if (reload_thread_.joinable()) reload_thread_.join();
 }
@@ -82,6 +98,15 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
   e->server_ = std::move(server).value();
   e->probe_ = std::make_unique<Probe>([self] { return self->ReadNow(); },
                                       e->options_.min_refresh_ms * 1'000'000, &MonotonicNowNs);
+  LiveHubOptions live;
+  live.interval_ms = e->options_.live_interval_ms;
+  live.max_viewers = e->options_.max_viewers;
+  live.source = extension != nullptr ? "agent" : "exporter";
+  live.hostname = e->options_.hostname.value_or("");
+  std::optional<sys::RootedFs> proc;
+  if (e->options_.procfs_root) proc.emplace(*e->options_.procfs_root);
+  e->hub_ = std::make_unique<LiveHub>(live, e->backend_->info(), e->entities_, std::move(proc),
+                                      [self] { return self->ReadForLive(); });
   e->server_->OnSignal(SIGHUP, [self] { self->Reload(); });
   e->server_->OnSignal(SIGTERM, [self] {
     Log("SIGTERM: draining connections");
@@ -129,14 +154,28 @@ std::shared_ptr<const MetricsPage> Exporter::page() const {
   return page_;
 }
 
+// While anyone watches the live views, every read also takes their fields and the processes, so
+// a scrape and a frame share one read.
 std::shared_ptr<const Snapshot> Exporter::ReadNow() {
   std::vector<FieldIndex> fields;
   {
     std::lock_guard lock(mu_);
     fields = fields_;
   }
-  if (extension_ != nullptr) return extension_->Read(fields);
-  return ReadSnapshot(*backend_, entities_, fields);
+  const bool live = hub_ != nullptr && hub_->active();
+  if (live) {
+    for (FieldIndex f : LiveFields())
+      if (std::find(fields.begin(), fields.end(), f) == fields.end()) fields.push_back(f);
+  }
+  if (extension_ != nullptr) return extension_->Read(fields, live);
+  return ReadSnapshot(*backend_, entities_, fields, live);
+}
+
+std::shared_ptr<const Snapshot> Exporter::ReadForLive() {
+  auto promise = std::make_shared<std::promise<std::shared_ptr<const Snapshot>>>();
+  auto answer = promise->get_future();
+  probe_->Get([promise](std::shared_ptr<const Snapshot> s) { promise->set_value(std::move(s)); });
+  return answer.get();
 }
 
 void Exporter::Reload() {
@@ -176,9 +215,7 @@ void Exporter::ReloadNow() {
 
 void Exporter::Handle(const net::HttpRequest& req, net::Respond respond) {
   const bool read = req.method == "GET" || req.method == "HEAD";
-  static const char* const kOwn[] = {"/metrics", "/health", "/api/v1/snapshot", "/api/v1/devices",
-                                     "/"};
-  const bool own = std::find(std::begin(kOwn), std::end(kOwn), req.path) != std::end(kOwn);
+  const bool own = IsOwnPath(req.path);
   if (own && !read) {
     net::HttpResponse r = net::TextResponse(405, req.path + " is read-only: use GET");
     r.headers.emplace_back("Allow", "GET, HEAD");
@@ -188,6 +225,17 @@ void Exporter::Handle(const net::HttpRequest& req, net::Respond respond) {
   if (req.path == "/metrics") return ServeMetrics(std::move(respond));
   if (req.path == "/health") return ServeHealth(std::move(respond));
   if (req.path == "/api/v1/snapshot") return ServeSnapshot(std::move(respond));
+  if (req.path == "/api/v1/stream") return ServeStream(req, std::move(respond));
+  if (req.path == "/api/v1/frame") return ServeFrame(std::move(respond));
+  if (const UiAsset* asset = FindUiAsset(req.path)) {
+    net::HttpResponse r;
+    r.content_type = std::string(asset->content_type);
+    r.body = std::string(asset->body);
+    r.compressible = true;
+    r.headers.emplace_back("Content-Security-Policy", kUiPolicy);
+    r.headers.emplace_back("Cache-Control", "no-cache");
+    return respond(std::move(r));
+  }
   if (req.path == "/api/v1/devices") {
     net::HttpResponse r;
     r.content_type = kJson;
@@ -200,8 +248,33 @@ void Exporter::Handle(const net::HttpRequest& req, net::Respond respond) {
     r.body = LandingPage(backend_->info(), options_.version);
     return respond(std::move(r));
   }
-  respond(net::TextResponse(404,
-                            "not found: try /metrics, /health, /api/v1/devices, /api/v1/snapshot"));
+  respond(net::TextResponse(
+      404, "not found: try /metrics, /health, /ui, /api/v1/devices, /api/v1/snapshot"));
+}
+
+void Exporter::ServeStream(const net::HttpRequest& req, net::Respond respond) {
+  auto stream = hub_->Subscribe();
+  if (!stream) {
+    net::HttpResponse r = net::TextResponse(503, stream.error().message);
+    r.headers.emplace_back("Retry-After", "5");
+    return respond(std::move(r));
+  }
+  net::HttpResponse r;
+  r.content_type = "text/event-stream; charset=utf-8";
+  r.stream = std::move(stream).value();
+  if (req.method == "HEAD") r.stream->Close();
+  respond(std::move(r));
+}
+
+void Exporter::ServeFrame(net::Respond respond) {
+  hub_->FrameNow([respond](std::shared_ptr<const std::string> frame) {
+    if (!frame) return respond(net::TextResponse(503, "no device read"));
+    net::HttpResponse r;
+    r.content_type = kJson;
+    r.compressible = true;
+    r.body = *frame + "\n";
+    respond(std::move(r));
+  });
 }
 
 void Exporter::ServeMetrics(net::Respond respond) {
@@ -210,6 +283,7 @@ void Exporter::ServeMetrics(net::Respond respond) {
     r.content_type = std::string(prom::kContentType);
     r.compressible = true;
     if (snap) page()->Render(*snap, MonotonicNowNs(), r.body);
+    r.body += hub_->Exposition();
     respond(std::move(r));
   });
 }

@@ -20,6 +20,7 @@
 #include "core/result.h"
 #include "exporter/counters.h"
 #include "exporter/exposition.h"
+#include "exporter/live_hub.h"
 #include "exporter/snapshot.h"
 #include "gpu/backend.h"
 #include "net/http_types.h"
@@ -36,8 +37,10 @@ class Extension {
   virtual ~Extension() = default;
   // Takes a request the exporter does not serve itself (e.g. /api/v1/groups); false: not ours.
   virtual bool Handle(const net::HttpRequest& req, net::Respond& respond) = 0;
-  // Reads `fields` of every entity, on the probe thread; may block until the reader answers.
-  virtual std::shared_ptr<const Snapshot> Read(std::span<const FieldIndex> fields) = 0;
+  // Reads `fields` of every entity (and the GPU processes when `processes`), on the probe thread;
+  // may block until the reader answers.
+  virtual std::shared_ptr<const Snapshot> Read(std::span<const FieldIndex> fields,
+                                               bool processes) = 0;
 };
 
 struct ExporterOptions {
@@ -60,6 +63,10 @@ struct ExporterOptions {
   std::optional<unsigned> unix_socket_gid;
   bool allow_writes = false;
   std::size_t max_body_bytes = 4 * 1024;
+  // The live views (/ui, /api/v1/stream, /api/v1/frame; docs/live.md).
+  std::int64_t live_interval_ms = 1000;
+  std::size_t max_viewers = 128;
+  std::optional<std::string> procfs_root;  // processes are attributed from it; nullopt: anonymous
 };
 
 // Loads the counters file named by the options (or the default); warnings go to stderr.
@@ -96,6 +103,9 @@ class Exporter {
   void ServeMetrics(net::Respond respond);
   void ServeHealth(net::Respond respond);
   void ServeSnapshot(net::Respond respond);
+  void ServeStream(const net::HttpRequest& req, net::Respond respond);
+  void ServeFrame(net::Respond respond);
+  std::shared_ptr<const Snapshot> ReadForLive();  // through the probe; on the hub's thread
   void Reload();     // SIGHUP, on the loop: starts or queues a reload on the reload thread
   void ReloadNow();  // reads and installs the counters file; on the reload thread
   void Install(std::shared_ptr<const CounterSet> counters);
@@ -115,7 +125,8 @@ class Exporter {
   bool reloading_ = false;
   bool reload_again_ = false;     // a SIGHUP came while a reload ran: one more after it
   std::thread reload_thread_;     // joined by the destructor (and before the next one starts)
-  std::unique_ptr<Probe> probe_;  // destroyed first: its thread reads backend_ and posts to server_
+  std::unique_ptr<Probe> probe_;  // destroyed after hub_: its thread reads backend_, posts to server_
+  std::unique_ptr<LiveHub> hub_;  // destroyed first: its thread reads through probe_
 };
 
 }  // namespace gpulse::exporter

@@ -13,6 +13,7 @@ std::string LandingPage(const SystemInfo& info, const std::string& version) {
          "<body>\n<h1>gpulse exporter</h1>\n<p>gpulse " +
          EscapeHtml(version) + ", " + EscapeHtml(gpus) +
          ", dcgm-exporter compatible metrics.</p>\n<ul>\n"
+         "<li><a href=\"ui\">/ui</a>: the live view of every GPU</li>\n"
          "<li><a href=\"metrics\">/metrics</a>: Prometheus metrics</li>\n"
          "<li><a href=\"health\">/health</a>: 200 when every GPU was read successfully and "
          "recently</li>\n"

@@ -12,7 +12,8 @@ bool Snapshot::AnyDeviceRead() const {
 }
 
 std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend, const std::vector<Entity>& entities,
-                                             std::span<const FieldIndex> fields) {
+                                             std::span<const FieldIndex> fields,
+                                             bool processes) {
   auto s = std::make_shared<Snapshot>();
   s->start_mono_ns = MonotonicNowNs();
   s->fields.assign(fields.begin(), fields.end());
@@ -32,11 +33,19 @@ std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend, const std::v
     gpu::ReadEntity(backend, entities[pos], fields, r.sample);
     r.failed_calls = backend.stats().failed_calls - before;
   }
+  if (processes) ReadProcesses(backend, *s);
   s->failed_calls_total = backend.stats().failed_calls;
   s->profiling_failed_total = backend.stats().profiling_failed_calls;
   s->profiling_rejected_total = backend.stats().profiling_rejected_values;
   s->duration_ns = MonotonicNowNs() - s->start_mono_ns;
   return s;
+}
+
+void ReadProcesses(gpu::Backend& backend, Snapshot& snap) {
+  const std::size_t n = backend.info().devices.size();
+  snap.processes.clear();
+  snap.processes.reserve(n);
+  for (std::size_t pos = 0; pos < n; ++pos) snap.processes.push_back(backend.Processes(pos));
 }
 
 }  // namespace gpulse::exporter

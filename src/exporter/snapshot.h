@@ -27,15 +27,23 @@ struct Snapshot {
   std::uint64_t failed_calls_total = 0;  // backend's running count, for the self metric
   std::uint64_t profiling_failed_total = 0;    // likewise, GPM calls
   std::uint64_t profiling_rejected_total = 0;  // GPM values out of range, dropped
+  // The GPU processes, parallel to SystemInfo::devices, when the read asked for them (the live
+  // views); empty otherwise. The backend asks the driver at most once a second per device.
+  std::vector<ProcessList> processes;
 
   // At least one device answered (the basis of gpulse_backend_up).
   bool AnyDeviceRead() const;
 };
 
 // Reads `fields` of every entity of `backend` (`entities` is BuildEntities(backend.info())).
-// Skipped GPUs and compute instances get an empty reading (lost when the entity is lost).
+// Skipped GPUs and compute instances get an empty reading (lost when the entity is lost). With
+// `processes`, also lists every GPU's processes.
 // REQUIRES: called from the backend's owner thread only.
 std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend, const std::vector<Entity>& entities,
-                                             std::span<const FieldIndex> fields);
+                                             std::span<const FieldIndex> fields,
+                                             bool processes = false);
+
+// Lists the processes of every GPU of `backend` into `snap` (ReadSnapshot's `processes`).
+void ReadProcesses(gpu::Backend& backend, Snapshot& snap);
 
 }  // namespace gpulse::exporter

@@ -132,4 +132,24 @@ PsReport Attribute(const SystemInfo& info, std::span<const ProcessList> lists,
   return report;
 }
 
+std::map<unsigned, ProcessInfo> ReadListedProcesses(std::span<const ProcessList> lists,
+                                                    const std::optional<sys::RootedFs>& proc) {
+  std::map<unsigned, ProcessInfo> out;
+  for (const ProcessList& list : lists) {
+    if (!list.processes) continue;
+    for (const GpuProcess& p : *list.processes) {
+      if (out.contains(p.pid)) continue;
+      if (proc) {
+        out[p.pid] = ReadProcessInfo(*proc, p.pid);
+      } else {
+        ProcessInfo anonymous;
+        anonymous.pid = p.pid;
+        anonymous.error = "simulated PID: give a procfs tree (--procfs-root) to attribute it";
+        out[p.pid] = std::move(anonymous);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace gpulse::identity

@@ -65,6 +65,11 @@ struct PsReport {
   std::vector<DeviceProcesses> devices;
 };
 
+// What procfs says about every PID in `lists`. Without a procfs tree (simulated GPUs list made-up
+// PIDs) each PID is anonymous and its error says why.
+std::map<unsigned, ProcessInfo> ReadListedProcesses(std::span<const ProcessList> lists,
+                                                    const std::optional<sys::RootedFs>& proc);
+
 // `lists` is parallel to info.devices; `procs` holds what procfs said about each PID listed.
 PsReport Attribute(const SystemInfo& info, std::span<const ProcessList> lists,
                    const std::map<unsigned, ProcessInfo>& procs);

@@ -4,12 +4,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace gpulse::net {
+
+class EventStream;  // net/event_stream.h
 
 // Who is at the other end of a unix-socket connection (SO_PEERCRED), as the kernel says.
 struct PeerCredentials {
@@ -36,6 +39,9 @@ struct HttpResponse {
   std::string body;
   bool compressible = false;  // gzip the body when the client accepts it
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
+  // Set: a streamed answer (event_stream.h). The head is written with `status`, `content_type`
+  // and `headers`, then the stream's frames as chunks; `body` and `compressible` are ignored.
+  std::shared_ptr<EventStream> stream;
 };
 
 // Completes a request. Thread-safe; call exactly once, from any thread.

@@ -23,6 +23,7 @@
 
 #include "net/asio.h"  // first of the Boost headers: see the comment there
 #include "net/basic_auth.h"
+#include "net/event_stream.h"
 #include "net/http_util.h"
 #include "net/tls_socket.h"
 #include "net/work_pool.h"
@@ -240,8 +241,9 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     }
   }
 
+  // A stream waiting for its next frame counts as idle: a drain ends it.
   void CloseIfIdle() override {
-    if (idle_) Close();
+    if (idle_ || events_) Close();
   }
   void CloseNow() override { Close(); }
 
@@ -279,6 +281,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     Lowest().shutdown(asio::socket_base::shutdown_both, ec);
     Lowest().close(ec);
     Disarm();
+    if (events_) events_->Detach();
     Deregister();
   }
 
@@ -414,7 +417,11 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void Write(HttpResponse r) {
-    if (!Lowest().is_open()) return;
+    if (!Lowest().is_open()) {
+      if (r.stream) r.stream->Detach();
+      return;
+    }
+    if (r.stream) return StartStream(std::move(r));
     res_ = {};
     res_.version(11);
     res_.result(static_cast<unsigned>(r.status));
@@ -460,7 +467,81 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     WaitRequest();
   }
 
+  // A streamed answer: the head (chunked), then each frame as a chunk when it arrives, until the
+  // stream closes (a last chunk, then the connection closes) or the client goes (detected by the
+  // socket turning readable: a stream's client sends nothing more). No read deadline while waiting
+  // for frames; each write has the write timeout.
+  void StartStream(HttpResponse r) {
+    events_ = std::move(r.stream);
+    keep_alive_ = false;
+    stream_head_.emplace();
+    auto& head = *stream_head_;
+    head.version(11);
+    head.result(static_cast<unsigned>(r.status));
+    head.set(http::field::server, "gpulse");
+    head.set(http::field::content_type, r.content_type);
+    head.set("X-Content-Type-Options", "nosniff");
+    head.set(http::field::cache_control, "no-cache");
+    for (const auto& [k, v] : srv_.opt.web.headers) head.set(k, v);
+    for (const auto& [k, v] : r.headers) head.set(k, v);
+    head.keep_alive(false);
+    head.chunked(true);
+    stream_serializer_.emplace(head);
+    Arm(srv_.opt.write_timeout);
+    http::async_write_header(
+        stream_, *stream_serializer_,
+        [self = this->shared_from_this()](boost::system::error_code ec, std::size_t) {
+          self->Disarm();
+          if (ec || self->head_) return self->Close();
+          self->WatchStreamClient();
+          std::weak_ptr<Session> weak = self;
+          Server::Impl* srv = &self->srv_;
+          self->events_->SetWaker([weak, srv] {
+            asio::post(srv->ioc, [weak] {
+              if (auto s = weak.lock()) s->StreamNext();
+            });
+          });
+          self->StreamNext();
+        });
+  }
+
+  void WatchStreamClient() {
+    Lowest().async_wait(asio::socket_base::wait_read,
+                        [self = this->shared_from_this()](boost::system::error_code) {
+                          self->Close();  // EOF, a reset, or bytes a stream's client never sends
+                        });
+  }
+
+  void StreamNext() {
+    if (writing_chunk_ || !events_ || !Lowest().is_open()) return;
+    bool done = false;
+    EventStream::Frame frame = events_->Pop(&done);
+    if (done) {
+      writing_chunk_ = true;
+      Arm(srv_.opt.write_timeout);
+      return asio::async_write(stream_, http::make_chunk_last(),
+                               [self = this->shared_from_this()](boost::system::error_code,
+                                                                 std::size_t) { self->Close(); });
+    }
+    if (!frame) return;  // the waker calls again when one arrives
+    writing_chunk_ = true;
+    Arm(srv_.opt.write_timeout);
+    asio::async_write(
+        stream_, http::make_chunk(asio::buffer(*frame)),
+        [self = this->shared_from_this(), frame](boost::system::error_code ec, std::size_t) {
+          self->writing_chunk_ = false;
+          self->Disarm();
+          if (ec) return self->Close();
+          self->StreamNext();
+        });
+  }
+
   static constexpr std::size_t kLargeResponseBytes = 4u << 20;
+
+  std::shared_ptr<EventStream> events_;
+  std::optional<http::response<http::empty_body>> stream_head_;
+  std::optional<http::response_serializer<http::empty_body>> stream_serializer_;
+  bool writing_chunk_ = false;
 
   Stream stream_;
   std::string remote_;

@@ -97,7 +97,7 @@ TEST_F(AgentTest, AScrapeSharesTheWatchsFreshReadingAndReadsTheRest) {
   EXPECT_EQ(backend_.asked, (std::vector<int>{155, 155, 155})) << "one read per tick";
   backend_.asked.clear();
   const FieldIndex power = *IndexOf(155), temp = *IndexOf(150);
-  auto snap = agent_->Read(std::vector<FieldIndex>{power, temp});
+  auto snap = agent_->Read(std::vector<FieldIndex>{power, temp}, false);
   ASSERT_NE(snap, nullptr);
   EXPECT_EQ(backend_.asked, (std::vector<int>{150})) << "power came from the watch's tick at 3 s";
   EXPECT_EQ(snap->entities.at(0).sample.values[power], 3.0);
@@ -108,7 +108,7 @@ TEST_F(AgentTest, AStaleWatchReadingIsReadAgain) {
   ASSERT_EQ(Call("POST", "/api/v1/watches", {{"fields", "155"}, {"update_ms", 2000}}).first, 201);
   ASSERT_EQ(Call("POST", "/api/v1/clock", {{"advance_s", 3}}).first, 200);  // last tick at 2 s
   backend_.asked.clear();
-  agent_->Read(std::vector<FieldIndex>{*IndexOf(155)});
+  agent_->Read(std::vector<FieldIndex>{*IndexOf(155)}, false);
   EXPECT_EQ(backend_.asked, (std::vector<int>{155})) << "1 s old is older than min_refresh";
 }
 
@@ -137,7 +137,7 @@ TEST_F(AgentTest, ChangesOverTcpNeedAuthenticatedClients) {
 TEST_F(AgentTest, AfterShutdownReadsAnswerNothingAndTheStateIsSaved) {
   ASSERT_EQ(Call("POST", "/api/v1/groups", {{"name", "g"}}).first, 201);
   agent_->Shutdown();
-  EXPECT_EQ(agent_->Read(std::vector<FieldIndex>{*IndexOf(155)}), nullptr);
+  EXPECT_EQ(agent_->Read(std::vector<FieldIndex>{*IndexOf(155)}, false), nullptr);
   agent_.reset();
   auto db = StateDb::Open(dir_ + "/state");
   ASSERT_TRUE(db.ok()) << db.error().message;

@@ -145,6 +145,12 @@ Result<Enumeration> EnumerateDevices(const NvmlApi& api) {
                          api.DeviceGetEnforcedPowerLimit(dev, &mw) == NVML_SUCCESS) {
       d.power_limit_watts = mw / 1000.0;
     }
+    if (api.DeviceGetMaxClockInfo) {
+      if (unsigned mhz = 0; api.DeviceGetMaxClockInfo(dev, NVML_CLOCK_SM, &mhz) == NVML_SUCCESS)
+        d.max_sm_clock_mhz = mhz;
+      if (unsigned mhz = 0; api.DeviceGetMaxClockInfo(dev, NVML_CLOCK_MEM, &mhz) == NVML_SUCCESS)
+        d.max_memory_clock_mhz = mhz;
+    }
     std::vector<nvmlDevice_t> mig_handles;
     ReadMig(api, dev, d, mig_handles);
     e.info.devices.push_back(std::move(d));

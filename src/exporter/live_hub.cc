@@ -1,0 +1,189 @@
+#include "exporter/live_hub.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/clock.h"
+
+namespace gpulse::exporter {
+namespace {
+
+constexpr std::int64_t kNsPerMs = 1'000'000;
+
+bool HasLiveFields(const Snapshot& s) {
+  auto live = LiveFields();
+  return live.empty() ||
+         std::find(s.fields.begin(), s.fields.end(), live.front()) != s.fields.end();
+}
+
+}  // namespace
+
+std::string LiveHub::SseEvent(std::uint64_t seq, const std::string& json_line) {
+  std::string out;
+  out.reserve(json_line.size() + 40);
+  out += "id: ";
+  out += std::to_string(seq);
+  out += "\nevent: frame\ndata: ";
+  out += json_line;
+  out += "\n\n";
+  return out;
+}
+
+LiveHub::LiveHub(LiveHubOptions options, const SystemInfo& info, std::vector<Entity> entities,
+                 std::optional<sys::RootedFs> proc, ReadFn read)
+    : options_(std::move(options)),
+      read_(std::move(read)),
+      builder_(info, std::move(entities), std::move(proc), options_.history_points) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+LiveHub::~LiveHub() {
+  std::vector<std::shared_ptr<net::EventStream>> streams;
+  std::vector<FrameFn> waiting;
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    streams.swap(streams_);
+    waiting.swap(waiting_);
+  }
+  cv_.notify_all();
+  thread_.join();
+  for (auto& s : streams) s->Close();
+  for (auto& w : waiting) w(nullptr);
+}
+
+Result<std::shared_ptr<net::EventStream>> LiveHub::Subscribe() {
+  std::lock_guard lock(mu_);
+  // Viewers that went away since the last frame no longer count against the limit.
+  std::erase_if(streams_, [this](const auto& s) {
+    if (!s->closed()) return false;
+    dropped_closed_ += s->dropped();
+    return true;
+  });
+  if (streams_.size() >= options_.max_viewers) {
+    ++stats_.refused;
+    return Unavailable(fmt::format(
+        "viewer limit reached: {} live viewers are connected (--max-viewers); close one or retry",
+        options_.max_viewers));
+  }
+  auto stream = std::make_shared<net::EventStream>(options_.queue_frames);
+  const bool fresh =
+      latest_sse_ && MonotonicNowNs() - latest_mono_ns_ < options_.interval_ms * kNsPerMs;
+  if (latest_sse_) stream->Push(latest_sse_);
+  if (!fresh) next_due_ns_ = 0;  // read now rather than at the next tick
+  streams_.push_back(stream);
+  ++stats_.viewers_total;
+  cv_.notify_all();
+  return stream;
+}
+
+void LiveHub::FrameNow(FrameFn done) {
+  std::unique_lock lock(mu_);
+  if (latest_json_ && MonotonicNowNs() - latest_mono_ns_ < options_.interval_ms * kNsPerMs) {
+    auto frame = latest_json_;
+    lock.unlock();
+    return done(std::move(frame));
+  }
+  if (stop_) {
+    lock.unlock();
+    return done(nullptr);
+  }
+  waiting_.push_back(std::move(done));
+  next_due_ns_ = 0;
+  cv_.notify_all();
+}
+
+bool LiveHub::active() const {
+  std::lock_guard lock(mu_);
+  return !streams_.empty() || !waiting_.empty();
+}
+
+LiveHubStats LiveHub::stats() const {
+  std::lock_guard lock(mu_);
+  LiveHubStats s = stats_;
+  s.viewers = 0;
+  s.dropped = dropped_closed_;
+  for (const auto& st : streams_) {
+    s.dropped += st->dropped();
+    if (!st->closed()) ++s.viewers;
+  }
+  return s;
+}
+
+std::string LiveHub::Exposition() const {
+  LiveHubStats s = stats();
+  return fmt::format(
+      "# HELP gpulse_live_viewers Live-view streams (/api/v1/stream) connected now.\n"
+      "# TYPE gpulse_live_viewers gauge\ngpulse_live_viewers {}\n"
+      "# HELP gpulse_live_frames_total Live-view frames built, one per device read.\n"
+      "# TYPE gpulse_live_frames_total counter\ngpulse_live_frames_total {}\n"
+      "# HELP gpulse_live_dropped_frames_total Live-view frames dropped for viewers reading too "
+      "slowly.\n"
+      "# TYPE gpulse_live_dropped_frames_total counter\ngpulse_live_dropped_frames_total {}\n"
+      "# HELP gpulse_live_viewers_refused_total Live-view streams refused at the viewer limit.\n"
+      "# TYPE gpulse_live_viewers_refused_total counter\ngpulse_live_viewers_refused_total {}\n",
+      s.viewers, s.frames, s.dropped, s.refused);
+}
+
+void LiveHub::Loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || !streams_.empty() || !waiting_.empty(); });
+    if (stop_) return;
+    const std::int64_t now = MonotonicNowNs();
+    if (next_due_ns_ > now) {
+      cv_.wait_for(lock, std::chrono::nanoseconds(next_due_ns_ - now));
+      continue;  // woken early (a new viewer, a frame asked for, stop) or due: check again
+    }
+    // Late ticks are skipped, never made up: the next one is a whole interval from this one.
+    next_due_ns_ = now + options_.interval_ms * kNsPerMs;
+    lock.unlock();
+    Tick();
+    lock.lock();
+  }
+}
+
+void LiveHub::Tick() {
+  std::shared_ptr<const Snapshot> snap = read_();
+  // A scrape's read that began before the first viewer came lacks the live fields: read again.
+  if (snap && !HasLiveFields(*snap)) snap = read_();
+  std::shared_ptr<const std::string> sse, json_line;
+  std::size_t viewers = 0;
+  std::uint64_t dropped = 0;
+  {
+    std::lock_guard lock(mu_);
+    viewers = streams_.size();
+    dropped = dropped_closed_;
+    for (const auto& s : streams_) dropped += s->dropped();
+  }
+  if (snap && snap != last_snap_) {
+    last_snap_ = snap;
+    FrameContext c{options_.source, options_.hostname, options_.interval_ms / 1000.0, viewers,
+                   dropped};
+    auto line = std::make_shared<const std::string>(builder_.Build(*snap, c).dump());
+    sse = std::make_shared<const std::string>(SseEvent(builder_.seq(), *line));
+    json_line = std::move(line);
+  }
+  std::vector<FrameFn> waiting;
+  {
+    std::lock_guard lock(mu_);
+    if (sse) {
+      latest_sse_ = sse;
+      latest_json_ = json_line;
+      latest_mono_ns_ = MonotonicNowNs();
+      ++stats_.frames;
+      std::erase_if(streams_, [this, &sse](const auto& s) {
+        if (s->Push(sse)) return false;
+        dropped_closed_ += s->dropped();
+        return true;
+      });
+    }
+    waiting.swap(waiting_);
+    json_line = latest_json_;
+  }
+  for (FrameFn& w : waiting) w(json_line);
+}
+
+}  // namespace gpulse::exporter
