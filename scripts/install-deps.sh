@@ -8,7 +8,7 @@ packages=(
   libboost-dev libssl-dev zlib1g-dev libcrypt-dev openssl nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev sqlite3 libncurses-dev libgtest-dev libgmock-dev libbenchmark-dev
   librust-nvml-wrapper-sys-dev
-  python3 python3-jsonschema python3-yaml
+  python3 python3-jsonschema python3-yaml tmux
   chromium
   prometheus prometheus-node-exporter wrk python3-prometheus-client
   slurm-wlm munge iproute2

@@ -145,8 +145,7 @@ namespace {
 
 // Connects and sends one request (Connection: close); the answer is the caller's to read.
 Result<Socket> SendRequest(const std::string& host, const std::string& method,
-                           const std::string& target, const std::string& body,
-                           const char* accept) {
+                           const std::string& target, const std::string& body, const char* accept) {
   auto where = ParseHost(host);
   if (!where) return where.error();
   auto fd = Connect(*where, host);
@@ -279,9 +278,11 @@ Result<AgentReply> CallAgent(const std::string& host, const std::string& method,
 }
 
 Result<std::unique_ptr<AgentStream>> OpenAgentStream(const std::string& host,
-                                                     const std::string& target) {
+                                                     const std::string& target, bool* reached) {
+  if (reached != nullptr) *reached = false;
   auto fd = SendRequest(host, "GET", target, "", "text/event-stream");
   if (!fd) return fd.error();
+  if (reached != nullptr) *reached = true;
   std::string raw;
   char buf[16384];
   constexpr std::chrono::milliseconds kHeadTimeout{30'000};
@@ -296,7 +297,10 @@ Result<std::unique_ptr<AgentStream>> OpenAgentStream(const std::string& host,
   }
   std::string lower = raw.substr(0, head_end);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const bool chunked = lower.find("transfer-encoding: chunked") != std::string::npos;
+  const std::size_t te = lower.find("\r\ntransfer-encoding:");
+  const bool chunked =
+      te != std::string::npos &&
+      lower.substr(te, lower.find("\r\n", te + 2) - te).find("chunked") != std::string::npos;
   auto head = ParseReply(raw.substr(0, head_end + 4), host);
   if (!head) return head.error();
   if (head->status != 200) {

@@ -47,9 +47,11 @@ class AgentStream {
 };
 
 // Sends GET `target` and reads the head. Errors: Unavailable when the server cannot be reached or
-// answers other than 200 (the message carries its answer, e.g. the viewer limit).
+// answers other than 200 (the message carries its answer, e.g. the viewer limit); `*reached` says
+// whether a server answered at all.
 Result<std::unique_ptr<AgentStream>> OpenAgentStream(const std::string& host,
-                                                     const std::string& target);
+                                                     const std::string& target,
+                                                     bool* reached = nullptr);
 
 // The message of an error reply ({"error": ...}), else the status and body.
 std::string ReplyError(const AgentReply& r);

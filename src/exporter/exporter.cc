@@ -62,9 +62,12 @@ Exporter::Exporter(ExporterOptions options, std::unique_ptr<gpu::Backend> backen
       backend_(std::move(backend)),
       entities_(BuildEntities(backend_->info())) {}
 
+// The hub stops first (its thread reads through the probe), then the probe finishes its read and
+// answers its callers, which may still ask the hub for its metrics: the hub goes last.
 Exporter::~Exporter() {
-  hub_.reset();
+  if (hub_) hub_->Stop();
   probe_.reset();
+  hub_.reset();
   if (reload_thread_.joinable()) reload_thread_.join();
 }
 
@@ -103,6 +106,7 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
   live.max_viewers = e->options_.max_viewers;
   live.source = extension != nullptr ? "agent" : "exporter";
   live.hostname = e->options_.hostname.value_or("");
+  live.min_refresh_ms = e->options_.min_refresh_ms;
   std::optional<sys::RootedFs> proc;
   if (e->options_.procfs_root) proc.emplace(*e->options_.procfs_root);
   e->hub_ = std::make_unique<LiveHub>(live, e->backend_->info(), e->entities_, std::move(proc),
@@ -253,16 +257,20 @@ void Exporter::Handle(const net::HttpRequest& req, net::Respond respond) {
 }
 
 void Exporter::ServeStream(const net::HttpRequest& req, net::Respond respond) {
-  auto stream = hub_->Subscribe();
-  if (!stream) {
-    net::HttpResponse r = net::TextResponse(503, stream.error().message);
-    r.headers.emplace_back("Retry-After", "5");
-    return respond(std::move(r));
-  }
   net::HttpResponse r;
   r.content_type = "text/event-stream; charset=utf-8";
+  if (req.method == "HEAD") {  // the head only: not a viewer, no read
+    r.stream = std::make_shared<net::EventStream>(1);
+    r.stream->Close();
+    return respond(std::move(r));
+  }
+  auto stream = hub_->Subscribe();
+  if (!stream) {
+    net::HttpResponse refused = net::TextResponse(503, stream.error().message);
+    refused.headers.emplace_back("Retry-After", "5");
+    return respond(std::move(refused));
+  }
   r.stream = std::move(stream).value();
-  if (req.method == "HEAD") r.stream->Close();
   respond(std::move(r));
 }
 

@@ -1,6 +1,8 @@
 #include "exporter/live_frame.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "identity/attribution.h"
 
@@ -69,6 +71,17 @@ void FrameBuilder::Remember(std::size_t pos, std::optional<double> util,
   while (h.power.size() > history_points_) h.power.pop_front();
 }
 
+void FrameBuilder::MarkGaps(std::int64_t t_unix_ns, double interval_s) {
+  if (last_t_unix_ns_ != 0 && interval_s > 0 && t_unix_ns > last_t_unix_ns_) {
+    const double intervals = (t_unix_ns - last_t_unix_ns_) / (interval_s * 1e9);
+    const auto missed = static_cast<std::size_t>(
+        std::clamp(std::llround(intervals) - 1, 0LL, static_cast<long long>(history_points_)));
+    for (std::size_t pos = 0; pos < history_.size(); ++pos)
+      for (std::size_t i = 0; i < missed; ++i) Remember(pos, std::nullopt, std::nullopt);
+  }
+  last_t_unix_ns_ = t_unix_ns;
+}
+
 json FrameBuilder::EntityJson(std::size_t pos, const Snapshot& snap) {
   const Entity& e = entities_[pos];
   const Sample* s = pos < snap.entities.size() ? &snap.entities[pos].sample : nullptr;
@@ -123,7 +136,10 @@ json FrameBuilder::EntityJson(std::size_t pos, const Snapshot& snap) {
 
 json FrameBuilder::ProcessesJson(const Snapshot& snap, std::string& note) const {
   json out = json::array();
-  if (snap.processes.empty()) return out;
+  if (snap.processes.empty()) {
+    note = "no process list in this read";
+    return out;
+  }
   identity::PsReport report = identity::Attribute(
       info_, snap.processes, identity::ReadListedProcesses(snap.processes, proc_));
   for (const identity::DeviceProcesses& d : report.devices) {
@@ -155,6 +171,9 @@ json FrameBuilder::ProcessesJson(const Snapshot& snap, std::string& note) const 
 }
 
 json FrameBuilder::Build(const Snapshot& snap, const FrameContext& c) {
+  std::int64_t t_unix_ns = 0;
+  for (const DeviceReading& r : snap.entities) t_unix_ns = std::max(t_unix_ns, r.sample.t_unix_ns);
+  MarkGaps(t_unix_ns, c.interval_s);
   json entities = json::array();
   for (std::size_t pos = 0; pos < entities_.size(); ++pos) {
     const Entity& e = entities_[pos];
@@ -163,8 +182,6 @@ json FrameBuilder::Build(const Snapshot& snap, const FrameContext& c) {
   }
   std::string note;
   json processes = ProcessesJson(snap, note);
-  std::int64_t t_unix_ns = 0;
-  for (const DeviceReading& r : snap.entities) t_unix_ns = std::max(t_unix_ns, r.sample.t_unix_ns);
   return {{"format", kLiveFrameFormat},
           {"seq", ++seq_},
           {"timestamp_unix", t_unix_ns / 1e9},

@@ -42,7 +42,9 @@ class FrameBuilder {
   FrameBuilder(const SystemInfo& info, std::vector<Entity> entities,
                std::optional<sys::RootedFs> proc, std::size_t history_points = 60);
 
-  // Adds `snap` to the history and returns its frame, with the next sequence number.
+  // Adds `snap` to the history and returns its frame, with the next sequence number. Intervals
+  // with no read since the previous frame (nobody watched, reads failed) are gaps (null points)
+  // in the history, at most a whole history of them.
   nlohmann::json Build(const Snapshot& snap, const FrameContext& context);
 
   std::uint64_t seq() const { return seq_; }
@@ -54,6 +56,7 @@ class FrameBuilder {
   nlohmann::json EntityJson(std::size_t pos, const Snapshot& snap);
   nlohmann::json ProcessesJson(const Snapshot& snap, std::string& note) const;
   void Remember(std::size_t pos, std::optional<double> util, std::optional<double> power);
+  void MarkGaps(std::int64_t t_unix_ns, double interval_s);
 
   const SystemInfo& info_;
   const std::vector<Entity> entities_;
@@ -61,6 +64,7 @@ class FrameBuilder {
   const std::size_t history_points_;
   std::vector<History> history_;  // parallel to entities_
   std::uint64_t seq_ = 0;
+  std::int64_t last_t_unix_ns_ = 0;  // of the previous frame's read
 };
 
 }  // namespace gpulse::exporter

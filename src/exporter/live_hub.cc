@@ -39,23 +39,30 @@ LiveHub::LiveHub(LiveHubOptions options, const SystemInfo& info, std::vector<Ent
   thread_ = std::thread([this] { Loop(); });
 }
 
-LiveHub::~LiveHub() {
+void LiveHub::Stop() {
   std::vector<std::shared_ptr<net::EventStream>> streams;
   std::vector<FrameFn> waiting;
   {
     std::lock_guard lock(mu_);
     stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& st : streams_) dropped_closed_ += st->dropped();
     streams.swap(streams_);
     waiting.swap(waiting_);
   }
-  cv_.notify_all();
-  thread_.join();
-  for (auto& s : streams) s->Close();
+  for (auto& st : streams) st->Close();
   for (auto& w : waiting) w(nullptr);
 }
 
+LiveHub::~LiveHub() { Stop(); }
+
 Result<std::shared_ptr<net::EventStream>> LiveHub::Subscribe() {
   std::lock_guard lock(mu_);
+  if (stop_) return Unavailable("the server is shutting down");
   // Viewers that went away since the last frame no longer count against the limit.
   std::erase_if(streams_, [this](const auto& s) {
     if (!s->closed()) return false;
@@ -71,8 +78,9 @@ Result<std::shared_ptr<net::EventStream>> LiveHub::Subscribe() {
   auto stream = std::make_shared<net::EventStream>(options_.queue_frames);
   const bool fresh =
       latest_sse_ && MonotonicNowNs() - latest_mono_ns_ < options_.interval_ms * kNsPerMs;
-  if (latest_sse_) stream->Push(latest_sse_);
-  if (!fresh) next_due_ns_ = 0;  // read now rather than at the next tick
+  // A frame older than an interval is not news: the read started now brings the first one.
+  if (fresh) stream->Push(latest_sse_);
+  if (!fresh && !reading_) next_due_ns_ = 0;
   streams_.push_back(stream);
   ++stats_.viewers_total;
   cv_.notify_all();
@@ -91,13 +99,17 @@ void LiveHub::FrameNow(FrameFn done) {
     return done(nullptr);
   }
   waiting_.push_back(std::move(done));
-  next_due_ns_ = 0;
+  if (!reading_) next_due_ns_ = 0;
   cv_.notify_all();
 }
 
 bool LiveHub::active() const {
   std::lock_guard lock(mu_);
-  return !streams_.empty() || !waiting_.empty();
+  if (stop_) return false;
+  if (!waiting_.empty()) return true;
+  for (const auto& st : streams_)
+    if (!st->closed()) return true;
+  return false;
 }
 
 LiveHubStats LiveHub::stats() const {
@@ -130,6 +142,12 @@ std::string LiveHub::Exposition() const {
 void LiveHub::Loop() {
   std::unique_lock lock(mu_);
   for (;;) {
+    // Viewers that left are forgotten before a read, so the last one leaving stops the reads.
+    std::erase_if(streams_, [this](const auto& st) {
+      if (!st->closed()) return false;
+      dropped_closed_ += st->dropped();
+      return true;
+    });
     cv_.wait(lock, [this] { return stop_ || !streams_.empty() || !waiting_.empty(); });
     if (stop_) return;
     const std::int64_t now = MonotonicNowNs();
@@ -137,18 +155,39 @@ void LiveHub::Loop() {
       cv_.wait_for(lock, std::chrono::nanoseconds(next_due_ns_ - now));
       continue;  // woken early (a new viewer, a frame asked for, stop) or due: check again
     }
-    // Late ticks are skipped, never made up: the next one is a whole interval from this one.
-    next_due_ns_ = now + options_.interval_ms * kNsPerMs;
+    reading_ = true;
     lock.unlock();
-    Tick();
+    try {
+      Tick();
+    } catch (const std::exception& e) {  // a bug: the views stop updating, the server goes on
+      fmt::print(stderr, "gpulse: live views: internal error: {}\n", e.what());
+    }
     lock.lock();
+    reading_ = false;
+    // Late ticks are skipped, never made up: the next one is a whole interval from this one's
+    // start, and a viewer arriving meanwhile did not start another read.
+    next_due_ns_ = now + options_.interval_ms * kNsPerMs;
   }
 }
 
-void LiveHub::Tick() {
+// A read that began before the first viewer came (a scrape's) lacks the live fields; the reader
+// hands it out again until its refresh has passed, so wait that long and read again.
+std::shared_ptr<const Snapshot> LiveHub::ReadWithLiveFields() {
   std::shared_ptr<const Snapshot> snap = read_();
-  // A scrape's read that began before the first viewer came lacks the live fields: read again.
-  if (snap && !HasLiveFields(*snap)) snap = read_();
+  for (int tries = 0; snap && !HasLiveFields(*snap) && tries < 3; ++tries) {
+    {
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, std::chrono::milliseconds(options_.min_refresh_ms + 1),
+                       [this] { return stop_; }))
+        return nullptr;
+    }
+    snap = read_();
+  }
+  return snap && HasLiveFields(*snap) ? snap : nullptr;
+}
+
+void LiveHub::Tick() {
+  std::shared_ptr<const Snapshot> snap = ReadWithLiveFields();
   std::shared_ptr<const std::string> sse, json_line;
   std::size_t viewers = 0;
   std::uint64_t dropped = 0;
@@ -162,7 +201,9 @@ void LiveHub::Tick() {
     last_snap_ = snap;
     FrameContext c{options_.source, options_.hostname, options_.interval_ms / 1000.0, viewers,
                    dropped};
-    auto line = std::make_shared<const std::string>(builder_.Build(*snap, c).dump());
+    // Process names are the processes' own (prctl): invalid UTF-8 is replaced, never thrown on.
+    auto line = std::make_shared<const std::string>(
+        builder_.Build(*snap, c).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     sse = std::make_shared<const std::string>(SseEvent(builder_.seq(), *line));
     json_line = std::move(line);
   }

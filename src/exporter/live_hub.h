@@ -33,6 +33,9 @@ struct LiveHubOptions {
   std::size_t max_viewers = 128;
   std::size_t queue_frames = 4;  // per viewer; the oldest is dropped past this
   std::size_t history_points = 60;
+  // The reader's own refresh (the exporter's --min-refresh-ms): a read that lacked the live fields
+  // is retried after it, when the reader gives a new snapshot.
+  std::int64_t min_refresh_ms = 100;
   std::string source = "exporter";
   std::string hostname;
 };
@@ -55,8 +58,10 @@ class LiveHub {
 
   LiveHub(LiveHubOptions options, const SystemInfo& info, std::vector<Entity> entities,
           std::optional<sys::RootedFs> proc, ReadFn read);
-  // Closes every stream and joins the thread.
-  ~LiveHub();
+  // Stops reading, closes every stream, answers waiting FrameNow callers and joins the thread.
+  // Afterwards active() is false; stats() and Exposition() still answer. Idempotent.
+  void Stop();
+  ~LiveHub();  // Stop()
   LiveHub(const LiveHub&) = delete;
   LiveHub& operator=(const LiveHub&) = delete;
 
@@ -80,6 +85,7 @@ class LiveHub {
  private:
   void Loop();
   void Tick();
+  std::shared_ptr<const Snapshot> ReadWithLiveFields();
 
   const LiveHubOptions options_;
   const ReadFn read_;
@@ -93,6 +99,7 @@ class LiveHub {
   std::shared_ptr<const std::string> latest_sse_, latest_json_;
   std::int64_t latest_mono_ns_ = 0;
   std::int64_t next_due_ns_ = 0;      // 0: now
+  bool reading_ = false;              // a tick is in flight: its end sets the next due time
   std::uint64_t dropped_closed_ = 0;  // drops counted from streams already gone
   LiveHubStats stats_;
   bool stop_ = false;

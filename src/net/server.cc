@@ -224,6 +224,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
         deadline_(srv.ioc),
         born_(std::chrono::steady_clock::now()) {}
 
+  // A session the io_context drops without Close (abandoned at the drain timeout) lets its stream
+  // go too: no waker may point at this server afterwards.
+  ~Session() override {
+    if (events_) events_->Detach();
+  }
+
   void Start() {
     if constexpr (kTls) {
       idle_ = true;
@@ -474,6 +480,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void StartStream(HttpResponse r) {
     events_ = std::move(r.stream);
     keep_alive_ = false;
+    // Chunks need HTTP/1.1; an HTTP/1.0 client (a proxy's default) gets the frames as they are, the
+    // end of the answer being the end of the connection.
+    chunked_ = parser_ && parser_->get().version() >= 11;
+    if (srv_.draining) events_->Close();  // began as the drain did: the head, then the end
     stream_head_.emplace();
     auto& head = *stream_head_;
     head.version(11);
@@ -485,7 +495,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     for (const auto& [k, v] : srv_.opt.web.headers) head.set(k, v);
     for (const auto& [k, v] : r.headers) head.set(k, v);
     head.keep_alive(false);
-    head.chunked(true);
+    head.chunked(chunked_);
     stream_serializer_.emplace(head);
     Arm(srv_.opt.write_timeout);
     http::async_write_header(
@@ -516,6 +526,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     if (writing_chunk_ || !events_ || !Lowest().is_open()) return;
     bool done = false;
     EventStream::Frame frame = events_->Pop(&done);
+    if (done && !chunked_) return Close();
     if (done) {
       writing_chunk_ = true;
       Arm(srv_.opt.write_timeout);
@@ -523,17 +534,21 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
                                [self = this->shared_from_this()](boost::system::error_code,
                                                                  std::size_t) { self->Close(); });
     }
-    if (!frame) return;  // the waker calls again when one arrives
+    if (!frame || frame->empty()) return;  // the waker calls again when one arrives
     writing_chunk_ = true;
     Arm(srv_.opt.write_timeout);
-    asio::async_write(
-        stream_, http::make_chunk(asio::buffer(*frame)),
-        [self = this->shared_from_this(), frame](boost::system::error_code ec, std::size_t) {
-          self->writing_chunk_ = false;
-          self->Disarm();
-          if (ec) return self->Close();
-          self->StreamNext();
-        });
+    auto written = [self = this->shared_from_this(), frame](boost::system::error_code ec,
+                                                            std::size_t) {
+      self->writing_chunk_ = false;
+      self->Disarm();
+      if (ec) return self->Close();
+      self->StreamNext();
+    };
+    if (chunked_) {
+      asio::async_write(stream_, http::make_chunk(asio::buffer(*frame)), std::move(written));
+    } else {
+      asio::async_write(stream_, asio::buffer(*frame), std::move(written));
+    }
   }
 
   static constexpr std::size_t kLargeResponseBytes = 4u << 20;
@@ -542,6 +557,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   std::optional<http::response<http::empty_body>> stream_head_;
   std::optional<http::response_serializer<http::empty_body>> stream_serializer_;
   bool writing_chunk_ = false;
+  bool chunked_ = true;
 
   Stream stream_;
   std::string remote_;
