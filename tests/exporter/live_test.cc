@@ -235,6 +235,25 @@ TEST(FrameBuilder, AbsentIsNullLostIsLostAndHistoryIsBounded) {
   EXPECT_TRUE(f["viewers"].is_number());
 }
 
+TEST(FrameBuilder, IntervalsWithoutAReadAreGapsInTheHistory) {
+  SystemInfo info = TwoGpusAndALostOne();
+  auto entities = BuildEntities(info);
+  exporter::FrameBuilder b(info, entities, std::nullopt, 5);
+  auto first = Read(entities, 10);
+  b.Build(*first, {"agent", "h", 1, 1, 0});
+  auto later = Read(entities, 20);
+  for (auto& r : later->entities) r.sample.t_unix_ns += 3'000'000'000;  // 3 intervals on
+  nlohmann::json f = b.Build(*later, {"agent", "h", 1, 1, 0});
+  EXPECT_EQ(f["entities"][0]["history"]["utilization_percent"],
+            nlohmann::json({10.0, nullptr, nullptr, 20.0}))
+      << "two intervals nobody read";
+  for (auto& r : later->entities) r.sample.t_unix_ns += 3'600'000'000'000;  // an hour on
+  f = b.Build(*later, {"agent", "h", 1, 1, 0});
+  EXPECT_EQ(f["entities"][0]["history"]["utilization_percent"],
+            nlohmann::json({nullptr, nullptr, nullptr, nullptr, 20.0}))
+      << "at most a whole history of gaps";
+}
+
 TEST(LiveHub, EveryViewerGetsTheSameFramesFromOneReadEach) {
   SystemInfo info = TwoGpusAndALostOne();
   auto entities = BuildEntities(info);
