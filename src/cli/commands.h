@@ -20,11 +20,12 @@ Subcommand SetupWatch(CLI::App& parent);
 Subcommand SetupStats(CLI::App& parent);
 Subcommand SetupCollect(CLI::App& parent);
 Subcommand SetupWindow(CLI::App& parent);
+Subcommand SetupTop(CLI::App& parent);
 
 inline constexpr SetupFn kSubcommands[] = {
-    &SetupDevices, &SetupDmon,          &SetupFields, &SetupPs,       &SetupRecord,
-    &SetupReport,  &SetupValidatePower, &SetupEnergy, &SetupExporter, &SetupAgent,
-    &SetupGroup,   &SetupWatch,         &SetupStats,  &SetupCollect,  &SetupWindow,
+    &SetupDevices,       &SetupDmon,    &SetupFields,   &SetupPs,    &SetupRecord, &SetupReport,
+    &SetupValidatePower, &SetupEnergy,  &SetupExporter, &SetupAgent, &SetupGroup,  &SetupWatch,
+    &SetupStats,         &SetupCollect, &SetupWindow,   &SetupTop,
 };
 
 }  // namespace gpulse::cli
