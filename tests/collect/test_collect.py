@@ -653,22 +653,23 @@ class LaunchAndClocks(CollectTestCase):
 class Config(CollectTestCase):
     def test_invalid_values_are_rejected_before_anything_starts(self):
         base = config_text([("a", 9400, "/metrics")], [("a", [0], "agg", 0, 0)])
-        cases = {
-            "collect_interval_ms: 200": ("collect_interval_ms: 3500", "exceeds the 3000 ms max sample gap"),
-            "storage_subdir: power": ("storage_subdir: ../power", "safe relative path"),
-            "request_timeout_seconds: 1": ("request_timeout_seconds: 1\n  collector_join_timeout_seconds: 6",
+        cases = [  # (text in the base config, its bad replacement, the message)
+            ("collect_interval_ms: 200", "collect_interval_ms: 3500", "exceeds the 3000 ms max sample gap"),
+            ("storage_subdir: power", "storage_subdir: ../power", "safe relative path"),
+            ("request_timeout_seconds: 1", "request_timeout_seconds: 1\n  collector_join_timeout_seconds: 6",
                                            "greater than two full collector cycles"),
-            "port: 9400\n": ("port: 70000\n", "port must be in 1..65535"),
-            "container_image: gpulse": ("container_image: ''", "container_image must be non-empty"),
-            "worker_role: agg": ("worker_role: boss", "worker_role must be one of"),
-            "concurrencies: [4, 8]": ("concurrencies: [4, 4]", "unique positive benchmark.concurrencies"),
-            "startup_timeout_seconds: 15": ("startup_timeout_seconds: -1", "must be finite and positive"),
-            "enabled: true": ("enabled: true\n  bogus: 1", "unknown key telemetry.bogus"),
-            'command: "gpulse exporter -a :{port}"': ('command: "gpulse exporter -a :{port}"\n    launch: docker',
+            ("port: 9400\n", "port: 70000\n", "port must be in 1..65535"),
+            ("container_image: gpulse", "container_image: ''", "container_image must be non-empty"),
+            ("worker_role: agg", "worker_role: boss", "worker_role must be one of"),
+            ("concurrencies: [4, 8]", "concurrencies: [4, 4]", "unique positive benchmark.concurrencies"),
+            ("startup_timeout_seconds: 15", "startup_timeout_seconds: -1", "must be finite, positive and at most 86400"),
+            ("request_timeout_seconds: 1", "request_timeout_seconds: 2.4e77", "must be finite, positive and at most 86400"),
+            ("enabled: true", "enabled: true\n  bogus: 1", "unknown key telemetry.bogus"),
+            ('command: "gpulse exporter -a :{port}"', 'command: "gpulse exporter -a :{port}"\n    launch: docker',
                                                        "launch must be one of none, local, srun"),
-            "clock_sync_check: false": ("clock_sync_check: maybe", "telemetry.clock_sync_check must be true or false"),
-        }
-        for old, (new, message) in cases.items():
+            ("clock_sync_check: false", "clock_sync_check: maybe", "telemetry.clock_sync_check must be true or false"),
+        ]
+        for old, new, message in cases:
             with self.subTest(new=new):
                 self.assertIn(old, base)
                 cfg = self.write_config(base.replace(old, new, 1))

@@ -47,13 +47,18 @@ T Scalar(const YAML::Node& n, const std::string& key, const char* what) {
   }
 }
 
+// At most a day: no collector waits longer, and beyond about 1e16 s the derived join timeout
+// (2 * (2 * request timeout + 1) + 2) rounds to the cycle bound it must exceed (found by fuzzing,
+// issue 13).
+constexpr double kMaxSeconds = 86'400;
+
 double Seconds(const YAML::Node& parent, const std::string& prefix, const char* key, double def) {
   const YAML::Node n = parent[key];
   if (!n) return def;
   std::string name = prefix + key;
   double v = Scalar<double>(n, name, "a number");
-  if (!std::isfinite(v) || v <= 0)
-    Fail("telemetry." + std::string(key) + " must be finite and positive");
+  if (!std::isfinite(v) || v <= 0 || v > kMaxSeconds)
+    Fail("telemetry." + std::string(key) + " must be finite, positive and at most 86400 (a day)");
   return v;
 }
 
