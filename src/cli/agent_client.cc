@@ -180,12 +180,10 @@ Result<Socket> SendRequest(const std::string& host, const std::string& method,
 // Reads what the socket has within `timeout`: >0 bytes, 0 at the end, -1 on timeout (errno 0) or
 // an error (errno set).
 ssize_t RecvWithin(int fd, char* buf, std::size_t len, std::chrono::milliseconds timeout) {
+  // A signal (Ctrl-C in `top`) ends the wait at once, as a timeout: the caller checks its flag.
   pollfd p{fd, POLLIN, 0};
-  int ready = 0;
-  do {
-    ready = poll(&p, 1, static_cast<int>(timeout.count()));
-  } while (ready < 0 && errno == EINTR);
-  if (ready == 0) {
+  int ready = poll(&p, 1, static_cast<int>(timeout.count()));
+  if (ready == 0 || (ready < 0 && errno == EINTR)) {
     errno = 0;
     return -1;
   }
@@ -285,11 +283,12 @@ Result<std::unique_ptr<AgentStream>> OpenAgentStream(const std::string& host,
   if (reached != nullptr) *reached = true;
   std::string raw;
   char buf[16384];
-  constexpr std::chrono::milliseconds kHeadTimeout{30'000};
+  constexpr std::chrono::milliseconds kHeadTimeout{5'000};
   std::size_t head_end = std::string::npos;
   while (head_end == std::string::npos) {
     ssize_t n = RecvWithin(fd->get(), buf, sizeof buf, kHeadTimeout);
-    if (n <= 0) return Unavailable("the server at " + host + " sent no answer to " + target);
+    if (n <= 0)
+      return Unavailable("the server at " + host + " sent no answer to " + target + " within 5 s");
     raw.append(buf, static_cast<std::size_t>(n));
     head_end = raw.find("\r\n\r\n");
     if (head_end == std::string::npos && raw.size() > 64 * 1024)

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -24,9 +25,23 @@ class StreamSource final : public LiveSource {
       : stream_(std::move(stream)), host_(std::move(host)) {}
 
   Result<std::optional<nlohmann::json>> Next(std::chrono::milliseconds timeout) override {
-    const std::int64_t deadline = MonotonicNowNs() + timeout.count() * 1'000'000;
+    const std::int64_t now = MonotonicNowNs();
+    if (last_event_ns_ == 0) last_event_ns_ = now;
+    // A server that hangs, or a connection that died without a word, sends nothing: after five
+    // intervals (at least 15 s) without a frame the stream counts as broken, and `top` reconnects.
+    const std::int64_t silence_ns = std::max<std::int64_t>(15'000'000'000, 5 * interval_ns_);
+    if (now - last_event_ns_ > silence_ns) {
+      return Unavailable("no frame from " + host_ + " for " +
+                         std::to_string((now - last_event_ns_) / 1'000'000'000) + " s");
+    }
+    const std::int64_t deadline = now + timeout.count() * 1'000'000;
     for (;;) {
-      if (auto frame = TakeEvent()) return frame;
+      if (auto frame = TakeEvent()) {
+        last_event_ns_ = MonotonicNowNs();
+        if (auto i = frame->find("interval_seconds"); i != frame->end() && i->is_number())
+          interval_ns_ = static_cast<std::int64_t>(std::min(i->get<double>(), 3600.0) * 1e9);
+        return frame;
+      }
       if (buffer_.size() > kMaxEventBytes)
         return Unavailable("the stream from " + host_ + " sent an event over 64 MiB");
       const std::int64_t left = deadline - MonotonicNowNs();
@@ -34,6 +49,7 @@ class StreamSource final : public LiveSource {
       auto got = stream_->Read(buffer_, std::chrono::milliseconds(left / 1'000'000 + 1));
       if (!got) return got.error();
       if (!*got) return std::optional<nlohmann::json>();
+      std::erase(buffer_, '\r');  // event streams may end lines with CRLF
     }
   }
 
@@ -66,6 +82,8 @@ class StreamSource final : public LiveSource {
   std::unique_ptr<AgentStream> stream_;
   std::string host_;
   std::string buffer_;
+  std::int64_t last_event_ns_ = 0;            // monotonic; 0 before the first call
+  std::int64_t interval_ns_ = 1'000'000'000;  // the server's, from its frames
 };
 
 std::string Hostname() {

@@ -82,6 +82,11 @@ void InstallSignalHandlers() {
   sa.sa_flags = 0;  // no SA_RESTART: a wait in the source must wake up
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // A closed terminal or a quit key ends the run the same way, with the terminal restored; a
+  // closed pipe (`top | head`) shows up as a failed write instead of killing the process.
+  sigaction(SIGHUP, &sa, nullptr);
+  sigaction(SIGQUIT, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
 }
 
 bool NoColor() { return std::getenv("NO_COLOR") != nullptr; }
@@ -352,17 +357,18 @@ Result<nlohmann::json> FirstFrame(LiveSource& source, int delay_ms) {
 int RunOnce(LiveSource& source, const TopOptions& o, const top::ViewState& view) {
   auto json = FirstFrame(source, o.delay_ms);
   if (!json) {
-    fmt::print(stderr, "gpulse top: {}\n", json.error().message);
+    fmt::print(stderr, "gpulse top: {}\n", top::CleanText(json.error().message));
     return kExitFailure;
   }
   if (o.json) {
-    fmt::print("{}\n", json->dump());
+    // Process names are the processes' own: invalid UTF-8 is replaced, never thrown on.
+    fmt::print("{}\n", json->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return kExitOk;
   }
   auto model = top::ParseFrame(*json);
   if (!model) {
-    fmt::print(stderr, "gpulse top: bad frame from {}: {}\n", source.Describe(),
-               model.error().message);
+    fmt::print(stderr, "gpulse top: bad frame ({}): {}\n", top::CleanText(source.Describe()),
+               top::CleanText(model.error().message));
     return kExitFailure;
   }
   top::Screen screen{EnvColumns().value_or(kDefaultWidth), 0, false, top::Utf8Locale(),
@@ -380,8 +386,9 @@ int Run(const TopOptions& o) {
   LiveSourceOptions options = SourceOptions(o);
   auto source = OpenLiveSource(options);
   if (!source) {
-    fmt::print(stderr, "gpulse top: {}\n", source.error().message);
-    return kExitFailure;
+    // The message may carry a server's answer: no control bytes reach the terminal.
+    fmt::print(stderr, "gpulse top: {}\n", top::CleanText(source.error().message));
+    return source.error().code == ErrorCode::kUnavailable ? kExitFailure : kExitUsage;
   }
   if (o.once) return RunOnce(**source, o, view);
 

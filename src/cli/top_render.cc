@@ -791,4 +791,6 @@ std::string PlainText(const std::vector<Line>& lines) {
   return out;
 }
 
+std::string CleanText(std::string_view text) { return Clean(text); }
+
 }  // namespace gpulse::cli::top

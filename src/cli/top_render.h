@@ -96,4 +96,8 @@ int DisplayWidth(std::string_view text);
 // Lines as plain text (for --once and dumb terminals): each line's text and '\n'.
 std::string PlainText(const std::vector<Line>& lines);
 
+// Printable ASCII only (a control byte or a non-ASCII character becomes '?'): what any text from
+// a server may print as, so no escape sequence reaches the terminal.
+std::string CleanText(std::string_view text);
+
 }  // namespace gpulse::cli::top

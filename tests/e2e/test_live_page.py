@@ -361,8 +361,9 @@ class LivePageTest(GpulseTestCase):
         self.assertEqual(second.evaluate("document.body.dataset.frames"), "0")
         # Once the first viewer leaves, the second one gets in on a retry.
         first.close()
+        # Its backoff may have grown to 30 s meanwhile: wait two of those.
         second.wait_for("Number(document.body.dataset.frames) >= 1 && document.body.dataset.connection === 'live'",
-                        what="the second viewer connected after the first left")
+                        timeout=75, what="the second viewer connected after the first left")
         self.assertTrue(second.evaluate("document.getElementById('banner').hidden"))
         for p in second.problems():   # only the refused loads themselves
             self.assertIn("503", p)

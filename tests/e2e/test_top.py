@@ -356,8 +356,13 @@ class TopThroughAgentTest(TopTestCase):
                 else:
                     t.keys(how)
                 self.assertEqual(t.wait_exit(), 0)
-                screen = t.wait_for(lambda s: "top-exited" in s, "the shell after top", running=False)
-                self.assertNotIn("PROCESSES", screen, "the alternate screen is gone")
+                # The terminal is restored: tmux says the pane left the alternate screen, and the
+                # main screen does not show top's panels.
+                deadline = time.monotonic() + DEADLINE_S
+                while t.tmux("display-message", "-p", "-t", "top", "#{alternate_on}").stdout.strip() != "0":
+                    self.assertLess(time.monotonic(), deadline, "the pane is still in the alternate screen")
+                    time.sleep(0.1)
+                self.assertNotIn("PROCESSES", t.capture(), "the alternate screen is gone")
                 t.close()
 
     def test_no_color_draws_without_colours(self):
@@ -523,7 +528,9 @@ class TopDirectTest(TopTestCase):
     def test_bad_flags_exit_2(self):
         for args in (["--sort", "cpu"], ["--delay", "5"], ["--delay", "60001"], ["--json"],
                      ["--direct", "--host", "unix:///nonexistent"], ["--bogus"],
-                     ["--simulate", "4xA40-tp2", "--host", "unix:///nonexistent"]):
+                     ["--simulate", "4xA40-tp2", "--host", "unix:///nonexistent"],
+                     ["--once", "--simulate", "no-such-scenario"], ["--once", "--host", "foo bar"],
+                     ["--once", "--simulate", "4xA40-tp2", "--procfs-root", "/nonexistent/procfs"]):
             with self.subTest(args=args):
                 p = run("top", *args)
                 self.assertEqual(p.returncode, 2, p.stderr)
