@@ -84,6 +84,30 @@ struct ProcessList {
   std::string utilization_source;  // likewise for the utilization ("" when none was available)
 };
 
+// The settings DCGM's configuration manager manages, and what the driver allows, read now. Every
+// member is absent when the driver does not report it (NOT_SUPPORTED, or an older driver).
+struct DeviceSettings {
+  // NVML_COMPUTEMODE_*: 0 default (unrestricted), 1 exclusive thread (deprecated), 2 prohibited,
+  // 3 exclusive process.
+  std::optional<int> compute_mode;
+  std::optional<bool> ecc_current;  // ECC mode now
+  std::optional<bool> ecc_pending;  // ECC mode after the next reset
+  std::optional<bool> persistence_mode;
+  std::optional<unsigned> app_sm_clock_mhz;  // application clocks now
+  std::optional<unsigned> app_mem_clock_mhz;
+  std::optional<unsigned> default_app_sm_clock_mhz;
+  std::optional<unsigned> default_app_mem_clock_mhz;
+  std::optional<double> power_limit_w;  // the power management limit now
+  std::optional<double> default_power_limit_w;
+  std::optional<double> min_power_limit_w;  // the range a new limit must be in
+  std::optional<double> max_power_limit_w;
+  // Supported application clocks: memory clocks, and for each the SM clocks allowed with it (in the
+  // same order). Empty when unknown.
+  std::vector<unsigned> supported_mem_clocks_mhz;
+  std::vector<std::vector<unsigned>> supported_sm_clocks_mhz;
+  std::optional<bool> inforom_valid;  // nvmlDeviceValidateInforom
+};
+
 enum class DeviceState { kOk, kLost };
 
 // How many XID error events of one code a device has raised since the backend opened.

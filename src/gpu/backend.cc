@@ -21,6 +21,23 @@ void UnsupportedSample(std::span<const FieldIndex> fields, Sample& out) {
 
 bool Backend::SetSimulatedClock(double /*seconds*/) { return false; }
 
+DeviceSettings Backend::ReadSettings(std::size_t /*pos*/) { return {}; }
+
+namespace {
+Error NoSettings() { return Unavailable("this backend cannot change GPU settings"); }
+}  // namespace
+
+Status Backend::SetComputeMode(std::size_t /*pos*/, int /*mode*/) { return NoSettings(); }
+Status Backend::SetEccMode(std::size_t /*pos*/, bool /*enabled*/) { return NoSettings(); }
+Status Backend::SetApplicationClocks(std::size_t /*pos*/, unsigned /*mem_mhz*/,
+                                     unsigned /*sm_mhz*/) {
+  return NoSettings();
+}
+Status Backend::SetPowerLimit(std::size_t /*pos*/, double /*watts*/) { return NoSettings(); }
+Status Backend::ResetGpu(std::size_t /*pos*/) {
+  return Unavailable("this backend cannot reset a GPU");
+}
+
 ProcessList Backend::Processes(std::size_t /*pos*/) {
   ProcessList list;
   list.t_mono_ns = MonotonicNowNs();

@@ -62,6 +62,27 @@ class Backend {
   // t_unix_ns = kSimulatedEpochUnixNs + seconds), so rates and loads follow the simulated clock.
   // False, and nothing changes, when the devices are not simulated. The default: false.
   virtual bool SetSimulatedClock(double seconds);
+
+  // The settings DCGM's configuration manager reads and sets (docs/health.md, "Configuration"),
+  // read now from the driver. A setting the device does not report is absent. The default: every
+  // setting absent. REQUIRES: pos < info().devices.size()
+  virtual DeviceSettings ReadSettings(std::size_t pos);
+
+  // Sets one setting of the GPU at `pos`. Errors are values: kNoPermission when the driver refuses
+  // the caller (NVML_ERROR_NO_PERMISSION), kUnavailable when the device does not support it,
+  // kInvalidArgument when the driver rejects the value, kNotFound when the GPU is lost. The
+  // defaults: kUnavailable. ECC changes are pending until the next reset, as on real GPUs.
+  // REQUIRES: pos < info().devices.size()
+  virtual Status SetComputeMode(std::size_t pos, int mode);
+  virtual Status SetEccMode(std::size_t pos, bool enabled);
+  virtual Status SetApplicationClocks(std::size_t pos, unsigned mem_mhz, unsigned sm_mhz);
+  virtual Status SetPowerLimit(std::size_t pos, double watts);
+
+  // Resets the GPU at `pos` (a policy's action, docs/health.md). Only simulated GPUs are reset
+  // here: settings return to their defaults, pending ECC modes apply, volatile ECC counters clear.
+  // A real GPU is never reset through this call (kUnavailable); the agent refuses or does it
+  // itself (--allow-reset). The default: kUnavailable.
+  virtual Status ResetGpu(std::size_t pos);
 };
 
 // Unix time of simulated second 0 when a simulated clock drives the readings: 2026-01-01T00:00Z.
