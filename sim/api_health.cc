@@ -1,4 +1,5 @@
 // Health counters (PCIe replays, ECC, retired pages, remapped rows) and batched field values.
+#include <algorithm>
 #include <vector>
 
 #include "api_common.h"
@@ -12,7 +13,14 @@ namespace {
 
 static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t is 40 bytes");
 
-CounterValues Counters(const DeviceCtx& c) { return c.session.faults().Counters(c.index(), c.t); }
+// The counters at t; the volatile ECC counts since the last gpulseSimResetDevice.
+CounterValues Counters(const DeviceCtx& c) {
+  CounterValues v = c.session.faults().Counters(c.index(), c.t);
+  const gpulse::sim::DeviceSettingsState& s = c.session.settings(c.index());
+  v.ecc_sbe_volatile -= std::min(v.ecc_sbe_volatile, s.ecc_sbe_volatile_cleared);
+  v.ecc_dbe_volatile -= std::min(v.ecc_dbe_volatile, s.ecc_dbe_volatile_cleared);
+  return v;
+}
 
 // One entry of nvmlDeviceGetFieldValues.
 void FillField(const DeviceCtx& c, nvmlFieldValue_t& v) {

@@ -34,9 +34,8 @@ nvmlReturn_t Scalar(nvmlDevice_t device, T* out, Call call, Get&& get) {
   });
 }
 
-unsigned LimitMw(const DeviceCtx& c) {
-  return static_cast<unsigned>(std::lround(c.spec().power_limit_w * 1000.0));
-}
+// The limit nvmlDeviceSetPowerManagementLimit last set (the scenario's power_limit_w until then).
+unsigned LimitMw(const DeviceCtx& c) { return c.session.settings(c.index()).power_limit_mw; }
 
 bool ValidClock(int type) { return type >= NVML_CLOCK_GRAPHICS && type <= NVML_CLOCK_VIDEO; }
 

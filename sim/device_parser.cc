@@ -34,6 +34,11 @@ const std::initializer_list<std::string_view> kDeviceKeys = {
     "nvlink_links",
     "power_usage",
     "energy_offset_j",
+    "compute_mode",
+    "persistence_mode",
+    "min_power_limit_w",
+    "max_power_limit_w",
+    "settings_permission",
     "unsupported",
     "counters",
     "mig",
@@ -93,6 +98,20 @@ void ParseIdentity(const YamlCheck& check, const DeviceFields& f, unsigned index
   d.minor_number = minor.present ? static_cast<unsigned>(check.Integer(minor, 0, 255)) : index;
 }
 
+// min_power_limit_w / max_power_limit_w: the range nvmlDeviceSetPowerManagementLimit accepts.
+void ParsePowerRange(const YamlCheck& check, const DeviceFields& f, DeviceSpec& d) {
+  At min = f.Get("min_power_limit_w");
+  d.min_power_limit_w = min.present ? check.Number(min, 1, 100000) : 0.5 * d.power_limit_w;
+  if (d.min_power_limit_w > d.power_limit_w) {
+    check.Fail(min, "is above power_limit_w (" + FormatNumber(d.power_limit_w) + ")");
+  }
+  At max = f.Get("max_power_limit_w");
+  d.max_power_limit_w = max.present ? check.Number(max, 1, 100000) : d.power_limit_w;
+  if (d.max_power_limit_w < d.power_limit_w) {
+    check.Fail(max, "is below power_limit_w (" + FormatNumber(d.power_limit_w) + ")");
+  }
+}
+
 void ParseMemoryAndPower(const YamlCheck& check, const DeviceFields& f, unsigned index,
                          const std::string& scenario_name, DeviceSpec& d) {
   At total = f.Get("memory_total_mib");
@@ -109,6 +128,8 @@ void ParseMemoryAndPower(const YamlCheck& check, const DeviceFields& f, unsigned
   d.power_limit_w = check.Number(limit, 1, 100000);
   At idle = f.Get("idle_power_w");
   d.idle_power_w = idle.present ? check.Number(idle, 0, d.power_limit_w) : 0.1 * d.power_limit_w;
+
+  ParsePowerRange(check, f, d);
 
   At mode = f.Get("power_usage");
   if (mode.present) {
@@ -165,8 +186,15 @@ void ParseFlags(const YamlCheck& check, const DeviceFields& f, DeviceSpec& d) {
   At unsupported = f.Get("unsupported");
   if (unsupported.present) d.unsupported = ParseCallList(check, unsupported);
   if (!d.memory_temp) d.unsupported.set(static_cast<size_t>(Call::kMemoryTemp));
+  At compute = f.Get("compute_mode");
+  if (compute.present) d.compute_mode = static_cast<int>(check.Integer(compute, 0, 3));
+  At persistence = f.Get("persistence_mode");
+  if (persistence.present) d.persistence_mode = check.Bool(persistence);
+  At permission = f.Get("settings_permission");
+  if (permission.present) d.settings_permission = check.Bool(permission);
   if (!d.ecc) {
     d.unsupported.set(static_cast<size_t>(Call::kEcc));
+    d.unsupported.set(static_cast<size_t>(Call::kEccMode));
     d.unsupported.set(static_cast<size_t>(Call::kRetiredPages));
     d.unsupported.set(static_cast<size_t>(Call::kRemappedRows));
   }

@@ -19,7 +19,7 @@ struct KindInfo {
   std::initializer_list<std::string_view> keys;  // allowed keys, common ones included
 };
 
-const std::array<KindInfo, 11> kKinds = {{
+const std::array<KindInfo, 12> kKinds = {{
     {"xid", FaultKind::kXid, {"at", "device", "kind", "xid"}},
     {"not_supported", FaultKind::kNotSupported, {"at", "until", "device", "kind", "calls"}},
     {"no_permission", FaultKind::kNoPermission, {"at", "device", "kind"}},
@@ -36,6 +36,7 @@ const std::array<KindInfo, 11> kKinds = {{
      FaultKind::kNvlinkErrors,
      {"at", "device", "kind", "nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay",
       "nvlink_recovery"}},
+    {"inforom_corrupt", FaultKind::kInforomCorrupt, {"at", "until", "device", "kind"}},
 }};
 
 const std::array<std::pair<std::string_view, GpmFaultMode>, 3> kGpmModes = {{
@@ -162,6 +163,7 @@ void ParseKindFields(const YamlCheck& check, const At& item, Fault& f) {
       break;
     case FaultKind::kNoPermission:
     case FaultKind::kGpuLost:
+    case FaultKind::kInforomCorrupt:
       break;
   }
 }

@@ -27,6 +27,13 @@ bool FaultState::NoPermission(unsigned device, double t) const {
   return false;
 }
 
+bool FaultState::InforomCorrupt(unsigned device, double t) const {
+  for (const Fault& f : scenario_.faults) {
+    if (f.device == device && f.kind == FaultKind::kInforomCorrupt && Active(f, t)) return true;
+  }
+  return false;
+}
+
 bool FaultState::NotSupported(unsigned device, Call call, double t) const {
   const auto bit = static_cast<size_t>(call);
   if (scenario_.devices[device].unsupported.test(bit)) return true;

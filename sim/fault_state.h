@@ -39,6 +39,8 @@ class FaultState {
 
   bool Lost(unsigned device, double t) const;
   bool NoPermission(unsigned device, double t) const;
+  // An inforom_corrupt fault is active at t: nvmlDeviceValidateInforom fails.
+  bool InforomCorrupt(unsigned device, double t) const;
   // Static (`unsupported`, memory_temp/ecc flags) or a not_supported fault active at t.
   bool NotSupported(unsigned device, Call call, double t) const;
   unsigned long long ThrottleReasons(unsigned device, double t) const;

@@ -37,6 +37,12 @@ constexpr std::array<std::string_view, kCallCount> kCallNames = {
     "fan_speed",
     "violation_status",
     "nvlink",
+    "inforom",
+    "compute_mode",
+    "ecc_mode",
+    "persistence_mode",
+    "applications_clocks",
+    "power_limit_settings",
 };
 
 }  // namespace

@@ -49,6 +49,12 @@ enum class Call : uint8_t {
   kFanSpeed,              // nvmlDeviceGetFanSpeed
   kViolationStatus,       // nvmlDeviceGetViolationStatus
   kNvlink,                // nvmlDeviceGetNvLinkState and the NVLink fields
+  kInforom,               // nvmlDeviceValidateInforom
+  kComputeMode,           // nvmlDeviceGetComputeMode and nvmlDeviceSetComputeMode
+  kEccMode,               // nvmlDeviceGetEccMode and nvmlDeviceSetEccMode
+  kPersistenceMode,       // nvmlDeviceGetPersistenceMode
+  kApplicationsClocks,    // nvmlDevice{Get,GetDefault,Set}ApplicationsClock(s), GetSupported*Clocks
+  kPowerLimitSettings,  // nvmlDeviceGetPowerManagementLimitConstraints, …DefaultLimit, Set…Limit
   kCount,
 };
 constexpr size_t kCallCount = static_cast<size_t>(Call::kCount);
@@ -161,6 +167,13 @@ struct DeviceSpec {
   unsigned nvlink_links = 0;  // 0 .. NVML_NVLINK_MAX_LINKS
   PowerUsageMode power_usage = PowerUsageMode::kAverage;
   double energy_offset_j = 0;  // the energy counter at t = 0 (energy since driver load)
+  // Settings (DCGM's configuration manager): their values after a reset, the power limit range and
+  // whether the caller may change them (false: every Set* is NO_PERMISSION, as for a non-root
+  // user).
+  int compute_mode = 0;  // NVML_COMPUTEMODE_*, 0..3
+  bool persistence_mode = true;
+  double min_power_limit_w = 0, max_power_limit_w = 0;  // min <= power_limit_w <= max
+  bool settings_permission = true;
   CallSet unsupported;  // static NOT_SUPPORTED set, memory_temp/ecc/gpm/fan/no-NVLink folded in
   Counters counters;
   MigConfig mig;
@@ -180,6 +193,7 @@ enum class FaultKind {
   kRemappedRows,
   kGpm,
   kNvlinkErrors,
+  kInforomCorrupt,
 };
 
 // What a `gpm` fault does to nvmlGpmMetricsGet.
@@ -191,7 +205,8 @@ enum class GpmFaultMode {
 
 struct Fault {
   double at = 0;
-  std::optional<double> until;  // throttle, not_supported and gpm only: active in [at, until)
+  // throttle, not_supported, gpm and inforom_corrupt only: active in [at, until)
+  std::optional<double> until;
   unsigned device = 0;
   FaultKind kind = FaultKind::kXid;
   unsigned long long xid = 0;      // kXid

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #ifdef __SANITIZE_ADDRESS__
@@ -15,8 +16,19 @@
 
 namespace gpulse::sim {
 
+DeviceSettingsState DefaultSettings(const DeviceSpec& spec) {
+  DeviceSettingsState s;
+  s.compute_mode = spec.compute_mode;
+  s.ecc_current = s.ecc_pending = spec.ecc;
+  s.app_mem_clock_mhz = spec.max_mem_clock_mhz;
+  s.app_sm_clock_mhz = spec.max_sm_clock_mhz;
+  s.power_limit_mw = static_cast<unsigned>(std::lround(spec.power_limit_w * 1000.0));
+  return s;
+}
+
 Session::Session(Scenario scenario) : scenario_(std::move(scenario)), faults_(scenario_) {
   const unsigned n = device_count();
+  for (unsigned i = 0; i < n; ++i) settings_.push_back(DefaultSettings(scenario_.devices[i]));
   models_.reserve(n);
   for (unsigned i = 0; i < n; ++i) models_.emplace_back(scenario_.devices[i], scenario_.name, i);
   for (unsigned i = 0; i < n; ++i) {
@@ -140,7 +152,8 @@ nvmlReturn_t Simulator::Init() {
     char* end = nullptr;
     double t = std::strtod(clock, &end);
     if (end == clock || *end != '\0' || !(t >= 0) || t > 1e9) {
-      last_error_ = std::string("GPULSE_SIM_CLOCK: \"") + clock + "\" is not a number of seconds >= 0";
+      last_error_ =
+          std::string("GPULSE_SIM_CLOCK: \"") + clock + "\" is not a number of seconds >= 0";
       return NVML_ERROR_UNKNOWN;
     }
     frozen_ = t;

@@ -13,8 +13,8 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -52,6 +52,23 @@ struct GpmSample {
   double t = 0;
 };
 
+// The settings a caller can change (api_settings.cc) of one GPU. They start at the scenario's
+// values (DefaultSettings); gpulseSimResetDevice puts them back and applies the pending ECC mode.
+struct DeviceSettingsState {
+  int compute_mode = 0;  // NVML_COMPUTEMODE_*
+  bool ecc_current = true;
+  bool ecc_pending = true;
+  unsigned app_mem_clock_mhz = 0;
+  unsigned app_sm_clock_mhz = 0;
+  unsigned power_limit_mw = 0;  // the management limit, which is also the enforced limit
+  // The volatile ECC counts at the last reset; volatile counts are reported relative to them.
+  std::uint64_t ecc_sbe_volatile_cleared = 0;
+  std::uint64_t ecc_dbe_volatile_cleared = 0;
+};
+
+// The settings of a GPU described by `spec` right after a driver load.
+DeviceSettingsState DefaultSettings(const DeviceSpec& spec);
+
 class Session {
  public:
   explicit Session(Scenario scenario);
@@ -62,6 +79,9 @@ class Session {
   const DeviceModel& model(unsigned index) const { return models_[index]; }
   const FaultState& faults() const { return faults_; }
   unsigned device_count() const { return static_cast<unsigned>(scenario_.devices.size()); }
+  // REQUIRES: index < device_count()
+  DeviceSettingsState& settings(unsigned index) { return settings_[index]; }
+  const DeviceSettingsState& settings(unsigned index) const { return settings_[index]; }
 
   nvmlDevice_t GpuHandle(unsigned index) const;
   nvmlDevice_t MigHandle(unsigned index, unsigned slot) const;  // REQUIRES: slot < instance count
@@ -81,6 +101,7 @@ class Session {
   Scenario scenario_;
   std::vector<DeviceModel> models_;
   FaultState faults_;
+  std::vector<DeviceSettingsState> settings_;           // by GPU index
   std::vector<std::unique_ptr<DeviceHandle>> handles_;  // GPUs first (by index), then MIG instances
   std::vector<std::vector<DeviceHandle*>> mig_handles_;  // [gpu][slot]
   std::vector<std::unique_ptr<EventSet>> event_sets_;

@@ -11,7 +11,7 @@ void AddGpuOptions(CLI::App& app, gpu::BackendOptions& options) {
   app.add_option("--simulate", options.simulate,
                  "Read simulated GPUs: a built-in scenario name (1xH200, 8xH100, 4xA40-tp2, "
                  "mig-a100, faults, k8s-8xH100, sensorless, lost-at-start, mig-8xA100, mig-h100, "
-                 "profiling-faults) or a scenario "
+                 "profiling-faults, health-trips) or a scenario "
                  "YAML file");
   app.add_option("--nvml-lib", options.nvml_library,
                  "NVML library to load (default: $GPULSE_NVML_LIBRARY or libnvidia-ml.so.1)");

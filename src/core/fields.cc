@@ -32,6 +32,8 @@ constexpr FieldSpec Prof(FieldId id, std::string_view name, std::string_view ali
 
 // Ordered by id. Help texts follow dcgm-exporter's default counters file where it has the field.
 constexpr std::array kFields = {
+    FieldSpec{84, "DCGM_FI_DEV_INFOROM_CONFIG_VALID", "", "IFVLD", kNone, G, I,
+              "Whether the InfoROM configuration is valid (1) or corrupt (0).", kInforomValid},
     FieldSpec{100, "DCGM_FI_DEV_SM_CLOCK", "", "SMCLK", kMHz, G, I, "SM clock frequency (in MHz).",
               kSmClock},
     FieldSpec{101, "DCGM_FI_DEV_MEM_CLOCK", "", "MMCLK", kMHz, G, I,
@@ -160,8 +162,8 @@ constexpr std::array kFields = {
          "The rate of data transmitted over NVLink, header and payload, in bytes per second.", 61,
          kMibToBytes, false),
     Prof(1012, "DCGM_FI_PROF_NVLINK_RX_BYTES", "", "NVLRX", kBytesPerSecond, I,
-         "The rate of data received over NVLink, header and payload, in bytes per second.", 60, kMibToBytes,
-         false),
+         "The rate of data received over NVLink, header and payload, in bytes per second.", 60,
+         kMibToBytes, false),
     Prof(1013, "DCGM_FI_PROF_PIPE_TENSOR_IMMA_ACTIVE", "DCGM_FI_PROF_IMMA_UTIL_RATIO", "TIMMA",
          kRatio, D, "Ratio of cycles the tensor (IMMA) pipe is active.", 9, 0.01, true),
     Prof(1014, "DCGM_FI_PROF_PIPE_TENSOR_HMMA_ACTIVE", "DCGM_FI_PROF_HMMA_UTIL_RATIO", "THMMA",
@@ -371,9 +373,10 @@ constexpr std::array kSelfMetrics = {
     SelfMetricSpec{kBackendFailedCalls, "gpulse_backend_failed_calls_total", "", C,
                    "GPU library calls that failed transiently since start; their readings were "
                    "absent from that read."},
-    SelfMetricSpec{kProfilingStuck, "gpulse_profiling_stuck", "", G,
-                   "1 when the GPU's profiling graphics-engine ratio has read exactly 0 for several "
-                   "reads while its utilization said busy (profiling silently stuck), else 0."},
+    SelfMetricSpec{
+        kProfilingStuck, "gpulse_profiling_stuck", "", G,
+        "1 when the GPU's profiling graphics-engine ratio has read exactly 0 for several "
+        "reads while its utilization said busy (profiling silently stuck), else 0."},
     SelfMetricSpec{kProfilingFailedCalls, "gpulse_profiling_failed_calls_total", "", C,
                    "Profiling (NVML GPM) calls that failed since start; those profiling readings "
                    "were absent, not 0."},

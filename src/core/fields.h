@@ -88,6 +88,7 @@ enum class NvmlSource {
   kNvlinkReplayErrors,
   kNvlinkRecoveryErrors,
   kNvlinkThroughput,  // rate from the difference of two NVLink KiB counters
+  kInforomValid,      // nvmlDeviceValidateInforom: 1 valid, 0 NVML_ERROR_CORRUPTED_INFOROM
   kGpm,               // a GPM metric: FieldSpec::gpm says which
   kSourceCount,       // not a source: the number of them
 };

@@ -10,7 +10,7 @@ import jsonschema
 GPULSE = os.environ.get("GPULSE_BIN", "build/bin/gpulse")
 SOURCE_DIR = os.environ.get("GPULSE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILTIN_SCENARIOS = ["1xH200", "8xH100", "4xA40-tp2", "mig-a100", "faults", "k8s-8xH100", "sensorless",
-                     "lost-at-start", "mig-8xA100", "mig-h100", "profiling-faults"]
+                     "lost-at-start", "mig-8xA100", "mig-h100", "profiling-faults", "health-trips"]
 
 
 # Variables that change which GPUs a command sees: tests set them explicitly when they mean to.

@@ -82,6 +82,21 @@ struct SimApi {
   nvmlReturn_t (*GpmSampleGet)(nvmlDevice_t, nvmlGpmSample_t);
   nvmlReturn_t (*GpmMigSampleGet)(nvmlDevice_t, unsigned, nvmlGpmSample_t);
   nvmlReturn_t (*GpmMetricsGet)(nvmlGpmMetricsGet_t*);
+  nvmlReturn_t (*GetComputeMode)(nvmlDevice_t, int*);
+  nvmlReturn_t (*SetComputeMode)(nvmlDevice_t, int);
+  nvmlReturn_t (*GetEccMode)(nvmlDevice_t, int*, int*);
+  nvmlReturn_t (*SetEccMode)(nvmlDevice_t, int);
+  nvmlReturn_t (*GetPersistenceMode)(nvmlDevice_t, int*);
+  nvmlReturn_t (*GetAppClock)(nvmlDevice_t, int, unsigned*);
+  nvmlReturn_t (*GetDefaultAppClock)(nvmlDevice_t, int, unsigned*);
+  nvmlReturn_t (*SetAppClocks)(nvmlDevice_t, unsigned, unsigned);
+  nvmlReturn_t (*SupportedMemClocks)(nvmlDevice_t, unsigned*, unsigned*);
+  nvmlReturn_t (*SupportedGraphicsClocks)(nvmlDevice_t, unsigned, unsigned*, unsigned*);
+  nvmlReturn_t (*PowerConstraints)(nvmlDevice_t, unsigned*, unsigned*);
+  nvmlReturn_t (*PowerDefaultLimit)(nvmlDevice_t, unsigned*);
+  nvmlReturn_t (*SetPowerLimit)(nvmlDevice_t, unsigned);
+  nvmlReturn_t (*ValidateInforom)(nvmlDevice_t);
+  int (*ResetDevice)(unsigned);
   const char* (*ScenarioName)();
   const char* (*LastError)();
   void (*SetClock)(double);
@@ -149,13 +164,28 @@ inline const std::vector<const char*>& NvmlSymbols() {
       "nvmlGpmSampleGet",
       "nvmlGpmMigSampleGet",
       "nvmlGpmMetricsGet",
+      "nvmlDeviceGetComputeMode",
+      "nvmlDeviceSetComputeMode",
+      "nvmlDeviceGetEccMode",
+      "nvmlDeviceSetEccMode",
+      "nvmlDeviceGetPersistenceMode",
+      "nvmlDeviceGetApplicationsClock",
+      "nvmlDeviceGetDefaultApplicationsClock",
+      "nvmlDeviceSetApplicationsClocks",
+      "nvmlDeviceGetSupportedMemoryClocks",
+      "nvmlDeviceGetSupportedGraphicsClocks",
+      "nvmlDeviceGetPowerManagementLimitConstraints",
+      "nvmlDeviceGetPowerManagementDefaultLimit",
+      "nvmlDeviceSetPowerManagementLimit",
+      "nvmlDeviceValidateInforom",
   };
   return names;
 }
 
 inline const std::vector<const char*>& SimSymbols() {
   static const std::vector<const char*> names = {"gpulseSimScenarioName", "gpulseSimLastError",
-                                                 "gpulseSimSetClock", "gpulseSimBuiltinScenarios"};
+                                                 "gpulseSimSetClock", "gpulseSimBuiltinScenarios",
+                                                 "gpulseSimResetDevice"};
   return names;
 }
 
@@ -232,6 +262,21 @@ inline const SimApi& Sim() {
     bind(a.GpmSampleGet, "nvmlGpmSampleGet");
     bind(a.GpmMigSampleGet, "nvmlGpmMigSampleGet");
     bind(a.GpmMetricsGet, "nvmlGpmMetricsGet");
+    bind(a.GetComputeMode, "nvmlDeviceGetComputeMode");
+    bind(a.SetComputeMode, "nvmlDeviceSetComputeMode");
+    bind(a.GetEccMode, "nvmlDeviceGetEccMode");
+    bind(a.SetEccMode, "nvmlDeviceSetEccMode");
+    bind(a.GetPersistenceMode, "nvmlDeviceGetPersistenceMode");
+    bind(a.GetAppClock, "nvmlDeviceGetApplicationsClock");
+    bind(a.GetDefaultAppClock, "nvmlDeviceGetDefaultApplicationsClock");
+    bind(a.SetAppClocks, "nvmlDeviceSetApplicationsClocks");
+    bind(a.SupportedMemClocks, "nvmlDeviceGetSupportedMemoryClocks");
+    bind(a.SupportedGraphicsClocks, "nvmlDeviceGetSupportedGraphicsClocks");
+    bind(a.PowerConstraints, "nvmlDeviceGetPowerManagementLimitConstraints");
+    bind(a.PowerDefaultLimit, "nvmlDeviceGetPowerManagementDefaultLimit");
+    bind(a.SetPowerLimit, "nvmlDeviceSetPowerManagementLimit");
+    bind(a.ValidateInforom, "nvmlDeviceValidateInforom");
+    bind(a.ResetDevice, "gpulseSimResetDevice");
     bind(a.ScenarioName, "gpulseSimScenarioName");
     bind(a.LastError, "gpulseSimLastError");
     bind(a.SetClock, "gpulseSimSetClock");

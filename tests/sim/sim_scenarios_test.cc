@@ -18,8 +18,9 @@ struct BuiltinCase {
 
 const std::vector<BuiltinCase>& Builtins() {
   static const std::vector<BuiltinCase> cases = {
-      {"1xH200", 1, {}},   {"4xA40-tp2", 4, {}},  {"8xH100", 8, {}},   {"faults", 4, {1}},
-      {"mig-a100", 2, {}}, {"k8s-8xH100", 8, {}}, {"mig-h100", 1, {}}, {"profiling-faults", 4, {}},
+      {"1xH200", 1, {}},   {"4xA40-tp2", 4, {}},        {"8xH100", 8, {}},
+      {"faults", 4, {1}},  {"mig-a100", 2, {}},         {"k8s-8xH100", 8, {}},
+      {"mig-h100", 1, {}}, {"profiling-faults", 4, {}}, {"health-trips", 8, {}},
   };
   return cases;
 }

@@ -206,6 +206,24 @@ const std::vector<BadScenario>& Cases() {
        "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, unsupported: "
        "[fan_sped]}\n",
        "devices[0].unsupported[0]", "unknown call name 'fan_sped' (did you mean 'fan_speed'?)", 2},
+      {"minimum power limit above the limit",
+       "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, min_power_limit_w: "
+       "150}\n",
+       "devices[0].min_power_limit_w", "is above power_limit_w (100)", 2},
+      {"maximum power limit below the limit",
+       "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, max_power_limit_w: "
+       "99}\n",
+       "devices[0].max_power_limit_w", "is below power_limit_w (100)", 2},
+      {"compute mode out of range",
+       "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, compute_mode: 4}\n",
+       "devices[0].compute_mode", "4 is out of range [0, 3]", 2},
+      {"settings_permission not a bool",
+       "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, "
+       "settings_permission: maybe}\n",
+       "devices[0].settings_permission", "maybe", 2},
+      {"inforom_corrupt fault with another kind's key",
+       "devices: [" GPU "]\nfaults:\n  - {at: 0, device: 0, kind: inforom_corrupt, count: 1}\n",
+       "faults[0].count", "unknown key; allowed here: at, until, device, kind", 3},
       {"no devices", "devices: []\n", "devices", "list 1 to 64 devices", 1},
       {"empty file", "", "", "the scenario is empty", 0},
       {"YAML syntax error", "devices: [" GPU "\nfaults: {\n", "", "YAML error", 0},

@@ -1,7 +1,8 @@
-// The subset of NVML's C ABI that gpulse uses, declared by hand so that no NVIDIA SDK is needed at build
-// time. Names, layouts and constants follow NVIDIA's nvml.h; tests/layout checks every struct's size and
-// field offsets against an independent machine-readable source (bindgen output of nvml.h shipped by
-// Debian in librust-nvml-wrapper-sys-dev). Shared by the backend (caller side) and sim/ (callee side).
+// The subset of NVML's C ABI that gpulse uses, declared by hand so that no NVIDIA SDK is needed at
+// build time. Names, layouts and constants follow NVIDIA's nvml.h; tests/layout checks every
+// struct's size and field offsets against an independent machine-readable source (bindgen output of
+// nvml.h shipped by Debian in librust-nvml-wrapper-sys-dev). Shared by the backend (caller side)
+// and sim/ (callee side).
 //
 // Everything here is plain C layout (LP64). Nothing here allocates or owns anything.
 #pragma once
@@ -91,6 +92,13 @@ enum : int {
 enum : int { NVML_PSTATE_UNKNOWN = 32 };
 enum : int { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
 enum : int { NVML_DEVICE_MIG_DISABLE = 0, NVML_DEVICE_MIG_ENABLE = 1 };
+// nvmlComputeMode_t (int-sized): 1 is deprecated in current drivers but still a valid value.
+enum : int {
+  NVML_COMPUTEMODE_DEFAULT = 0,
+  NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,
+  NVML_COMPUTEMODE_PROHIBITED = 2,
+  NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+};
 
 // Clock event (throttle) reason bits.
 constexpr unsigned long long nvmlClocksEventReasonGpuIdle = 0x1ULL;

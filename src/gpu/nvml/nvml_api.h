@@ -85,11 +85,32 @@ struct NvmlApi {
   nvmlReturn_t (*DeviceRegisterEvents)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
   nvmlReturn_t (*EventSetWait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;
   nvmlReturn_t (*EventSetFree)(nvmlEventSet_t) = nullptr;
+  // Settings (DCGM's configuration manager), read or changed on request, never per tick. The enum
+  // parameters (nvmlComputeMode_t, nvmlEnableState_t, nvmlClockType_t) are int-sized.
+  nvmlReturn_t (*DeviceGetComputeMode)(nvmlDevice_t, int*) = nullptr;
+  nvmlReturn_t (*DeviceSetComputeMode)(nvmlDevice_t, int) = nullptr;
+  nvmlReturn_t (*DeviceGetEccMode)(nvmlDevice_t, int*, int*) = nullptr;  // current, pending
+  nvmlReturn_t (*DeviceSetEccMode)(nvmlDevice_t, int) = nullptr;
+  nvmlReturn_t (*DeviceGetPersistenceMode)(nvmlDevice_t, int*) = nullptr;
+  nvmlReturn_t (*DeviceGetApplicationsClock)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetDefaultApplicationsClock)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceSetApplicationsClocks)(nvmlDevice_t, unsigned,
+                                              unsigned) = nullptr;  // mem, gr
+  nvmlReturn_t (*DeviceGetSupportedMemoryClocks)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetSupportedGraphicsClocks)(nvmlDevice_t, unsigned, unsigned*,
+                                                   unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetPowerManagementLimitConstraints)(nvmlDevice_t, unsigned*,
+                                                           unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetPowerManagementDefaultLimit)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceSetPowerManagementLimit)(nvmlDevice_t, unsigned) = nullptr;
+  // NVML_SUCCESS when the InfoROM checksums are valid, NVML_ERROR_CORRUPTED_INFOROM when not.
+  nvmlReturn_t (*DeviceValidateInforom)(nvmlDevice_t) = nullptr;
   // Exported only by gpulse's NVML simulator (sim/): the scenario it serves. Its presence is how
   // gpulse knows, from the library itself, that the devices are simulated.
   const char* (*GpulseSimScenario)() = nullptr;
-  const char* (*GpulseSimLastError)() = nullptr;  // why the simulator's nvmlInit failed
-  void (*GpulseSimSetClock)(double) = nullptr;    // freezes the simulator's time
+  const char* (*GpulseSimLastError)() = nullptr;    // why the simulator's nvmlInit failed
+  void (*GpulseSimSetClock)(double) = nullptr;      // freezes the simulator's time
+  int (*GpulseSimResetDevice)(unsigned) = nullptr;  // resets a simulated GPU (an nvmlReturn_t)
 };
 
 // One row of the symbol table: the names tried in order and where the winner is stored.

@@ -1,7 +1,9 @@
 #include "gpu/nvml/nvml_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 
 #include "core/clock.h"
 #include "gpu/nvml/driver_listing.h"
@@ -151,6 +153,167 @@ bool NvmlBackend::SetSimulatedClock(double seconds) {
   api_.GpulseSimSetClock(seconds);
   simulated_ns_ = std::llround(seconds * 1e9);
   return true;
+}
+
+namespace {
+
+// The NVML result of a settings call as a Status, with the error mapping Backend documents.
+Status SettingStatus(nvmlReturn_t rc, const std::string& what) {
+  if (rc == NVML_SUCCESS) return Status::Ok();
+  const std::string message = what + ": " + ReturnName(rc);
+  switch (rc) {
+    case NVML_ERROR_NO_PERMISSION:
+      return Error{ErrorCode::kNoPermission, message + " (changing GPU settings needs root)"};
+    case NVML_ERROR_NOT_SUPPORTED:
+      return Unavailable(message + " (the GPU does not support it)");
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return InvalidArgument(message + " (the driver rejected the value)");
+    case NVML_ERROR_GPU_IS_LOST:
+      return NotFound(message + " (the GPU is lost)");
+    default:
+      return Unavailable(message);
+  }
+}
+
+Error MissingSymbol(const char* name) {
+  return Unavailable(std::string("the NVML library lacks ") + name);
+}
+
+std::optional<bool> Enabled(nvmlReturn_t rc, int state) {
+  if (rc != NVML_SUCCESS) return std::nullopt;
+  return state == NVML_FEATURE_ENABLED;
+}
+
+// One of NVML's clock lists: asks for the count, then fills; empty when anything fails. `list` is
+// the call with every argument bound but the count and the buffer.
+template <typename List>
+std::vector<unsigned> ReadClockList(List&& list) {
+  constexpr unsigned kMaxClocks = 4096;  // far above any GPU: a bad count cannot allocate much
+  unsigned count = 0;
+  nvmlReturn_t rc = list(&count, nullptr);
+  if (rc == NVML_SUCCESS) return {};
+  if (rc != NVML_ERROR_INSUFFICIENT_SIZE || count == 0 || count > kMaxClocks) return {};
+  std::vector<unsigned> clocks(count);
+  if (list(&count, clocks.data()) != NVML_SUCCESS) return {};
+  clocks.resize(std::min<std::size_t>(count, clocks.size()));
+  return clocks;
+}
+
+void ReadPowerSettings(const NvmlApi& a, nvmlDevice_t h, DeviceSettings& s) {
+  unsigned mw = 0, max_mw = 0;
+  if (a.DeviceGetPowerManagementLimit && a.DeviceGetPowerManagementLimit(h, &mw) == NVML_SUCCESS) {
+    s.power_limit_w = mw / 1000.0;
+  }
+  if (a.DeviceGetPowerManagementDefaultLimit &&
+      a.DeviceGetPowerManagementDefaultLimit(h, &mw) == NVML_SUCCESS) {
+    s.default_power_limit_w = mw / 1000.0;
+  }
+  if (a.DeviceGetPowerManagementLimitConstraints &&
+      a.DeviceGetPowerManagementLimitConstraints(h, &mw, &max_mw) == NVML_SUCCESS) {
+    s.min_power_limit_w = mw / 1000.0;
+    s.max_power_limit_w = max_mw / 1000.0;
+  }
+}
+
+void ReadClockSettings(const NvmlApi& a, nvmlDevice_t h, DeviceSettings& s) {
+  auto clock = [&](auto fn, int type) -> std::optional<unsigned> {
+    unsigned mhz = 0;
+    if (fn == nullptr || fn(h, type, &mhz) != NVML_SUCCESS) return std::nullopt;
+    return mhz;
+  };
+  s.app_sm_clock_mhz = clock(a.DeviceGetApplicationsClock, NVML_CLOCK_GRAPHICS);
+  s.app_mem_clock_mhz = clock(a.DeviceGetApplicationsClock, NVML_CLOCK_MEM);
+  s.default_app_sm_clock_mhz = clock(a.DeviceGetDefaultApplicationsClock, NVML_CLOCK_GRAPHICS);
+  s.default_app_mem_clock_mhz = clock(a.DeviceGetDefaultApplicationsClock, NVML_CLOCK_MEM);
+  if (a.DeviceGetSupportedMemoryClocks == nullptr ||
+      a.DeviceGetSupportedGraphicsClocks == nullptr) {
+    return;
+  }
+  std::vector<unsigned> mem = ReadClockList(
+      [&](unsigned* n, unsigned* out) { return a.DeviceGetSupportedMemoryClocks(h, n, out); });
+  for (unsigned mem_mhz : mem) {
+    std::vector<unsigned> sm = ReadClockList([&](unsigned* n, unsigned* out) {
+      return a.DeviceGetSupportedGraphicsClocks(h, mem_mhz, n, out);
+    });
+    if (sm.empty()) continue;  // the lists stay parallel
+    s.supported_mem_clocks_mhz.push_back(mem_mhz);
+    s.supported_sm_clocks_mhz.push_back(std::move(sm));
+  }
+}
+
+}  // namespace
+
+DeviceSettings NvmlBackend::ReadSettings(std::size_t pos) {
+  const NvmlApi& a = api_;
+  const nvmlDevice_t h = readers_.at(pos).handle();
+  DeviceSettings s;
+  int mode = 0, pending = 0;
+  if (a.DeviceGetComputeMode && a.DeviceGetComputeMode(h, &mode) == NVML_SUCCESS) {
+    s.compute_mode = mode;
+  }
+  if (a.DeviceGetEccMode) {
+    const nvmlReturn_t rc = a.DeviceGetEccMode(h, &mode, &pending);
+    s.ecc_current = Enabled(rc, mode);
+    s.ecc_pending = Enabled(rc, pending);
+  }
+  if (a.DeviceGetPersistenceMode) {
+    const nvmlReturn_t rc = a.DeviceGetPersistenceMode(h, &mode);
+    s.persistence_mode = Enabled(rc, mode);
+  }
+  ReadPowerSettings(a, h, s);
+  ReadClockSettings(a, h, s);
+  if (a.DeviceValidateInforom) {
+    const nvmlReturn_t rc = a.DeviceValidateInforom(h);
+    if (rc == NVML_SUCCESS || rc == NVML_ERROR_CORRUPTED_INFOROM) {
+      s.inforom_valid = rc == NVML_SUCCESS;
+    }
+  }
+  return s;
+}
+
+Status NvmlBackend::SetComputeMode(std::size_t pos, int mode) {
+  if (api_.DeviceSetComputeMode == nullptr) return MissingSymbol("nvmlDeviceSetComputeMode");
+  return SettingStatus(api_.DeviceSetComputeMode(readers_.at(pos).handle(), mode),
+                       "setting compute mode " + std::to_string(mode));
+}
+
+Status NvmlBackend::SetEccMode(std::size_t pos, bool enabled) {
+  if (api_.DeviceSetEccMode == nullptr) return MissingSymbol("nvmlDeviceSetEccMode");
+  const int state = enabled ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return SettingStatus(api_.DeviceSetEccMode(readers_.at(pos).handle(), state),
+                       std::string("setting ECC mode ") + (enabled ? "enabled" : "disabled"));
+}
+
+Status NvmlBackend::SetApplicationClocks(std::size_t pos, unsigned mem_mhz, unsigned sm_mhz) {
+  if (api_.DeviceSetApplicationsClocks == nullptr) {
+    return MissingSymbol("nvmlDeviceSetApplicationsClocks");
+  }
+  return SettingStatus(api_.DeviceSetApplicationsClocks(readers_.at(pos).handle(), mem_mhz, sm_mhz),
+                       "setting application clocks " + std::to_string(mem_mhz) + "," +
+                           std::to_string(sm_mhz) + " MHz");
+}
+
+Status NvmlBackend::SetPowerLimit(std::size_t pos, double watts) {
+  if (api_.DeviceSetPowerManagementLimit == nullptr) {
+    return MissingSymbol("nvmlDeviceSetPowerManagementLimit");
+  }
+  // NVML takes milliwatts in an unsigned int: refuse what cannot be one rather than wrap it.
+  if (!(watts > 0) || watts > 4.0e6) {
+    return InvalidArgument("a power limit must be a positive number of watts up to 4000000");
+  }
+  const auto mw = static_cast<unsigned>(std::llround(watts * 1000.0));
+  return SettingStatus(api_.DeviceSetPowerManagementLimit(readers_.at(pos).handle(), mw),
+                       "setting the power limit to " + std::to_string(mw) + " mW");
+}
+
+Status NvmlBackend::ResetGpu(std::size_t pos) {
+  const DeviceInfo& device = info_.devices.at(pos);
+  if (!info_.simulated || api_.GpulseSimResetDevice == nullptr) {
+    return Unavailable(
+        "a real GPU is not reset through NVML; the agent resets it only with --allow-reset");
+  }
+  return SettingStatus(api_.GpulseSimResetDevice(device.index),
+                       "resetting simulated GPU " + std::to_string(device.index));
 }
 
 std::int64_t NvmlBackend::NowMonoNs() const {

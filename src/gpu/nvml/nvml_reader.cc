@@ -151,6 +151,8 @@ Call CallFor(NvmlSource s) {
       return Call::kFieldNvlinkRecovery;
     case NvmlSource::kNvlinkThroughput:
       return Call::kFieldNvlinkThroughput;
+    case NvmlSource::kInforomValid:
+      return Call::kInforom;
     case NvmlSource::kGpm:
       return Call::kGpm;
     case NvmlSource::kSourceCount:
@@ -486,6 +488,17 @@ void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
       int pending = 0;
       if (Check(call, a.DeviceGetRetiredPagesPendingStatus(h, &pending), stats)) {
         slot(NvmlSource::kRetiredPending) = pending == NVML_FEATURE_ENABLED ? 1 : 0;
+      }
+      return;
+    }
+    case Call::kInforom: {
+      if (absent_fn(reinterpret_cast<const void*>(a.DeviceValidateInforom))) return;
+      // A corrupt InfoROM is the reading (0), not a failed call.
+      const nvmlReturn_t rc = a.DeviceValidateInforom(h);
+      if (rc == NVML_ERROR_CORRUPTED_INFOROM) {
+        slot(NvmlSource::kInforomValid) = 0;
+      } else if (Check(call, rc, stats)) {
+        slot(NvmlSource::kInforomValid) = 1;
       }
       return;
     }

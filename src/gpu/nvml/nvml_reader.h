@@ -63,6 +63,7 @@ enum class Call : unsigned {
   kFieldNvlinkReplay,
   kFieldNvlinkRecovery,
   kFieldNvlinkThroughput,  // two entries (TX, RX) over all links
+  kInforom,                // nvmlDeviceValidateInforom
   kGpm,                    // read by the GpmReader
   kCount
 };
