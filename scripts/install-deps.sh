@@ -10,7 +10,7 @@ packages=(
   librust-nvml-wrapper-sys-dev
   python3 python3-jsonschema python3-yaml tmux
   chromium
-  prometheus prometheus-node-exporter wrk python3-prometheus-client
+  prometheus prometheus-node-exporter prometheus-alertmanager wrk python3-prometheus-client
   slurm-wlm munge iproute2
 )
 

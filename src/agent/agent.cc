@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <future>
 
+#include "agent/alert_sender.h"
 #include "core/clock.h"
+#include "health/reading.h"
 
 namespace gpulse::agent {
 namespace {
@@ -58,6 +60,11 @@ Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options, gpu::Backend&
   if (!db) return db.error();
   a->db_ = std::move(db).value();
   a->db_path_ = a->db_->path();
+  if (!a->options_.alertmanager_url.empty()) {
+    auto sender = AlertSender::Create(a->options_.alertmanager_url);
+    if (!sender) return sender.error();
+    a->alerts_ = std::move(sender).value();
+  }
   if (Status s = a->Load(); !s.ok()) return s.error();
   return a;
 }
@@ -78,6 +85,18 @@ Status Agent::Start() {
   if (clock_.simulated()) backend_.SetSimulatedClock(clock_.SimulatedSeconds(now));
   started_ = true;
   worker_ = std::thread([this] { Loop(); });
+  // The configuration is declarative: the targets are applied again when the agent starts.
+  if (!config_targets_.empty()) {
+    Post([this] {
+      std::vector<std::size_t> gpus;
+      for (std::size_t pos = 0; pos < entities_.size(); ++pos) {
+        if (entities_[pos].kind == EntityKind::kGpu) gpus.push_back(pos);
+      }
+      bool refused = false;
+      nlohmann::json applied = ApplyTargets(gpus, &refused);
+      Log("configuration targets applied at start: " + applied.dump());
+    });
+  }
   return Status::Ok();
 }
 
@@ -145,6 +164,7 @@ Status Agent::Load() {
     auto stored = db_->Meta(GroupActivityKey(id));
     if (stored && *stored) group_activity_[id] = *act;  // a process watch was enabled
   }
+  if (Status s = LoadManagement(); !s.ok()) return s;
   if (Status s = Replan(*watches); !s.ok()) return s;
   loaded_ = true;
   last_checkpoint_ms_ = now / kNsPerMs;
@@ -155,7 +175,9 @@ Status Agent::Load() {
 }
 
 Status Agent::Replan(const std::vector<WatchRow>& watches) {
-  Plan plan = BuildPlan(watches, groups_, entities_);
+  std::vector<WatchRow> all = watches;
+  for (WatchRow& w : ManagementWatches()) all.push_back(std::move(w));
+  Plan plan = BuildPlan(all, groups_, entities_);
   if (plan.worst_case_bytes > options_.history_limit_bytes) {
     return InvalidArgument(fmt::format(
         "the watches would need up to {} bytes of history, over the agent's limit of {} "
@@ -177,6 +199,7 @@ Status Agent::Replan(const std::vector<WatchRow>& watches) {
   next_due_ms_ = std::move(due);
   plan_ = std::move(plan);
   watches_ = watches;
+  RefreshMonitors();
   return Status::Ok();
 }
 
@@ -273,6 +296,7 @@ void Agent::Tick(std::int64_t interval_ms, std::int64_t t_ms) {
       history_.DropOlderThan(key, t_ms - plan_.series.at(key).keep_age_ms);
     }
     NoteActivity(pos, scratch_, t_ms);
+    ObserveHealth(pos, scratch_, t_ms);
   }
 }
 
@@ -390,7 +414,11 @@ bool Agent::Handle(const net::HttpRequest& req, net::Respond& respond) {
     Reply r = Serve(req);
     net::HttpResponse out;
     out.status = r.status;
-    if (!r.text.empty() || !r.content_type.empty()) {
+    if (r.stream) {
+      out.content_type = r.content_type;
+      out.headers.emplace_back("Cache-Control", "no-cache");
+      out.stream = std::move(r.stream);
+    } else if (!r.text.empty() || !r.content_type.empty()) {
       out.content_type = r.content_type.empty() ? "text/plain; charset=utf-8" : r.content_type;
       out.body = std::move(r.text);
     } else {
@@ -485,6 +513,8 @@ std::shared_ptr<const exporter::Snapshot> Agent::ReadOnWorker(std::span<const Fi
   snap->failed_calls_total = backend_.stats().failed_calls;
   snap->profiling_failed_total = backend_.stats().profiling_failed_calls;
   snap->profiling_rejected_total = backend_.stats().profiling_rejected_values;
+  snap->extension_exposition = ManagementExposition();
+  if (options_.health_in_health_endpoint) snap->extension_health_failure = HealthFailure();
   snap->duration_ns = MonotonicNowNs() - snap->start_mono_ns;
   return snap;
 }

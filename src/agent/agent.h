@@ -32,6 +32,14 @@
 #include "agent/state_db.h"
 #include "exporter/exporter.h"
 #include "gpu/backend.h"
+#include "health/config_target.h"
+#include "health/health_monitor.h"
+#include "health/policy.h"
+#include "net/event_stream.h"
+
+namespace gpulse::agent {
+class AlertSender;
+}
 
 namespace gpulse::agent {
 
@@ -46,6 +54,14 @@ struct AgentOptions {
   // Changes (POST, PUT, DELETE) over TCP: only when its clients are authenticated (basic auth in
   // the web config) or the operator said so (--allow-tcp-writes); the unix socket always.
   bool tcp_writes = false;
+  // Health, policies and configuration (docs/health.md).
+  std::string alertmanager_url;            // "": violations are not sent to an Alertmanager
+  std::string hostname;                    // the Hostname label of alerts and metrics
+  bool health_in_health_endpoint = false;  // /health fails while a watched GPU's health fails
+  bool allow_reset = false;                // a policy may reset a real GPU (as root, through sysfs)
+  std::string procfs_root = "/proc";       // level-1 diagnostics: /proc/modules
+  std::string dev_root = "/dev";           // level-1 diagnostics: /dev/nvidia*
+  std::string sysfs_root = "/sys";         // a real GPU's reset
 };
 
 class Agent final : public exporter::Extension {
@@ -80,6 +96,7 @@ class Agent final : public exporter::Extension {
     nlohmann::json body;
     std::string text;  // a non-JSON body (CSV) when set
     std::string content_type;
+    std::shared_ptr<net::EventStream> stream;  // a streamed answer (policy listeners)
   };
   struct Route;
 
@@ -100,6 +117,53 @@ class Agent final : public exporter::Extension {
   std::shared_ptr<const exporter::Snapshot> ReadOnWorker(std::span<const FieldIndex> fields,
                                                          bool processes);
   std::vector<std::size_t> ActivityGpus(int group_id) const;
+
+  // Health, policies, diagnostics and configuration (agent_manage.cc), on the worker.
+  struct HealthWatch {
+    unsigned systems = 0;
+    std::int64_t update_ms = 1000;
+    std::int64_t keep_age_s = 600;
+  };
+  struct PolicyState {
+    health::PolicySpec spec;
+    std::int64_t update_ms = 1000;
+    std::map<std::size_t, health::PolicyWatcher> watchers;  // GPU position -> its watcher
+  };
+  struct ViolationRecord {
+    std::uint64_t seq = 0;
+    int group_id = 0;
+    std::size_t pos = 0;  // the GPU's entity position
+    health::Violation violation;
+    nlohmann::json action;      // what the policy's action did
+    nlohmann::json validation;  // the diagnostics after it, when asked for
+  };
+  struct Listener {
+    int group_id = 0;
+    std::shared_ptr<net::EventStream> stream;
+  };
+  Status LoadManagement();
+  std::vector<WatchRow> ManagementWatches() const;
+  void RefreshMonitors();
+  void ObserveHealth(std::size_t pos, const Sample& s, std::int64_t t_ms);
+  void Deliver(int group_id, std::size_t pos, health::Violation v);
+  nlohmann::json ResetForPolicy(std::size_t pos);
+  nlohmann::json ViolationJson(const ViolationRecord& r) const;
+  nlohmann::json HealthJson(int group_id) const;
+  nlohmann::json DiagJson(int group_id);
+  nlohmann::json ConfigJson(int group_id);
+  health::ConfigTarget TargetFor(std::size_t pos) const;
+  nlohmann::json ApplyTargets(const std::vector<std::size_t>& gpus, bool* refused);
+  std::vector<std::size_t> GroupGpus(int group_id) const;
+  std::string ManagementExposition() const;
+  std::string HealthFailure() const;
+  Reply HealthRoute(const std::string& method, const std::vector<std::string>& path,
+                    const std::map<std::string, std::string>& q, const nlohmann::json& body);
+  Reply PolicyRoute(const std::string& method, const std::vector<std::string>& path,
+                    const std::map<std::string, std::string>& q, const nlohmann::json& body);
+  Reply DiagRoute(const std::map<std::string, std::string>& q);
+  Reply ConfigRoute(const std::string& method, const std::vector<std::string>& path,
+                    const std::map<std::string, std::string>& q, const nlohmann::json& body);
+  Status PutManagement(const std::string& kind, int group_id, const nlohmann::json& spec);
 
   // The API (agent_api.cc), on the worker.
   Reply Serve(const net::HttpRequest& req);
@@ -152,6 +216,18 @@ class Agent final : public exporter::Extension {
   std::string pending_note_;  // for every job that was running while the agent was down
   bool loaded_ = false, started_ = false;
   Sample scratch_;
+
+  // Health, policies, configuration (worker only).
+  std::map<int, HealthWatch> health_watches_;                         // group -> its watch
+  std::map<std::size_t, health::HealthMonitor> monitors_;             // GPU position -> monitor
+  std::map<int, PolicyState> policies_;                               // group -> its policy
+  std::vector<std::pair<int, health::ConfigTarget>> config_targets_;  // oldest set first
+  std::deque<ViolationRecord> violations_;                            // the newest kMaxViolations
+  std::uint64_t violation_seq_ = 0;
+  std::map<std::pair<std::size_t, unsigned>, std::uint64_t> violation_counts_;  // (pos, cond)
+  std::vector<Listener> listeners_;
+  std::uint64_t listener_dropped_ = 0;
+  std::unique_ptr<AlertSender> alerts_;
 
   std::mutex mu_;  // guards queue_, stopping_
   std::condition_variable cv_;

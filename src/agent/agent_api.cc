@@ -8,6 +8,7 @@
 #include <set>
 
 #include "agent/agent.h"
+#include "agent/api_util.h"
 #include "agent/history_query.h"
 #include "core/split.h"
 #include "net/http_util.h"
@@ -23,14 +24,6 @@ constexpr std::int64_t kDefaultJobKeepAgeS = 4 * 3600;
 constexpr std::int64_t kMinUpdateMs = 10;
 constexpr std::int64_t kMaxKeepAgeS = 30 * 24 * 3600;
 
-std::optional<int> ParseId(const std::string& s) {
-  if (s.empty() || s.size() > 10 || !std::all_of(s.begin(), s.end(), ::isdigit))
-    return std::nullopt;
-  long long v = std::stoll(s);
-  if (v > 0x7fffffff) return std::nullopt;
-  return static_cast<int>(v);
-}
-
 // Job ids and group names: 1 to 64 printable ASCII characters (job ids: no spaces or slashes,
 // they appear in paths).
 bool ValidName(const std::string& s, bool path_safe) {
@@ -42,6 +35,16 @@ bool ValidName(const std::string& s, bool path_safe) {
     if (path_safe && (c == '/' || c == '?' || c == '#' || c == '%')) return false;
   }
   return true;
+}
+
+}  // namespace
+
+std::optional<int> ParseId(const std::string& s) {
+  if (s.empty() || s.size() > 10 || !std::all_of(s.begin(), s.end(), ::isdigit))
+    return std::nullopt;
+  long long v = std::stoll(s);
+  if (v > 0x7fffffff) return std::nullopt;
+  return static_cast<int>(v);
 }
 
 Result<std::map<std::string, std::string>> ParseQuery(const std::string& target) {
@@ -83,29 +86,6 @@ Result<std::int64_t> IntField(const json& body, const char* key, std::int64_t de
   }
   return v.get<std::int64_t>();
 }
-
-}  // namespace
-
-struct Agent::Route {
-  static Reply Error(int status, std::string message) {
-    Reply r;
-    r.status = status;
-    r.body = {{"error", std::move(message)}};
-    return r;
-  }
-  static Reply FromError(const gpulse::Error& e) {
-    int status = e.code == ErrorCode::kInvalidArgument ? 400
-                 : e.code == ErrorCode::kNotFound      ? 404
-                                                       : 500;
-    return Error(status, e.message);
-  }
-  static Reply Ok(json body, int status = 200) {
-    Reply r;
-    r.status = status;
-    r.body = std::move(body);
-    return r;
-  }
-};
 
 // A value of the wrong type deep in a body must be a 400, never a crash of the agent: the routes
 // check what they read, and this catches what they missed.
@@ -195,6 +175,15 @@ Agent::Reply Agent::Dispatch(const net::HttpRequest& req) {
     auto q = ParseQuery(req.target);
     if (!q) return Route::Error(400, q.error().message);
     return ProcessInfo(static_cast<unsigned>(*pid), *q);
+  }
+  if (what == "health" || what == "policy" || what == "diag" || what == "config") {
+    auto q = ParseQuery(req.target);
+    if (!q) return Route::Error(400, q.error().message);
+    if (what == "health") return HealthRoute(m, p, *q, body);
+    if (what == "policy") return PolicyRoute(m, p, *q, body);
+    if (what == "config") return ConfigRoute(m, p, *q, body);
+    if (p.size() != 1) return Route::Error(404, "no such API path: " + req.path);
+    return get ? DiagRoute(*q) : method_not_allowed("GET");
   }
   if (what == "clock" && p.size() == 1) {
     if (get)
@@ -360,6 +349,10 @@ Agent::Reply Agent::DeleteGroup(int id) {
   if (Status s = db_->DeleteGroup(id); !s.ok()) return Route::FromError(s.error());
   groups_.erase(groups_.begin() + *at);
   group_activity_.erase(id);
+  for (const char* kind : {"health", "policy", "config"}) (void)db_->DeleteManagement(kind, id);
+  health_watches_.erase(id);
+  policies_.erase(id);
+  std::erase_if(config_targets_, [&](const auto& t) { return t.first == id; });
   std::vector<WatchRow> kept;
   for (const WatchRow& w : watches_) {
     if (w.group_id != id) kept.push_back(w);

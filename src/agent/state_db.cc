@@ -77,6 +77,21 @@ CREATE TABLE history(
   PRIMARY KEY(entity, field_id));
 )sql";
 
+// The numbered migrations: kMigrations[v] takes a database of schema v + 1 to v + 2. A fresh
+// database gets kSchemaSql and then every migration, so both paths give the same schema.
+constexpr const char* kMigrations[] = {
+    // 1 -> 2: health watches, policies and configuration targets (issue 17).
+    R"sql(
+CREATE TABLE management(
+  kind TEXT NOT NULL,
+  group_id INTEGER NOT NULL,
+  spec TEXT NOT NULL,
+  updated_unix_ns INTEGER NOT NULL,
+  PRIMARY KEY(kind, group_id));
+)sql",
+};
+static_assert(std::size(kMigrations) == kSchemaVersion - 1, "one migration per schema version");
+
 std::string Hex32(std::uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%08" PRIx32, v);
@@ -511,11 +526,30 @@ Status CreateSchema(sqlite3* db, const std::string& path) {
     return InvalidArgument(path + " changed while gpulse opened it; refusing to use it");
   }
   if (auto st = Exec(db, path, kSchemaSql, "cannot create the schema"); !st) return st;
+  for (const char* migration : kMigrations) {
+    if (auto st = Exec(db, path, migration, "cannot create the schema"); !st) return st;
+  }
   const std::string set_app = "PRAGMA application_id=" + std::to_string(kApplicationId);
   if (auto st = Exec(db, path, set_app.c_str()); !st) return st;
   const std::string set_version = "PRAGMA user_version=" + std::to_string(kSchemaVersion);
   if (auto st = Exec(db, path, set_version.c_str()); !st) return st;
   return txn.Commit();
+}
+
+// Brings an older gpulse's database to kSchemaVersion, one numbered migration at a time, each in
+// its own transaction with the version it reaches.
+Status Migrate(sqlite3* db, const std::string& path) {
+  auto version = QueryInt(db, path, "PRAGMA user_version");
+  if (!version.ok()) return version.error();
+  for (auto v = *version; v < kSchemaVersion; ++v) {
+    Txn txn(db, path);
+    if (auto st = txn.Begin(); !st) return st;
+    if (auto st = Exec(db, path, kMigrations[v - 1], "cannot migrate the schema"); !st) return st;
+    const std::string set_version = "PRAGMA user_version=" + std::to_string(v + 1);
+    if (auto st = Exec(db, path, set_version.c_str()); !st) return st;
+    if (auto st = txn.Commit(); !st) return st;
+  }
+  return Status::Ok();
 }
 
 // ---- Row helpers -----------------------------------------------------------------------------
@@ -713,6 +747,8 @@ Result<std::unique_ptr<StateDb>> StateDb::Open(const std::string& state_dir) {
   if (auto st = SetPragmas(impl->db, impl->path); !st) return st.error();
   if (needs_schema) {
     if (auto st = CreateSchema(impl->db, impl->path); !st) return st.error();
+  } else if (auto st = Migrate(impl->db, impl->path); !st) {
+    return st.error();
   }
   return std::unique_ptr<StateDb>(new StateDb(std::move(impl)));
 }
@@ -1058,6 +1094,56 @@ Result<std::optional<std::string>> StateDb::Meta(const std::string& key) {
   if (!row.ok()) return row.error();
   if (!*row) return std::optional<std::string>();
   return std::optional<std::string>(s.ColText(0));
+}
+
+// ---- Management (health, policy, config) -----------------------------------------------------
+
+Status StateDb::PutManagement(const ManagementRow& row) {
+  if (auto st = CheckSize("management spec", row.spec.size(), kMaxTextBytes); !st) return st;
+  Impl& m = *impl_;
+  return InTxn(m.db, m.path, [&]() -> Status {
+    Stmt up(m.db, m.path);
+    if (auto st = up.Prepare(
+            "INSERT INTO management(kind, group_id, spec, updated_unix_ns) VALUES (?1, ?2, ?3, ?4) "
+            "ON CONFLICT(kind, group_id) DO UPDATE SET spec = excluded.spec, "
+            "updated_unix_ns = excluded.updated_unix_ns");
+        !st)
+      return st;
+    up.Text(1, row.kind).Int(2, row.group_id).Text(3, row.spec).Int(4, row.updated_unix_ns);
+    return up.Run();
+  });
+}
+
+Status StateDb::DeleteManagement(const std::string& kind, int group_id) {
+  Impl& m = *impl_;
+  return InTxn(m.db, m.path, [&]() -> Status {
+    Stmt del(m.db, m.path);
+    if (auto st = del.Prepare("DELETE FROM management WHERE kind = ?1 AND group_id = ?2"); !st)
+      return st;
+    del.Text(1, kind).Int(2, group_id);
+    if (auto st = del.Run(); !st) return st;
+    if (sqlite3_changes(m.db) == 0) {
+      return NotFound("group " + std::to_string(group_id) + " has no " + kind);
+    }
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<ManagementRow>> StateDb::Management() {
+  Impl& m = *impl_;
+  Stmt s(m.db, m.path);
+  if (auto st = s.Prepare("SELECT kind, group_id, spec, updated_unix_ns FROM management "
+                          "ORDER BY updated_unix_ns, kind, group_id");
+      !st)
+    return st.error();
+  std::vector<ManagementRow> out;
+  for (;;) {
+    auto row = s.Step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    out.push_back({s.ColText(0), static_cast<int>(s.ColInt(1)), s.ColText(2), s.ColInt(3)});
+  }
+  return out;
 }
 
 }  // namespace gpulse::agent

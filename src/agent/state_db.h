@@ -23,7 +23,7 @@
 namespace gpulse::agent {
 
 inline constexpr std::uint32_t kApplicationId = 0x67706c73;  // "gpls"
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;  // 2: the management table (health, policy, config)
 inline constexpr const char* kDatabaseFile = "agent.db";
 inline constexpr const char* kLockFile = "agent.lock";
 
@@ -52,6 +52,15 @@ struct JobRow {
   std::string
       stats_json;  // the derived statistics (docs/schema/agent-job.schema.json); "" while running
   std::vector<std::string> notes;  // e.g. "the agent was down from T1 to T2: no samples then"
+};
+
+// A group's health watch, policy or configuration target (docs/health.md): its JSON, as the API
+// takes it, under (kind, group).
+struct ManagementRow {
+  std::string kind;  // "health", "policy" or "config"
+  int group_id = 0;
+  std::string spec;  // JSON
+  std::int64_t updated_unix_ns = 0;
 };
 
 // A spilled history series: one entity's field, as Series::Serialize wrote it.
@@ -96,6 +105,12 @@ class StateDb {
   Status SaveHistory(const std::vector<HistoryBlob>& blobs);
   Status SaveHistory(const std::function<std::optional<HistoryBlob>()>& next);
   Result<std::vector<HistoryBlob>> LoadHistory();
+
+  // Health watches, policies and configuration targets: one row per kind and group. Put replaces
+  // the row; Delete answers NotFound when there is none.
+  Status PutManagement(const ManagementRow& row);
+  Status DeleteManagement(const std::string& kind, int group_id);
+  Result<std::vector<ManagementRow>> Management();
 
   // Small named values (the last clean shutdown time, the agent's identity).
   Status PutMeta(const std::string& key, const std::string& value);

@@ -1,5 +1,6 @@
 #include "cli/agent_client.h"
 
+#include <fmt/format.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cli/subcommand.h"
 #include "net/http_util.h"
 
 namespace gpulse::cli {
@@ -330,6 +332,24 @@ void AddHostOption(CLI::App& app, std::string& host) {
   app.add_option("--host", host,
                  "The agent: unix://PATH, HOST:PORT or http://HOST:PORT (default: $GPULSE_HOST, "
                  "else unix:///run/gpulse/agent.sock)");
+}
+
+std::optional<nlohmann::json> CallForVerb(const std::string& verb, const std::string& host,
+                                          const std::string& method, const std::string& target,
+                                          const nlohmann::json& body, int want, int* code) {
+  auto r = CallAgent(ResolveAgentHost(host), method, target, body.is_null() ? "" : body.dump());
+  if (!r) {
+    fmt::print(stderr, "gpulse {}: {}\n", verb, r.error().message);
+    *code = kExitFailure;
+    return std::nullopt;
+  }
+  if (r->status != want) {
+    fmt::print(stderr, "gpulse {}: {}\n", verb, ReplyError(*r));
+    // A request the agent cannot serve as asked (bad value, unknown group, a level it refuses).
+    *code = r->status == 400 || r->status == 404 || r->status == 501 ? kExitUsage : kExitFailure;
+    return std::nullopt;
+  }
+  return r->json;
 }
 
 }  // namespace gpulse::cli

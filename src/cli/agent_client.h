@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/result.h"
@@ -55,6 +56,13 @@ Result<std::unique_ptr<AgentStream>> OpenAgentStream(const std::string& host,
 
 // The message of an error reply ({"error": ...}), else the status and body.
 std::string ReplyError(const AgentReply& r);
+
+// One JSON call of a management verb: the answer's JSON when its status is `want`; otherwise
+// prints "gpulse VERB: why" on stderr, sets *code (kExitUsage for a 400, 404 or 501, else
+// kExitFailure) and answers nullopt.
+std::optional<nlohmann::json> CallForVerb(const std::string& verb, const std::string& host,
+                                          const std::string& method, const std::string& target,
+                                          const nlohmann::json& body, int want, int* code);
 
 // Adds --host to a verb.
 void AddHostOption(CLI::App& app, std::string& host);

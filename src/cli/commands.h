@@ -21,11 +21,16 @@ Subcommand SetupStats(CLI::App& parent);
 Subcommand SetupCollect(CLI::App& parent);
 Subcommand SetupWindow(CLI::App& parent);
 Subcommand SetupTop(CLI::App& parent);
+Subcommand SetupHealth(CLI::App& parent);
+Subcommand SetupPolicy(CLI::App& parent);
+Subcommand SetupDiag(CLI::App& parent);
+Subcommand SetupConfig(CLI::App& parent);
 
 inline constexpr SetupFn kSubcommands[] = {
     &SetupDevices,       &SetupDmon,    &SetupFields,   &SetupPs,    &SetupRecord, &SetupReport,
     &SetupValidatePower, &SetupEnergy,  &SetupExporter, &SetupAgent, &SetupGroup,  &SetupWatch,
-    &SetupStats,         &SetupCollect, &SetupWindow,   &SetupTop,
+    &SetupStats,         &SetupCollect, &SetupWindow,   &SetupTop,    &SetupHealth, &SetupPolicy,
+    &SetupDiag,          &SetupConfig,
 };
 
 }  // namespace gpulse::cli

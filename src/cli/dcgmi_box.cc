@@ -40,11 +40,15 @@ std::string DcgmiBox::Render() const {
     std::string v = l.value;
     std::string key = l.key;
     do {
-      // Break after the last ", " that fits (a list of entities), else at the width.
+      // Break after the last ", " that fits (a list of entities), else after the last space
+      // (a sentence), else at the width.
       std::size_t cut = v.size();
       if (cut > static_cast<std::size_t>(value_width)) {
         std::size_t comma = v.rfind(", ", value_width - 1);
-        cut = comma != std::string::npos && comma > 0 ? comma + 2 : value_width;
+        std::size_t space = v.rfind(' ', value_width);
+        cut = comma != std::string::npos && comma > 0   ? comma + 2
+              : space != std::string::npos && space > 0 ? space + 1
+                                                        : value_width;
       }
       std::string piece = v.substr(0, cut);
       while (!piece.empty() && piece.back() == ' ') piece.pop_back();

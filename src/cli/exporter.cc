@@ -53,6 +53,8 @@ Status ApplyAgentFlags(ExporterCliOptions& o) {
   o.agent_options.history_limit_bytes = o.history_limit_mib << 20;
   o.agent_options.min_refresh_ms = o.exp.min_refresh_ms;
   o.agent_options.version = kGpulseVersion;
+  o.agent_options.hostname = o.exp.hostname.value_or("");
+  if (!o.procfs_root.empty()) o.agent_options.procfs_root = o.procfs_root;
   if (o.socket != "none") {
     o.exp.unix_socket_path = o.socket;
     char* end = nullptr;
@@ -168,8 +170,8 @@ int RunAgent(ExporterCliOptions& o, std::unique_ptr<gpu::Backend> backend,
 
 int Run(ExporterCliOptions& o) {
   if (Status s = ApplyDcgmExporterFlags(o); !s.ok()) return UsageOrFailure(s.error());
-  if (Status s = ApplyAgentFlags(o); !s.ok()) return UsageOrFailure(s.error());
   o.exp.hostname = ChooseHostname(o);
+  if (Status s = ApplyAgentFlags(o); !s.ok()) return UsageOrFailure(s.error());
   o.exp.version = kGpulseVersion;
   o.exp.commit = kGpulseGitCommit;
   auto counters = exporter::LoadCounterSet(o.exp);
@@ -214,6 +216,17 @@ void AddAgentOptions(CLI::App& app, ExporterCliOptions& o) {
   app.add_flag("--allow-tcp-writes", o.allow_tcp_writes,
                "Accept changes (groups, watches, jobs) over TCP without basic auth (default: only "
                "with basic auth in the web config, and always on the unix socket)");
+  app.add_option("--alertmanager", o.agent_options.alertmanager_url,
+                 "Send policy violations to this Alertmanager (http://HOST:PORT[/PREFIX], its v2 "
+                 "API)");
+  app.add_flag("--health-in-health", o.agent_options.health_in_health_endpoint,
+               "/health fails (503) while a health watch finds a GPU failing");
+  app.add_flag("--allow-reset", o.agent_options.allow_reset,
+               "Let a policy's action reset a real GPU (as root, through sysfs); simulated GPUs "
+               "are reset without it");
+  app.add_option("--dev-root", o.agent_options.dev_root,
+                 "Where diagnostics look for /dev/nvidia* (tests: a fixture directory)")
+      ->capture_default_str();
   app.add_option("--history-limit-mib", o.history_limit_mib,
                  "Refuse watches whose history could need more memory than this")
       ->capture_default_str()

@@ -28,8 +28,9 @@ constexpr const char* kUiPolicy =
     "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 bool IsOwnPath(const std::string& path) {
-  static const char* const kOwn[] = {"/metrics",        "/health",         "/api/v1/snapshot",
-                                     "/api/v1/devices", "/api/v1/stream", "/api/v1/frame", "/"};
+  static const char* const kOwn[] = {
+      "/metrics",      "/health", "/api/v1/snapshot", "/api/v1/devices", "/api/v1/stream",
+      "/api/v1/frame", "/"};
   return std::find(std::begin(kOwn), std::end(kOwn), path) != std::end(kOwn) ||
          FindUiAsset(path) != nullptr;
 }
@@ -291,6 +292,7 @@ void Exporter::ServeMetrics(net::Respond respond) {
     r.content_type = std::string(prom::kContentType);
     r.compressible = true;
     if (snap) page()->Render(*snap, MonotonicNowNs(), r.body);
+    if (snap) r.body += snap->extension_exposition;
     r.body += hub_->Exposition();
     respond(std::move(r));
   });
@@ -302,6 +304,9 @@ void Exporter::ServeHealth(net::Respond respond) {
                                        std::optional<std::int64_t> in_flight) {
     HealthVerdict v =
         EvaluateHealth(backend_->info(), entities_, snap, MonotonicNowNs(), limit, in_flight);
+    if (v.healthy && snap != nullptr && !snap->extension_health_failure.empty()) {
+      v = {false, snap->extension_health_failure};
+    }
     respond(net::TextResponse(v.healthy ? 200 : 503, v.reason));
   };
   if (auto since = probe_->InFlightSinceNs(); since && MonotonicNowNs() - *since > limit) {

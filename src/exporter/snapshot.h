@@ -20,16 +20,20 @@ struct DeviceReading {
 };
 
 struct Snapshot {
-  std::int64_t start_mono_ns = 0;        // when the read began
-  std::int64_t duration_ns = 0;          // how long reading every entity took
-  std::vector<FieldIndex> fields;        // what was asked for
-  std::vector<DeviceReading> entities;   // parallel to BuildEntities(SystemInfo)
-  std::uint64_t failed_calls_total = 0;  // backend's running count, for the self metric
+  std::int64_t start_mono_ns = 0;              // when the read began
+  std::int64_t duration_ns = 0;                // how long reading every entity took
+  std::vector<FieldIndex> fields;              // what was asked for
+  std::vector<DeviceReading> entities;         // parallel to BuildEntities(SystemInfo)
+  std::uint64_t failed_calls_total = 0;        // backend's running count, for the self metric
   std::uint64_t profiling_failed_total = 0;    // likewise, GPM calls
   std::uint64_t profiling_rejected_total = 0;  // GPM values out of range, dropped
   // The GPU processes, parallel to SystemInfo::devices, when the read asked for them (the live
   // views); empty otherwise. The backend asks the driver at most once a second per device.
   std::vector<ProcessList> processes;
+  // What an extension (the node agent) adds: exposition text appended to /metrics (its health
+  // verdicts and policy counters), and why /health should fail ("" when it should not).
+  std::string extension_exposition;
+  std::string extension_health_failure;
 
   // At least one device answered (the basis of gpulse_backend_up).
   bool AnyDeviceRead() const;
@@ -39,7 +43,8 @@ struct Snapshot {
 // Skipped GPUs and compute instances get an empty reading (lost when the entity is lost). With
 // `processes`, also lists every GPU's processes.
 // REQUIRES: called from the backend's owner thread only.
-std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend, const std::vector<Entity>& entities,
+std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend,
+                                             const std::vector<Entity>& entities,
                                              std::span<const FieldIndex> fields,
                                              bool processes = false);
 

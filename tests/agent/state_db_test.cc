@@ -525,8 +525,40 @@ TEST_F(StateDbTest, RefusesADatabaseOfANewerSchema) {
                              "; pragma user_version=99; create table t(x);"}));
   const std::string before = ReadBytes(db_path_);
   std::string msg = OpenRefused();
-  EXPECT_EQ(msg, db_path_ + " was written by a newer gpulse (schema 99, this one reads up to 1)");
+  EXPECT_EQ(msg, db_path_ + " was written by a newer gpulse (schema 99, this one reads up to " +
+                     std::to_string(kSchemaVersion) + ")");
   ExpectUnchanged(db_path_, before);
+}
+
+// A database an older gpulse wrote (schema 1: no management table) is migrated in place, keeping
+// its rows, and takes health watches, policies and targets from then on.
+TEST_F(StateDbTest, MigratesASchemaOneDatabase) {
+  if (!HaveSqliteCli()) GTEST_SKIP() << kSqliteCli << " is not installed";
+  {
+    auto db = OpenOk();
+    ASSERT_NE(db, nullptr);
+    ASSERT_TRUE(db->CreateGroup("old", 1).ok());
+  }
+  ASSERT_TRUE(Cli(db_path_, {"drop table management; pragma user_version=1;"}));
+  auto db = OpenOk();
+  ASSERT_NE(db, nullptr);
+  auto groups = db->Groups();
+  ASSERT_TRUE(groups.ok());
+  ASSERT_EQ(groups->size(), 1u);
+  EXPECT_EQ((*groups)[0].name, "old");
+  ASSERT_TRUE(db->PutManagement({"policy", 2, "{\"conditions\":[\"xid\"]}", 5}).ok());
+  ASSERT_TRUE(db->PutManagement({"policy", 2, "{\"conditions\":[\"dbe\"]}", 6}).ok());
+  ASSERT_TRUE(db->PutManagement({"config", 0, "{\"power_limit_w\":500}", 7}).ok());
+  auto rows = db->Management();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);  // a put replaces the row of its kind and group
+  EXPECT_EQ((*rows)[0].spec, "{\"conditions\":[\"dbe\"]}");
+  EXPECT_EQ((*rows)[1].kind, "config");
+  EXPECT_TRUE(db->DeleteManagement("policy", 2).ok());
+  EXPECT_EQ(db->DeleteManagement("policy", 2).error().code, ErrorCode::kNotFound);
+  db.reset();
+  std::string head = ReadBytes(db_path_).substr(0, 100);
+  EXPECT_EQ(static_cast<unsigned char>(head[63]), static_cast<unsigned>(kSchemaVersion));
 }
 
 TEST_F(StateDbTest, RefusesAGpulseDatabaseWithTablesMissing) {

@@ -1,0 +1,67 @@
+// `gpulse diag`: the agent's level-1 diagnostics, like `dcgmi diag -r 1` (the deployment checks),
+// in dcgmi's table or --json (docs/health.md). Levels 2 and 3 are refused with the reason.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "cli/agent_client.h"
+#include "cli/dcgmi_box.h"
+#include "cli/subcommand.h"
+
+namespace gpulse::cli {
+namespace {
+
+using nlohmann::json;
+
+struct DiagOptions {
+  std::string host;
+  int group = 0;
+  std::string level = "1";
+  bool json = false;
+};
+
+std::string Word(const std::string& r) {
+  return r == "pass" ? "Pass" : r == "warn" ? "Warn" : r == "fail" ? "Fail" : "Skip";
+}
+
+int Run(const DiagOptions& o) {
+  int code = kExitOk;
+  auto j = CallForVerb("diag", o.host, "GET",
+                       fmt::format("/api/v1/diag?group={}&level={}", o.group, o.level), nullptr,
+                       200, &code);
+  if (!j) return code;
+  if (o.json) {
+    fmt::print("{}\n", j->dump(2));
+  } else {
+    fmt::print("Successfully ran diagnostic for group.\n");
+    DcgmiBox box(25);
+    box.Row("Diagnostic", "Result");
+    box.Section("Deployment");
+    for (const json& t : (*j)["tests"]) {
+      std::string result = Word(t["result"]);
+      if (!t["reason"].get<std::string>().empty() && t["result"] != "pass") {
+        result += " - " + t["reason"].get<std::string>();
+      }
+      box.Row(t["name"], result);
+    }
+    fmt::print("{}", box.Render());
+  }
+  return (*j)["overall"] == "fail" ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+Subcommand SetupDiag(CLI::App& parent) {
+  auto o = std::make_shared<DiagOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "diag", "Level-1 diagnostics on the agent, like dcgmi diag -r 1 (see docs/health.md)");
+  AddHostOption(*app, o->host);
+  app->add_option("-g,--group", o->group, "The group (default 0: every GPU)")
+      ->check(CLI::Range(0, 0x7fffffff));
+  app->add_option("-r,--run", o->level, "The level: 1 (levels 2 and 3 need GPU kernels)");
+  app->add_flag("-j,--json", o->json, "Print the agent's JSON answer");
+  return {app, [o] { return Run(*o); }};
+}
+
+}  // namespace gpulse::cli
