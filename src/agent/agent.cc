@@ -499,6 +499,7 @@ std::shared_ptr<const exporter::Snapshot> Agent::ReadOnWorker(std::span<const Fi
       std::uint64_t before = backend_.stats().failed_calls;
       gpu::ReadEntity(backend_, entities_[pos], read_now, s);
       r.failed_calls = backend_.stats().failed_calls - before;
+      ObserveStrayXids(pos, s.xid_events, now_ms);
       if (s.state == DeviceState::kLost) {
         MarkLost(entities_, pos, clock_.NowUnixNs(), "the driver answered GPU_IS_LOST");
       }

@@ -145,6 +145,10 @@ class Agent final : public exporter::Extension {
   std::vector<WatchRow> ManagementWatches() const;
   void RefreshMonitors();
   void ObserveHealth(std::size_t pos, const Sample& s, std::int64_t t_ms);
+  void ObserveReading(std::size_t pos, const health::GpuReading& r);
+  void ObserveStrayXids(std::size_t pos, const std::vector<std::uint64_t>& xids, std::int64_t t_ms);
+  void RestoreSettings(const std::map<std::size_t, DeviceSettings>& before,
+                       const nlohmann::json& applied);
   void Deliver(int group_id, std::size_t pos, health::Violation v);
   nlohmann::json ResetForPolicy(std::size_t pos);
   nlohmann::json ViolationJson(const ViolationRecord& r) const;
@@ -160,7 +164,7 @@ class Agent final : public exporter::Extension {
                     const std::map<std::string, std::string>& q, const nlohmann::json& body);
   Reply PolicyRoute(const std::string& method, const std::vector<std::string>& path,
                     const std::map<std::string, std::string>& q, const nlohmann::json& body);
-  Reply DiagRoute(const std::map<std::string, std::string>& q);
+  Reply DiagRoute(const nlohmann::json& body);
   Reply ConfigRoute(const std::string& method, const std::vector<std::string>& path,
                     const std::map<std::string, std::string>& q, const nlohmann::json& body);
   Status PutManagement(const std::string& kind, int group_id, const nlohmann::json& spec);
@@ -226,6 +230,7 @@ class Agent final : public exporter::Extension {
   std::uint64_t violation_seq_ = 0;
   std::map<std::pair<std::size_t, unsigned>, std::uint64_t> violation_counts_;  // (pos, cond)
   std::vector<Listener> listeners_;
+  std::map<std::size_t, std::int64_t> last_reset_ms_;  // GPU position -> its last policy reset
   std::uint64_t listener_dropped_ = 0;
   std::unique_ptr<AlertSender> alerts_;
 

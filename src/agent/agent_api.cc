@@ -183,7 +183,9 @@ Agent::Reply Agent::Dispatch(const net::HttpRequest& req) {
     if (what == "policy") return PolicyRoute(m, p, *q, body);
     if (what == "config") return ConfigRoute(m, p, *q, body);
     if (p.size() != 1) return Route::Error(404, "no such API path: " + req.path);
-    return get ? DiagRoute(*q) : method_not_allowed("GET");
+    // Diagnostics read every GPU's settings and load libraries on the worker: an action, under the
+    // write rule, not a GET anyone may repeat.
+    return m == "POST" ? DiagRoute(body) : method_not_allowed("POST");
   }
   if (what == "clock" && p.size() == 1) {
     if (get)
@@ -352,6 +354,10 @@ Agent::Reply Agent::DeleteGroup(int id) {
   for (const char* kind : {"health", "policy", "config"}) (void)db_->DeleteManagement(kind, id);
   health_watches_.erase(id);
   policies_.erase(id);
+  std::erase_if(listeners_, [&](const Listener& l) {
+    if (l.group_id == id) l.stream->Close();  // the listener hears its group is gone
+    return l.group_id == id;
+  });
   std::erase_if(config_targets_, [&](const auto& t) { return t.first == id; });
   std::vector<WatchRow> kept;
   for (const WatchRow& w : watches_) {

@@ -181,12 +181,22 @@ std::vector<std::size_t> Agent::GroupGpus(int group_id) const {
 
 // The watches health watches and policies need: their fields on their groups, as if an operator
 // had set them (not stored, not listed by `watch -l`; the plan and the history treat them alike).
+// The InfoROM is validated by reading the flash (nvmlDeviceValidateInforom): once a minute at the
+// most, and only for watches of the InfoROM subsystem.
 std::vector<WatchRow> Agent::ManagementWatches() const {
+  constexpr int kInforomField = 84;
+  constexpr std::int64_t kInforomMinMs = 60'000;
   std::vector<int> ids;
-  for (FieldIndex f : health::ReadingFields()) ids.push_back(FieldAt(f).id);
+  for (FieldIndex f : health::ReadingFields()) {
+    if (FieldAt(f).id != kInforomField) ids.push_back(FieldAt(f).id);
+  }
   std::vector<WatchRow> out;
   for (const auto& [gid, w] : health_watches_) {
     out.push_back({0, gid, ids, w.update_ms, w.keep_age_s, 0});
+    if (w.systems & health::kInforom) {
+      out.push_back(
+          {0, gid, {kInforomField}, std::max(w.update_ms, kInforomMinMs), w.keep_age_s, 0});
+    }
   }
   for (const auto& [gid, p] : policies_) out.push_back({0, gid, ids, p.update_ms, 60, 0});
   return out;
@@ -202,11 +212,11 @@ void Agent::RefreshMonitors() {
       windows[pos] = std::max(windows[pos], w.keep_age_s * 1000);
     }
   }
-  std::erase_if(monitors_, [&](const auto& m) {
-    auto it = windows.find(m.first);
-    return it == windows.end() || it->second != m.second.window_ms();
-  });
-  for (const auto& [pos, window] : windows) monitors_.try_emplace(pos, window);
+  std::erase_if(monitors_, [&](const auto& m) { return windows.count(m.first) == 0; });
+  for (const auto& [pos, window] : windows) {
+    auto [it, added] = monitors_.try_emplace(pos, window);
+    if (!added && it->second.window_ms() != window) it->second.set_window(window);
+  }
   for (auto& [gid, p] : policies_) {
     const std::vector<std::size_t> gpus = GroupGpus(gid);
     std::erase_if(p.watchers, [&](const auto& w) {
@@ -220,17 +230,40 @@ void Agent::RefreshMonitors() {
 
 void Agent::ObserveHealth(std::size_t pos, const Sample& s, std::int64_t t_ms) {
   if (entities_[pos].kind != EntityKind::kGpu) return;
-  auto monitor = monitors_.find(pos);
-  bool any_policy = false;
-  for (const auto& [gid, p] : policies_) any_policy = any_policy || p.watchers.count(pos) != 0;
-  if (monitor == monitors_.end() && !any_policy) return;
-  health::GpuReading r = health::ReadingFromSample(s, t_ms);
-  if (monitor != monitors_.end()) monitor->second.Observe(r);
+  ObserveReading(pos, health::ReadingFromSample(s, t_ms));
+}
+
+void Agent::ObserveReading(std::size_t pos, const health::GpuReading& r) {
+  if (auto monitor = monitors_.find(pos); monitor != monitors_.end()) monitor->second.Observe(r);
   for (auto& [gid, p] : policies_) {
     auto w = p.watchers.find(pos);
     if (w == p.watchers.end()) continue;
     for (health::Violation& v : w->second.Observe(p.spec, r)) Deliver(gid, pos, std::move(v));
   }
+}
+
+// XID events are handed to whichever read asks for them first: a read that is not a tick (a
+// scrape, a live frame, diagnostics) passes them on here, so health watches, policies and job
+// activity see every XID once, whoever read it.
+void Agent::ObserveStrayXids(std::size_t pos, const std::vector<std::uint64_t>& xids,
+                             std::int64_t t_ms) {
+  if (xids.empty() || entities_[pos].kind != EntityKind::kGpu) return;
+  const std::int64_t t_ns = t_ms * kNsPerMs;
+  const unsigned gpu = entities_[pos].gpu;
+  auto covers = [&](int group_id) {
+    const auto gpus = ActivityGpus(group_id);
+    return std::find(gpus.begin(), gpus.end(), pos) != gpus.end();
+  };
+  for (auto& [id, job] : jobs_) {
+    if (!job.row.stop_unix_ns && covers(job.row.group_id)) job.activity.NoteXids(gpu, xids, t_ns);
+  }
+  for (auto& [gid, act] : group_activity_) {
+    if (covers(gid)) act.NoteXids(gpu, xids, t_ns);
+  }
+  health::GpuReading r;
+  r.t_ms = t_ms;
+  r.xids = xids;
+  ObserveReading(pos, r);
 }
 
 void Agent::Deliver(int group_id, std::size_t pos, health::Violation v) {
@@ -241,7 +274,15 @@ void Agent::Deliver(int group_id, std::size_t pos, health::Violation v) {
   rec.violation = std::move(v);
   ++violation_counts_[{pos, rec.violation.condition}];
   const PolicyState& policy = policies_.at(group_id);
-  if (policy.spec.action == health::PolicyAction::kGpuReset) {
+  // One reset per GPU per reading: several violations at once (or policies of two groups that
+  // share the GPU) reset it once; the others say so.
+  if (policy.spec.action == health::PolicyAction::kGpuReset &&
+      last_reset_ms_[pos] == rec.violation.t_ms) {
+    rec.action = {{"action", "gpu_reset"},
+                  {"done", false},
+                  {"error", "reset already, by a violation of the same reading"}};
+  } else if (policy.spec.action == health::PolicyAction::kGpuReset) {
+    last_reset_ms_[pos] = rec.violation.t_ms;
     rec.action = ResetForPolicy(pos);
     if (policy.spec.validation == health::PolicyValidation::kShort) {
       rec.validation = DiagJson(group_id);
@@ -419,6 +460,7 @@ json Agent::DiagJson(int group_id) {
     g.settings = backend_.ReadSettings(*e.device_pos);
     gpu::ReadEntity(backend_, e, health::ReadingFields(), s);
     g.reading = health::ReadingFromSample(s, clock_.NowUnixNs() / kNsPerMs);
+    ObserveStrayXids(pos, s.xid_events, clock_.NowUnixNs() / kNsPerMs);
     g.processes = backend_.Processes(*e.device_pos);
     in.gpus.push_back(std::move(g));
   }
@@ -489,6 +531,33 @@ json Agent::ApplyTargets(const std::vector<std::size_t>& gpus, bool* refused) {
     out.push_back({{"gpu", e.gpu}, {"set", set}, {"errors", errors}});
   }
   return out;
+}
+
+// Sets back, on each GPU, the settings `applied` says were changed, to their values in `before`.
+void Agent::RestoreSettings(const std::map<std::size_t, DeviceSettings>& before,
+                            const json& applied) {
+  for (const auto& [pos, old] : before) {
+    const Entity& e = entities_[pos];
+    for (const json& g : applied) {
+      if (g["gpu"] != e.gpu) continue;
+      const std::size_t dev = *e.device_pos;
+      for (const json& key : g["set"]) {
+        Status s = Status::Ok();
+        if (key == "compute_mode" && old.compute_mode)
+          s = backend_.SetComputeMode(dev, *old.compute_mode);
+        if (key == "ecc" && old.ecc_pending) s = backend_.SetEccMode(dev, *old.ecc_pending);
+        if (key == "app_clocks" && old.app_mem_clock_mhz && old.app_sm_clock_mhz) {
+          s = backend_.SetApplicationClocks(dev, *old.app_mem_clock_mhz, *old.app_sm_clock_mhz);
+        }
+        if (key == "power_limit_w" && old.power_limit_w)
+          s = backend_.SetPowerLimit(dev, *old.power_limit_w);
+        if (!s.ok()) {
+          Log(fmt::format("GPU {}: putting {} back failed: {}", e.gpu, key.get<std::string>(),
+                          s.error().message));
+        }
+      }
+    }
+  }
 }
 
 json Agent::ConfigJson(int group_id) {
@@ -583,7 +652,9 @@ std::string Agent::ManagementExposition() const {
     }
     prom::AppendFamilyHeader(out, "gpulse_policy_listeners", "Connected policy listeners.",
                              PromType::kGauge);
-    out += fmt::format("gpulse_policy_listeners {}\n", listeners_.size());
+    out += fmt::format("gpulse_policy_listeners {}\n",
+                       std::count_if(listeners_.begin(), listeners_.end(),
+                                     [](const Listener& l) { return !l.stream->closed(); }));
     prom::AppendFamilyHeader(out, "gpulse_policy_listener_dropped_total",
                              "Violations dropped because a listener read too slowly.",
                              PromType::kCounter);
@@ -770,19 +841,23 @@ Agent::Reply Agent::PolicyRoute(const std::string& method, const std::vector<std
   return Route::Ok({{"group", gid}, {"policy", stored}}, 201);
 }
 
-Agent::Reply Agent::DiagRoute(const std::map<std::string, std::string>& q) {
-  auto gid = GroupParam(q);
+Agent::Reply Agent::DiagRoute(const json& body) {
+  for (const auto& [k, v] : body.items()) {
+    if (k != "group" && k != "level") return Route::Error(400, "diag: unknown member '" + k + "'");
+  }
+  auto gid = IntField(body, "group", kDefaultGroupId, 0, 0x7fffffff);
   if (!gid) return Route::Error(400, gid.error().message);
-  if (!FindGroup(*gid)) return Route::Error(404, fmt::format("no group {}", *gid));
-  std::string level = q.count("level") ? q.at("level") : "1";
-  if (level == "2" || level == "3" || level == "4") {
+  const int group = static_cast<int>(*gid);
+  if (!FindGroup(group)) return Route::Error(404, fmt::format("no group {}", group));
+  auto level = IntField(body, "level", 1, 1, 4);
+  if (!level) return Route::Error(400, "diag: \"level\" must be 1, 2, 3 or 4");
+  if (*level > 1) {
     return Route::Error(
         501, fmt::format("diagnostics level {} runs GPU kernels (memory, PCIe, stress tests) that "
                          "gpulse does not have; only level 1 (deployment checks) runs",
-                         level));
+                         *level));
   }
-  if (level != "1") return Route::Error(400, "level \"" + level + "\" is not 1, 2, 3 or 4");
-  return Route::Ok(DiagJson(*gid));
+  return Route::Ok(DiagJson(group));
 }
 
 Agent::Reply Agent::ConfigRoute(const std::string& method, const std::vector<std::string>& path,
@@ -831,13 +906,19 @@ Agent::Reply Agent::ConfigRoute(const std::string& method, const std::vector<std
     if (!s.ok()) return Route::Error(HttpStatusOf(s.error().code), s.error().message);
   }
   auto previous = config_targets_;
+  std::map<std::size_t, DeviceSettings> before;
+  for (std::size_t pos : gpus) {
+    if (entities_[pos].readable()) before[pos] = backend_.ReadSettings(*entities_[pos].device_pos);
+  }
   std::erase_if(config_targets_, [&](const auto& t) { return t.first == gid; });
   config_targets_.emplace_back(gid, merged);
   bool refused = false;
   json applied = ApplyTargets(gpus, &refused);
   if (refused) {
-    // Not kept: a target the driver refuses (no permission) would be retried at every reset.
+    // Not kept, and what this set changed before the refusal is put back: a set applies whole or
+    // not at all, and a target the driver refuses (no permission) is not retried at every reset.
     config_targets_ = std::move(previous);
+    RestoreSettings(before, applied);
     int status = 500;
     for (const json& g : applied) {
       for (const json& err : g["errors"]) status = err["status"].get<int>();

@@ -122,16 +122,20 @@ void AlertSender::Loop() {
       backoff = std::chrono::milliseconds(500);
       continue;
     }
-    for (std::size_t i = n; i-- > 0;) queue_.push_front(std::move(batch[i]));
-    while (queue_.size() > kMaxQueued) {
-      queue_.pop_front();
-      ++stats_.dropped;
-    }
     ++stats_.failed;
     if (stats_.last_error != s.error().message) {
       fmt::print(stderr, "gpulse agent: {}\n", s.error().message);
     }
     stats_.last_error = s.error().message;
+    if (s.error().code == ErrorCode::kInvalidArgument) {  // refused for good: not retried
+      stats_.dropped += n;
+      continue;
+    }
+    for (std::size_t i = n; i-- > 0;) queue_.push_front(std::move(batch[i]));
+    while (queue_.size() > kMaxQueued) {
+      queue_.pop_front();
+      ++stats_.dropped;
+    }
     if (last_try) return;
     cv_.wait_for(lock, backoff, [this] { return stopping_; });
     backoff = std::min(backoff * 2, std::chrono::milliseconds(30'000));
@@ -159,10 +163,11 @@ Status AlertSender::Post(const std::string& body, int timeout_ms) const {
     last = std::strerror(errno);
   }
   if (sock.fd < 0) return Unavailable(where + ": cannot connect: " + last);
+  const bool v6 = host_.find(':') != std::string::npos;
   std::string req = fmt::format(
-      "POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: application/json\r\nContent-Length: "
+      "POST {} HTTP/1.1\r\nHost: {}{}{}:{}\r\nContent-Type: application/json\r\nContent-Length: "
       "{}\r\nConnection: close\r\nUser-Agent: gpulse-agent\r\n\r\n",
-      path_, host_, port_, body.size());
+      path_, v6 ? "[" : "", host_, v6 ? "]" : "", port_, body.size());
   req += body;
   for (std::size_t off = 0; off < req.size();) {
     ssize_t n = send(sock.fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
@@ -181,7 +186,11 @@ Status AlertSender::Post(const std::string& body, int timeout_ms) const {
   int status = sp == std::string::npos ? 0 : std::atoi(head.c_str() + sp + 1);
   if (status < 200 || status >= 300) {
     std::string line = head.substr(0, head.find("\r\n"));
-    return Unavailable(where + " refused the alerts: " + line);
+    // A client error other than a timeout or a rate limit will not change on a retry (a wrong
+    // prefix, a proxy's 401, an alert the Alertmanager rejects): the batch is dropped.
+    const bool permanent = status >= 400 && status < 500 && status != 408 && status != 429;
+    return Error{permanent ? ErrorCode::kInvalidArgument : ErrorCode::kUnavailable,
+                 where + " refused the alerts: " + line};
   }
   return Status::Ok();
 }

@@ -3,8 +3,11 @@
 // "Alertmanager").
 //
 // Alerts wait in a bounded queue (kMaxQueued; a full queue drops the oldest and counts it) and go
-// out in batches, one POST per batch. A failed POST is retried with the batch kept, after 0.5 s,
-// doubling to 30 s. Only plain HTTP: the URL is http://HOST:PORT[/PREFIX].
+// out in batches, one POST per batch. A POST that cannot connect, times out, or gets a 5xx, 408 or
+// 429 is retried with the batch kept, after 0.5 s, doubling to 30 s; any other refusal (a 4xx: a
+// wrong prefix, a proxy's 401, an alert the Alertmanager rejects) drops the batch, counted, so one
+// bad batch never blocks the alerts behind it. Only plain HTTP: the URL is
+// http://HOST:PORT[/PREFIX].
 //
 // Thread-safety: every member may be called from any thread.
 #pragma once
@@ -37,8 +40,8 @@ class AlertSender {
 
   struct Stats {
     std::uint64_t sent = 0;     // alerts the Alertmanager accepted
-    std::uint64_t failed = 0;   // POSTs that failed (each retried)
-    std::uint64_t dropped = 0;  // alerts dropped from a full queue
+    std::uint64_t failed = 0;   // POSTs that failed (retried, or dropped when refused for good)
+    std::uint64_t dropped = 0;  // alerts dropped: a full queue, or a batch refused for good
     std::string last_error;
   };
   Stats stats() const;

@@ -18,9 +18,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/json_limits.h"
 
@@ -451,6 +453,10 @@ Result<bool> InspectChecks(sqlite3* db, const std::string& path) {
                            std::to_string(*version) + ", this one reads up to " +
                            std::to_string(kSchemaVersion) + ")");
   }
+  if (*version < 1) {
+    return InvalidArgument(path + " has gpulse's tables but no schema version (user_version " +
+                           std::to_string(*version) + "); refusing to use it");
+  }
   auto check = QueryText(db, path, "PRAGMA quick_check(1)");
   if (!check.ok()) return check.error();
   if (*check != "ok") {
@@ -459,7 +465,9 @@ Result<bool> InspectChecks(sqlite3* db, const std::string& path) {
     if (first.rfind(kPrefix, 0) == 0) first.erase(0, kPrefix.size());
     return InvalidArgument(path + " is corrupt: " + first + " (move it away to start afresh)");
   }
-  for (const char* table : kTables) {
+  std::vector<const char*> tables(std::begin(kTables), std::end(kTables));
+  if (*version >= 2) tables.push_back("management");
+  for (const char* table : tables) {
     Stmt s(db, path);
     if (auto st = s.Prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1"); !st)
       return st.error();

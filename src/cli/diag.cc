@@ -27,9 +27,14 @@ std::string Word(const std::string& r) {
 
 int Run(const DiagOptions& o) {
   int code = kExitOk;
-  auto j = CallForVerb("diag", o.host, "GET",
-                       fmt::format("/api/v1/diag?group={}&level={}", o.group, o.level), nullptr,
-                       200, &code);
+  int level = 0;
+  if (o.level.size() != 1 || o.level[0] < '1' || o.level[0] > '4') {
+    fmt::print(stderr, "gpulse diag: -r {}: the level is not 1, 2, 3 or 4\n", o.level);
+    return kExitUsage;
+  }
+  level = o.level[0] - '0';
+  auto j = CallForVerb("diag", o.host, "POST", "/api/v1/diag",
+                       {{"group", o.group}, {"level", level}}, 200, &code);
   if (!j) return code;
   if (o.json) {
     fmt::print("{}\n", j->dump(2));

@@ -188,7 +188,7 @@ Subcommand SetupPolicy(CLI::App& parent) {
       ->check(CLI::Range(1.0, 200.0));
   app->add_option("-P,--maxpower", o->max_power, "Condition: power above this (W)")
       ->check(CLI::Range(1.0, 100000.0));
-  app->add_option("-M,--maxpages", o->max_pages, "Condition: retired pages above this")
+  app->add_option("-M,--maxpages", o->max_pages, "Condition: retired pages reaching this")
       ->check(CLI::Range(1, 1'000'000));
   app->add_flag("-e,--eccerrors", o->dbe, "Condition: double-bit ECC errors");
   app->add_flag("-p,--pcierrors", o->pcie, "Condition: PCIe replay errors");

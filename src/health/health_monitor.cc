@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "core/xid.h"
@@ -58,12 +59,25 @@ HealthMonitor::HealthMonitor(std::int64_t window_ms) : window_ms_(window_ms) {}
 
 void HealthMonitor::Observe(const GpuReading& r) {
   if (r.lost) lost_ = true;
-  for (std::uint64_t x : r.xids) xids_.push_back({r.t_ms, x});
+  if (primed_) {
+    for (std::uint64_t x : r.xids) xids_.push_back({r.t_ms, x});
+  }
+  primed_ = true;
   Merge(latest_, r);
-  Point p{r.t_ms, r};
-  p.reading.xids.clear();
-  points_.push_back(std::move(p));
+  const std::int64_t spacing = std::max<std::int64_t>(1000, window_ms_ / 3600);
+  if (!points_.empty() && r.t_ms - points_.back().t_ms < spacing) {
+    Merge(points_.back().reading, r);
+  } else {
+    Point p{r.t_ms, r};
+    p.reading.xids.clear();
+    points_.push_back(std::move(p));
+  }
   Trim(r.t_ms);
+}
+
+void HealthMonitor::set_window(std::int64_t window_ms) {
+  window_ms_ = window_ms;
+  if (!points_.empty()) Trim(points_.back().t_ms);
 }
 
 void HealthMonitor::Trim(std::int64_t now_ms) {

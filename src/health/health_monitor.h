@@ -50,11 +50,16 @@ class HealthMonitor {
   // `window_ms`: how far back counters and XIDs are judged (dcgmi's max keep age, 600 s).
   explicit HealthMonitor(std::int64_t window_ms = 600'000);
 
-  // REQUIRES: readings come in time order.
+  // REQUIRES: readings come in time order. The XIDs of the first reading are not kept: they may be
+  // the driver's backlog from before the watch. Readings closer together than the window's
+  // resolution (a 3,600th of it, at least 1 s) merge into one point, so a monitor holds at most
+  // about 3,600 points whatever the read cadence.
   void Observe(const GpuReading& r);
   // The verdict of the subsystems in `systems` at `now_ms`; `gpu` names the GPU in messages.
   GpuHealth Check(unsigned systems, unsigned gpu, std::int64_t now_ms) const;
   std::int64_t window_ms() const { return window_ms_; }
+  // Changes the window, keeping what the new one still covers.
+  void set_window(std::int64_t window_ms);
 
  private:
   struct Point {
@@ -72,6 +77,7 @@ class HealthMonitor {
   std::deque<XidEvent> xids_;
   GpuReading latest_;  // the newest value of every field ever read
   bool lost_ = false;
+  bool primed_ = false;  // a first reading was seen
 };
 
 // The worst verdict of several GPUs' health (a group's overall health).

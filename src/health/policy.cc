@@ -166,10 +166,11 @@ std::vector<Violation> PolicyWatcher::Observe(const PolicySpec& spec, const GpuR
     fire(kCondNvlink, nvlink,
          fmt::format("NVLink errors have violated policy manager values. Errors: {}", nvlink));
   }
-  for (std::uint64_t x : r.xids) {
+  for (std::uint64_t x : primed_ ? r.xids : std::vector<std::uint64_t>{}) {
     fire(kCondXid, static_cast<double>(x),
          fmt::format("An XID error has violated policy manager values. XID: {}", x));
   }
+  primed_ = true;
   // Limits: fire on the crossing, re-arm at or below the limit.
   auto limit = [&](Condition c, const std::optional<double>& reading,
                    const std::optional<double>& max, bool inclusive, bool& above, const char* what,

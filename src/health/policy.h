@@ -77,12 +77,14 @@ struct Violation {
 class PolicyWatcher {
  public:
   // The violations `r` shows under `spec`, given the readings before it. The first reading only
-  // sets the baseline of the counters (and fires a limit already exceeded).
+  // sets the baseline of the counters and drops its XIDs (the driver's backlog from before the
+  // policy); it fires a limit already exceeded.
   std::vector<Violation> Observe(const PolicySpec& spec, const GpuReading& r);
 
  private:
   GpuReading last_;  // the newest value of each counter seen
   bool above_temp_ = false, above_power_ = false, above_pages_ = false;
+  bool primed_ = false;
 };
 
 }  // namespace gpulse::health

@@ -81,11 +81,9 @@ class HealthWatchTest(AgentTestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("Overall Health: Failure", p.stdout)
 
-        a.advance(10)  # t = 31: GPU 3's InfoROM
+        a.advance(10)  # t = 31: GPU 3's InfoROM is corrupt, but it is validated once a minute
         doc = self.check()
-        self.assertEqual(subsystem_result(doc, 3, "inforom"), "warn")
-        self.assertEqual(gpu_result(doc, 3)["incidents"][0]["message"],
-                         "A corrupt InfoROM has been detected in GPU 3.")
+        self.assertEqual(subsystem_result(doc, 3, "inforom"), "pass")
 
         a.advance(15)  # t = 46: GPU 4's thermal violation time grew
         doc = self.check()
@@ -97,8 +95,11 @@ class HealthWatchTest(AgentTestCase):
         self.assertEqual(subsystem_result(doc, 5, "power"), "warn")
         self.assertEqual(subsystem_result(doc, 5, "thermal"), "pass")
 
-        a.advance(5)  # t = 61: GPU 6's XID 48 (a double-bit error: reset the GPU)
+        a.advance(5)  # t = 61: GPU 6's XID 48 (a double-bit error: reset the GPU); the InfoROM read at 60
         doc = self.check()
+        self.assertEqual(subsystem_result(doc, 3, "inforom"), "warn")
+        self.assertEqual(gpu_result(doc, 3)["incidents"][0]["message"],
+                         "A corrupt InfoROM has been detected in GPU 3.")
         self.assertEqual(subsystem_result(doc, 6, "memory"), "fail")
         self.assertIn("XID 48", gpu_result(doc, 6)["incidents"][0]["message"])
 
@@ -252,6 +253,17 @@ class PolicyTest(AgentTestCase):
         self.assertEqual(sum(int(l.rsplit(" ", 1)[1]) for l in counts), len(EXPECTED))
         self.assertTrue(any(re.match(r'gpulse_policy_violations_total\{gpu="6",.*condition="xid"\} 1$', l)
                             for l in counts))
+
+    def test_an_xid_read_by_a_scrape_still_reaches_the_policy(self):
+        """The driver hands an XID to whichever read asks first: here a scrape between two policy
+        ticks (every 7 s: at 56 and 63) takes GPU 6's XID 48 of t = 60."""
+        a = self.new_agent()
+        self.cli_ok(a, "policy", "-g", "0", "--set", "0,0", "-x", "-u", "7000")
+        a.advance(61)
+        self.assertIn('xid="48"', a.tcp_request("GET", "/metrics").text)  # the scrape saw it
+        a.advance(3)
+        v = a.api("GET", "/api/v1/policy/violations", schema="agent-violations.schema.json")["violations"]
+        self.assertEqual([(x["gpu"], x["condition"], x["value"]) for x in v], [(6, "xid", 48)])
 
     def test_text_listener_get_and_clear(self):
         a = self.new_agent()
@@ -455,6 +467,9 @@ class DiagTest(AgentTestCase):
         for level in ("2", "3"):
             self.cli_fails(a, 2, "runs GPU kernels", "diag", "-g", "0", "-r", level)
         self.cli_fails(a, 2, "is not 1, 2, 3 or 4", "diag", "-g", "0", "-r", "9")
+        # An action under the write rule: not a GET, and not over TCP without authentication.
+        self.assertEqual(a.request("GET", "/api/v1/diag").status, 405)
+        self.assertEqual(a.tcp_request("POST", "/api/v1/diag", {"group": 0}).status, 403)
 
 
 class ConfigTest(AgentTestCase):
@@ -517,6 +532,22 @@ class ConfigTest(AgentTestCase):
         p = self.cli_fails(a, 1, "GPU 0: .*NO_PERMISSION", "config", "-g", "0", "--set", "-P", "500")
         cfg, _ = self.settings(a)
         self.assertIsNone(cfg["target"])  # not kept
+
+    def test_a_refused_set_changes_no_gpu(self):
+        """GPU 0 takes the new limit, GPU 1 refuses it: GPU 0's is put back."""
+        path = os.path.join(self.tmp, "half-denied.yaml")
+        with open(path, "w") as f:
+            f.write("name: half-denied\n"
+                    "device_defaults: {name: \"NVIDIA H100 80GB HBM3\", memory_total_mib: 81559, power_limit_w: 700}\n"
+                    "devices:\n  - {pci_bus_id: \"00000000:18:00.0\"}\n"
+                    "  - {pci_bus_id: \"00000000:2A:00.0\", settings_permission: false}\n")
+        a = self.new_agent(scenario=path)
+        self.cli_fails(a, 1, "GPU 1: .*NO_PERMISSION", "config", "-g", "0", "--set", "-P", "500", "-c", "3")
+        cfg, gpus = self.settings(a)
+        self.assertIsNone(cfg["target"])
+        for g in gpus:
+            self.assertEqual(g["power_limit_w"]["current"], 700)
+            self.assertEqual(g["compute_mode"]["current"], 0)
 
 
 class AlertingRulesTest(unittest.TestCase):

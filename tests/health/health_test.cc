@@ -165,6 +165,9 @@ TEST(HealthMonitor, NvlinkErrorsWarnAndRecoveryErrorsFail) {
 
 TEST(HealthMonitor, XidsCountInTheirSubsystemForTheWindow) {
   HealthMonitor m(600'000);
+  GpuReading backlog = At(59);
+  backlog.xids = {79};  // the first reading's XIDs may be from before the watch: not kept
+  m.Observe(backlog);
   GpuReading a = At(60);
   a.xids = {48, 13};
   m.Observe(a);
@@ -177,6 +180,24 @@ TEST(HealthMonitor, XidsCountInTheirSubsystemForTheWindow) {
   GpuReading later = At(700);
   m.Observe(later);
   EXPECT_EQ(m.Check(kMemory, 6, 700'000).overall, Verdict::kPass);  // out of the window
+}
+
+TEST(HealthMonitor, FastReadsMergeIntoOnePointPerSecond) {
+  HealthMonitor m(60'000);
+  GpuReading first = At(0);
+  first.pcie_replay = 0;
+  m.Observe(first);
+  for (int i = 1; i <= 100; ++i) {  // a 10 ms cadence over one second
+    GpuReading r;
+    r.t_ms = 1000 + i * 10;
+    r.pcie_replay = i;
+    m.Observe(r);
+  }
+  // The newest value is judged: 100 replays within the minute.
+  EXPECT_EQ(m.Check(kPcie, 0, 2000).overall, Verdict::kWarn);
+  m.set_window(600'000);
+  EXPECT_EQ(m.window_ms(), 600'000);
+  EXPECT_EQ(m.Check(kPcie, 0, 2000).overall, Verdict::kWarn);  // kept across a window change
 }
 
 TEST(HealthMonitor, ALostGpuFailsEveryWatchedSubsystem) {

@@ -69,9 +69,12 @@ TEST(PolicyWatcher, CountersFireWhenTheyGrowNotForThePast) {
   EXPECT_TRUE(w.Observe(spec, b).empty());  // no growth, nothing new
 }
 
-TEST(PolicyWatcher, EachXidEventFiresOnce) {
+TEST(PolicyWatcher, EachXidEventFiresOnceButNotTheBacklogOfTheFirstReading) {
   PolicySpec spec{kCondXid};
   PolicyWatcher w;
+  GpuReading first = At(59);
+  first.xids = {79};  // raised before the policy's first reading: not reported
+  EXPECT_TRUE(w.Observe(spec, first).empty());
   GpuReading a = At(60);
   a.xids = {48, 48};
   auto v = w.Observe(spec, a);
