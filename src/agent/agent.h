@@ -168,6 +168,7 @@ class Agent final : public exporter::Extension {
   Reply ConfigRoute(const std::string& method, const std::vector<std::string>& path,
                     const std::map<std::string, std::string>& q, const nlohmann::json& body);
   Status PutManagement(const std::string& kind, int group_id, const nlohmann::json& spec);
+  Result<int> BodyGroup(const nlohmann::json& body) const;
 
   // The API (agent_api.cc), on the worker.
   Reply Serve(const net::HttpRequest& req);

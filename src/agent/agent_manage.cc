@@ -694,6 +694,15 @@ std::string Agent::HealthFailure() const {
 
 // ---- Routes ------------------------------------------------------------------------------------
 
+// The group a request body names ("group", default 0): its id, or why not (400, 404).
+Result<int> Agent::BodyGroup(const json& body) const {
+  auto group = IntField(body, "group", kDefaultGroupId, 0, 0x7fffffff);
+  if (!group) return group.error();
+  const int gid = static_cast<int>(*group);
+  if (!FindGroup(gid)) return NotFound(fmt::format("no group {}", gid));
+  return gid;
+}
+
 Agent::Reply Agent::HealthRoute(const std::string& method, const std::vector<std::string>& path,
                                 const std::map<std::string, std::string>& q, const json& body) {
   const bool get = method == "GET" || method == "HEAD";
@@ -724,10 +733,9 @@ Agent::Reply Agent::HealthRoute(const std::string& method, const std::vector<std
     return Route::Ok({{"group", *gid}, {"cleared", true}});
   }
   if (method != "POST" || !watch) return Route::Error(405, "use GET, or POST/DELETE on /watch");
-  auto group = IntField(body, "group", kDefaultGroupId, 0, 0x7fffffff);
-  if (!group) return Route::Error(400, group.error().message);
-  const int g = static_cast<int>(*group);
-  if (!FindGroup(g)) return Route::Error(404, fmt::format("no group {}", g));
+  auto group = BodyGroup(body);
+  if (!group) return Route::FromError(group.error());
+  const int g = *group;
   auto spec = HealthFromJson(body);
   if (!spec) return Route::Error(400, spec.error().message);
   auto before = health_watches_;
@@ -806,10 +814,9 @@ Agent::Reply Agent::PolicyRoute(const std::string& method, const std::vector<std
     return Route::Ok({{"group", *gid_q}, {"cleared", true}});
   }
   if (method != "POST") return Route::Error(405, "use GET, POST or DELETE");
-  auto group = IntField(body, "group", kDefaultGroupId, 0, 0x7fffffff);
-  if (!group) return Route::Error(400, group.error().message);
-  const int gid = static_cast<int>(*group);
-  if (!FindGroup(gid)) return Route::Error(404, fmt::format("no group {}", gid));
+  auto group = BodyGroup(body);
+  if (!group) return Route::FromError(group.error());
+  const int gid = *group;
   auto update = IntField(body, "update_ms", 1000, 100, 3'600'000);
   if (!update) return Route::Error(400, update.error().message);
   json spec_json = body;
@@ -845,10 +852,9 @@ Agent::Reply Agent::DiagRoute(const json& body) {
   for (const auto& [k, v] : body.items()) {
     if (k != "group" && k != "level") return Route::Error(400, "diag: unknown member '" + k + "'");
   }
-  auto gid = IntField(body, "group", kDefaultGroupId, 0, 0x7fffffff);
-  if (!gid) return Route::Error(400, gid.error().message);
-  const int group = static_cast<int>(*gid);
-  if (!FindGroup(group)) return Route::Error(404, fmt::format("no group {}", group));
+  auto gid = BodyGroup(body);
+  if (!gid) return Route::FromError(gid.error());
+  const int group = *gid;
   auto level = IntField(body, "level", 1, 1, 4);
   if (!level) return Route::Error(400, "diag: \"level\" must be 1, 2, 3 or 4");
   if (*level > 1) {
@@ -880,10 +886,9 @@ Agent::Reply Agent::ConfigRoute(const std::string& method, const std::vector<std
     return Route::Ok({{"group", *gid}, {"cleared", true}});
   }
   if (method != "POST") return Route::Error(405, "use GET, POST or DELETE");
-  auto group = IntField(body, "group", kDefaultGroupId, 0, 0x7fffffff);
-  if (!group) return Route::Error(400, group.error().message);
-  const int gid = static_cast<int>(*group);
-  if (!FindGroup(gid)) return Route::Error(404, fmt::format("no group {}", gid));
+  auto group = BodyGroup(body);
+  if (!group) return Route::FromError(group.error());
+  const int gid = *group;
   const std::vector<std::size_t> gpus = GroupGpus(gid);
   if (enforce) {
     bool refused = false;

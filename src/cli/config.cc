@@ -10,6 +10,7 @@
 #include "cli/agent_client.h"
 #include "cli/subcommand.h"
 #include "core/split.h"
+#include "health/config_target.h"
 
 namespace gpulse::cli {
 namespace {
@@ -32,17 +33,8 @@ int Usage(const std::string& why) {
 
 std::string ModeName(const json& v) {
   if (v.is_null()) return "";
-  switch (v.get<int>()) {
-    case 0:
-      return "Unrestricted";
-    case 1:
-      return "E. Thread";
-    case 2:
-      return "Prohibited";
-    case 3:
-      return "E. Process";
-  }
-  return v.dump();
+  std::string name = health::ComputeModeName(v.get<int>());
+  return name.empty() ? v.dump() : name;
 }
 
 // How one setting prints: its target ("Not Specified" when none) or current ("Not Supported").
