@@ -9,9 +9,12 @@
 
 #include "core/clock.h"
 #include "exporter/health.h"
+#include "exporter/hpc_jobs.h"
 #include "exporter/json_api.h"
 #include "exporter/landing.h"
+#include "exporter/pod_usage.h"
 #include "exporter/ui_assets.h"
+#include "identity/attribution.h"
 #include "net/event_stream.h"
 #include "prom/writer.h"
 
@@ -44,16 +47,57 @@ Result<std::shared_ptr<const CounterSet>> LoadCounterSet(const ExporterOptions& 
   return std::make_shared<const CounterSet>(std::move(set).value());
 }
 
+namespace {
+
+// Kubernetes and Slurm modes: `snap` with each pod's share of the entities it uses (from the read's
+// process lists and the kubelet's last answer: never a kubelet call here) and the Slurm jobs on
+// each.
+std::shared_ptr<const Snapshot> Annotate(const SystemInfo& info,
+                                         const std::vector<Entity>& entities,
+                                         std::shared_ptr<const Snapshot> snap,
+                                         const k8s::PodState* state,
+                                         const ExporterOptions& options) {
+  const bool pods = state != nullptr && state->ok;
+  if (!snap || snap->processes.empty() || (!pods && !options.slurm_jobs)) return snap;
+  std::optional<sys::RootedFs> proc;
+  if (options.procfs_root) proc.emplace(*options.procfs_root);
+  auto procs = identity::ReadListedProcesses(snap->processes, proc);
+  auto copy = std::make_shared<Snapshot>(*snap);
+  if (pods) copy->pod_usage = ComputePodUsage(info, entities, *copy, state->assignments, procs);
+  if (options.slurm_jobs) copy->job_labels = JobLabels(info, entities, *copy, procs);
+  return copy;
+}
+
+PodLabels LabelsOf(const k8s::PodState& state) {
+  PodLabels labels = RenderPodLabels(state.assignments);
+  labels.up = state.ok;
+  labels.lists_total = state.lists_total;
+  labels.failures_total = state.failures_total;
+  return labels;
+}
+
+}  // namespace
+
 std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> counters,
                        const ExporterOptions& options) {
   std::vector<FieldIndex> fields = counters->ReadFields();
-  auto snap = ReadSnapshot(backend, BuildEntities(backend.info()), fields);
+  std::vector<Entity> entities = BuildEntities(backend.info());
+  auto snap = ReadSnapshot(backend, entities, fields, options.kubernetes || options.slurm_jobs);
+  std::optional<PodLabels> pods;
+  std::shared_ptr<const k8s::PodState> state;
+  if (options.kubernetes) {  // one List, on this thread: there is no scrape to keep it off
+    k8s::PodResourcesWatcher once(options.kubelet, entities, {}, &Log);
+    once.Start();
+    state = once.Current();
+    pods = LabelsOf(*state);
+  }
+  snap = Annotate(backend.info(), entities, std::move(snap), state.get(), options);
   MetricsPage page(
       backend.info(), std::move(counters),
       {options.hostname, options.version, options.commit, options.replace_blanks_in_model_name,
        options.devices, options.use_old_namespace});
   std::string out;
-  page.Render(*snap, MonotonicNowNs(), out);
+  page.Render(*snap, MonotonicNowNs(), out, pods ? &*pods : nullptr);
   return out;
 }
 
@@ -68,6 +112,7 @@ Exporter::~Exporter() {
   if (hub_) hub_->Stop();
   probe_.reset();
   hub_.reset();
+  kubelet_.reset();
   if (reload_thread_.joinable()) reload_thread_.join();
 }
 
@@ -111,7 +156,11 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
   if (e->options_.procfs_root) proc.emplace(*e->options_.procfs_root);
   e->hub_ = std::make_unique<LiveHub>(live, e->backend_->info(), e->entities_, std::move(proc),
                                       [self] { return self->ReadForLive(); });
-  e->server_->OnSignal(SIGHUP, [self] { self->Reload(); });
+  if (e->options_.kubernetes) e->StartKubelet();
+  e->server_->OnSignal(SIGHUP, [self] {
+    self->Reload();
+    if (self->kubelet_) self->kubelet_->RefreshNow();
+  });
   e->server_->OnSignal(SIGTERM, [self] {
     Log("SIGTERM: draining connections");
     self->server_->Shutdown();
@@ -153,6 +202,32 @@ void Exporter::Install(std::shared_ptr<const CounterSet> counters) {
   fields_ = std::move(fields);
 }
 
+void Exporter::StartKubelet() {
+  auto on_update = [this](std::shared_ptr<const k8s::PodState> state) {
+    auto labels = std::make_shared<PodLabels>(LabelsOf(*state));
+    std::lock_guard lock(pods_mu_);
+    pod_labels_ = std::move(labels);
+    pod_state_ = std::move(state);
+  };
+  kubelet_ = std::make_unique<k8s::PodResourcesWatcher>(options_.kubelet, entities_,
+                                                        std::move(on_update), &Log);
+  kubelet_->Start();
+}
+
+std::shared_ptr<const PodLabels> Exporter::pod_labels() const {
+  std::lock_guard lock(pods_mu_);
+  return pod_labels_;
+}
+
+std::shared_ptr<const Snapshot> Exporter::AddPodUsage(std::shared_ptr<const Snapshot> snap) {
+  std::shared_ptr<const k8s::PodState> state;
+  {
+    std::lock_guard lock(pods_mu_);
+    state = pod_state_;
+  }
+  return Annotate(backend_->info(), entities_, std::move(snap), state.get(), options_);
+}
+
 std::shared_ptr<const MetricsPage> Exporter::page() const {
   std::lock_guard lock(mu_);
   return page_;
@@ -171,8 +246,9 @@ std::shared_ptr<const Snapshot> Exporter::ReadNow() {
     for (FieldIndex f : LiveFields())
       if (std::find(fields.begin(), fields.end(), f) == fields.end()) fields.push_back(f);
   }
-  if (extension_ != nullptr) return extension_->Read(fields, live);
-  return ReadSnapshot(*backend_, entities_, fields, live);
+  const bool processes = live || options_.kubernetes || options_.slurm_jobs;
+  if (extension_ != nullptr) return AddPodUsage(extension_->Read(fields, processes));
+  return AddPodUsage(ReadSnapshot(*backend_, entities_, fields, processes));
 }
 
 std::shared_ptr<const Snapshot> Exporter::ReadForLive() {
@@ -290,7 +366,7 @@ void Exporter::ServeMetrics(net::Respond respond) {
     net::HttpResponse r;
     r.content_type = std::string(prom::kContentType);
     r.compressible = true;
-    if (snap) page()->Render(*snap, MonotonicNowNs(), r.body);
+    if (snap) page()->Render(*snap, MonotonicNowNs(), r.body, pod_labels().get());
     r.body += hub_->Exposition();
     respond(std::move(r));
   });

@@ -158,3 +158,65 @@ TEST(CgroupClassify, InnermostContainerWins) {
 
 }  // namespace
 }  // namespace gpulse::identity
+
+namespace gpulse::identity {
+namespace {
+
+// Slurm's job cgroups (issue 20 item 3): cgroup/v2's slurmstepd.scope and cgroup/v1's
+// /slurm/uid_U/job_N/step_M, on their own and inside a node's other hierarchies.
+struct SlurmCase {
+  const char* name;
+  std::string file;
+  int version;
+  const char* job;   // nullptr: no job
+  const char* step;  // nullptr: no step
+};
+
+const SlurmCase kSlurm[] = {
+    {"V2Step", "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n", 2, "4242", "0"},
+    {"V2Batch", "0::/system.slice/slurmstepd.scope/job_17/step_batch/user/task_0\n", 2, "17",
+     "batch"},
+    {"V2JobLevel", "0::/system.slice/slurmstepd.scope/job_17\n", 2, "17", nullptr},
+    {"V2Slurmstepd", "0::/system.slice/slurmstepd.scope/system\n", 2, nullptr, nullptr},
+    {"V1Step",
+     "12:pids:/slurm/uid_1000/job_99/step_3/task_1\n11:memory:/slurm/uid_1000/job_99/step_3/"
+     "task_1\n1:name=systemd:/system.slice/slurmd.service\n",
+     1, "99", "3"},
+    {"V1MultipleSlurmd", "4:devices:/slurm_node7/uid_0/job_5/step_extern\n", 1, "5", "extern"},
+    {"NotSlurm", "0::/user.slice/user-1000.slice/job_12/step_0\n", 2, nullptr, nullptr},
+    {"JobIdNotANumber", "0::/system.slice/slurmstepd.scope/job_x/step_0\n", 2, nullptr, nullptr},
+};
+
+class Slurm : public ::testing::TestWithParam<SlurmCase> {};
+
+TEST_P(Slurm, Places) {
+  const SlurmCase& c = GetParam();
+  auto lines = ParseProcCgroup(c.file);
+  ASSERT_TRUE(lines.ok());
+  CgroupPlacement p = Place(*lines);
+  EXPECT_EQ(p.version, c.version);
+  EXPECT_FALSE(p.pod.has_value());
+  if (c.job == nullptr) {
+    EXPECT_FALSE(p.slurm.has_value()) << p.slurm->job_id;
+    return;
+  }
+  ASSERT_TRUE(p.slurm.has_value());
+  EXPECT_EQ(p.slurm->job_id, c.job);
+  if (c.step == nullptr) {
+    EXPECT_FALSE(p.slurm->step.has_value());
+  } else {
+    EXPECT_EQ(p.slurm->step.value_or("?"), c.step);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, Slurm, ::testing::ValuesIn(kSlurm),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(SlurmV1, NamesTheUser) {
+  CgroupPlacement p = ClassifyPath("/slurm/uid_1000/job_99/step_3");
+  ASSERT_TRUE(p.slurm.has_value());
+  EXPECT_EQ(p.slurm->uid, 1000u);
+}
+
+}  // namespace
+}  // namespace gpulse::identity
