@@ -1,6 +1,7 @@
 """Exporter scrapes in Kubernetes mode (issue 20): `gpulse exporter -k` on `k8s-8xH100` with 5,000
 more pods known to a fake kubelet (tests/e2e/fake_kubelet.py: a List answer over 4 MiB), against
-the same exporter without -k, side by side in one run, both loaded by the same paced wrk run
+the same exporter without -k and with -k against a kubelet of only the node's 4 GPU pods, side by side
+in one run, both loaded by the same paced wrk run
 (10 ms between requests) on loopback, alternating ROUNDS times; medians compared. Also: each
 exporter's CPU time per 1,000 scrapes (utime + stime from /proc/PID/stat over its wrk runs), and the
 kubelet's List calls against the number of scrapes (the kubelet is never called on the scrape path:
@@ -68,9 +69,12 @@ def main():
     a, gpulse, load = bench_args()
     tmp = tempfile.TemporaryDirectory()
     sock = os.path.join(tmp.name, "kubelet.sock")
+    small_sock = os.path.join(tmp.name, "small.sock")
     kubelet = FakeKubelet(sock, node_pods(uuids(gpulse)) + filler_pods(PODS))
+    small = FakeKubelet(small_sock, node_pods(uuids(gpulse)))
     answer = kubelet.answer_size()
-    modes = {"without -k": [], "-k, 5,004 pods": ["-k", "--pod-resources-kubelet-socket", sock]}
+    modes = {"without -k": [], "-k, 5,004 pods": ["-k", "--pod-resources-kubelet-socket", sock],
+             "-k, 4 pods": ["-k", "--pod-resources-kubelet-socket", small_sock]}
     procs, urls = {}, {}
     try:
         for name, extra in modes.items():
@@ -98,6 +102,7 @@ def main():
             p.terminate()
             p.wait(timeout=30)
         kubelet.stop()
+        small.stop()
         tmp.cleanup()
     med = {k: median_run(v) for k, v in runs.items()}
     base = "without -k"

@@ -53,6 +53,7 @@ PsPodNames NamePods(const PsOptions& o, const SystemInfo& info, const PsReport& 
   k8s::ListOptions list;
   list.socket_path = o.kubelet_socket;
   list.timeout = std::chrono::seconds(5);
+  list.keep_resource = [](std::string_view r) { return identity::CountedResource(r); };
   auto pods = k8s::ListPodResources(list);
   if (!pods) {
     out.unavailable = pods.error().message;

@@ -49,23 +49,36 @@ Result<std::shared_ptr<const CounterSet>> LoadCounterSet(const ExporterOptions& 
 
 namespace {
 
+using ProcMap = std::map<unsigned, identity::ProcessInfo>;
+
+// Whether a read needs its processes' procfs facts: Kubernetes mode with an answer, or Slurm mode.
+bool WantsProcesses(const Snapshot* snap, const k8s::PodState* state, const ExporterOptions& o) {
+  return snap != nullptr && !snap->processes.empty() &&
+         ((state != nullptr && state->ok) || o.slurm_jobs);
+}
+
+ProcMap ReadProcs(const Snapshot& snap, const ExporterOptions& options) {
+  std::optional<sys::RootedFs> proc;
+  if (options.procfs_root) proc.emplace(*options.procfs_root);
+  return identity::ReadListedProcesses(snap.processes, proc);
+}
+
 // Kubernetes and Slurm modes: `snap` with each pod's share of the entities it uses (from the read's
 // process lists and the kubelet's last answer: never a kubelet call here) and the Slurm jobs on
-// each.
+// each. A snapshot nobody else holds yet is completed in place, else copied.
 std::shared_ptr<const Snapshot> Annotate(const SystemInfo& info,
                                          const std::vector<Entity>& entities,
                                          std::shared_ptr<const Snapshot> snap,
-                                         const k8s::PodState* state,
-                                         const ExporterOptions& options) {
-  const bool pods = state != nullptr && state->ok;
-  if (!snap || snap->processes.empty() || (!pods && !options.slurm_jobs)) return snap;
-  std::optional<sys::RootedFs> proc;
-  if (options.procfs_root) proc.emplace(*options.procfs_root);
-  auto procs = identity::ReadListedProcesses(snap->processes, proc);
-  auto copy = std::make_shared<Snapshot>(*snap);
-  if (pods) copy->pod_usage = ComputePodUsage(info, entities, *copy, state->assignments, procs);
-  if (options.slurm_jobs) copy->job_labels = JobLabels(info, entities, *copy, procs);
-  return copy;
+                                         const k8s::PodState* state, const ExporterOptions& options,
+                                         const ProcMap& procs) {
+  if (!WantsProcesses(snap.get(), state, options)) return snap;
+  std::shared_ptr<Snapshot> out = snap.use_count() == 1 ? std::const_pointer_cast<Snapshot>(snap)
+                                                        : std::make_shared<Snapshot>(*snap);
+  if (state != nullptr && state->ok) {
+    out->pod_usage = ComputePodUsage(info, entities, *out, state->assignments, procs);
+  }
+  if (options.slurm_jobs) out->job_labels = JobLabels(info, entities, *out, procs);
+  return out;
 }
 
 PodLabels LabelsOf(const k8s::PodState& state) {
@@ -91,7 +104,9 @@ std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> 
     state = once.Current();
     pods = LabelsOf(*state);
   }
-  snap = Annotate(backend.info(), entities, std::move(snap), state.get(), options);
+  ProcMap procs;
+  if (WantsProcesses(snap.get(), state.get(), options)) procs = ReadProcs(*snap, options);
+  snap = Annotate(backend.info(), entities, std::move(snap), state.get(), options, procs);
   MetricsPage page(
       backend.info(), std::move(counters),
       {options.hostname, options.version, options.commit, options.replace_blanks_in_model_name,
@@ -225,7 +240,16 @@ std::shared_ptr<const Snapshot> Exporter::AddPodUsage(std::shared_ptr<const Snap
     std::lock_guard lock(pods_mu_);
     state = pod_state_;
   }
-  return Annotate(backend_->info(), entities_, std::move(snap), state.get(), options_);
+  if (!WantsProcesses(snap.get(), state.get(), options_)) return snap;
+  // procfs is read again only when the process lists are new (the backend lists at most once a
+  // second per device); reads in between reuse what it said.
+  std::vector<std::int64_t> listed;
+  for (const ProcessList& l : snap->processes) listed.push_back(l.t_mono_ns);
+  if (listed != procs_listed_) {
+    procs_ = ReadProcs(*snap, options_);
+    procs_listed_ = std::move(listed);
+  }
+  return Annotate(backend_->info(), entities_, std::move(snap), state.get(), options_, procs_);
 }
 
 std::shared_ptr<const MetricsPage> Exporter::page() const {

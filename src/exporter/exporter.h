@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,6 +24,7 @@
 #include "exporter/live_hub.h"
 #include "exporter/snapshot.h"
 #include "gpu/backend.h"
+#include "identity/process_info.h"
 #include "k8s/pod_resources_watcher.h"
 #include "net/http_types.h"
 #include "net/server.h"
@@ -140,6 +142,9 @@ class Exporter {
   std::shared_ptr<const PodLabels> pod_labels_;        // Kubernetes mode: the last answer's
   std::shared_ptr<const k8s::PodState> pod_state_;     // likewise, for the per-pod usage
   std::unique_ptr<k8s::PodResourcesWatcher> kubelet_;  // destroyed after probe_ (see ~Exporter)
+  // The probe thread's own: what procfs said of the processes of the lists taken at these times.
+  std::vector<std::int64_t> procs_listed_;
+  std::map<unsigned, identity::ProcessInfo> procs_;
   std::unique_ptr<Probe> probe_;  // destroyed after hub_: its thread reads backend_, posts to server_
   std::unique_ptr<LiveHub> hub_;  // destroyed first: its thread reads through probe_
 };

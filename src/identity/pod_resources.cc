@@ -10,11 +10,6 @@ namespace {
 constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 constexpr std::string_view kMigResourcePrefix = "nvidia.com/mig-";
 
-bool Counted(std::string_view resource, std::span<const std::string> extra) {
-  if (resource == kGpuResource || resource.starts_with(kMigResourcePrefix)) return true;
-  return std::find(extra.begin(), extra.end(), resource) != extra.end();
-}
-
 std::optional<unsigned> Number(std::string_view s) {
   unsigned v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -79,6 +74,11 @@ std::optional<std::size_t> ByName(const std::vector<Entity>& entities, std::stri
 
 }  // namespace
 
+bool CountedResource(std::string_view resource, std::span<const std::string> extra) {
+  if (resource == kGpuResource || resource.starts_with(kMigResourcePrefix)) return true;
+  return std::find(extra.begin(), extra.end(), resource) != extra.end();
+}
+
 Result<GpuIdType> ParseGpuIdType(std::string_view text) {
   if (text == "uid") return GpuIdType::kUid;
   if (text == "device-name") return GpuIdType::kDeviceName;
@@ -96,7 +96,7 @@ PodAssignments AssignPods(const std::vector<Entity>& entities, std::span<const P
   for (const PodResources& pod : pods) {
     for (const ContainerResources& c : pod.containers) {
       for (const ContainerDevices& d : c.devices) {
-        if (!Counted(d.resource_name, extra_resources)) continue;
+        if (!CountedResource(d.resource_name, extra_resources)) continue;
         for (const std::string& id : d.device_ids) {
           DeviceId split = SplitReplica(id);
           auto pos = id_type == GpuIdType::kUid ? ByUuid(entities, split.device)

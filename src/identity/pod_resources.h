@@ -65,6 +65,10 @@ struct PodAssignments {
   std::size_t pods = 0;  // pods in the answer
 };
 
+// Whether devices of `resource` are attributed: nvidia.com/gpu, nvidia.com/mig-*, or one of
+// `extra`.
+bool CountedResource(std::string_view resource, std::span<const std::string> extra = {});
+
 // Which containers hold which entity. `extra_resources` are more resource names to count
 // (dcgm-exporter's --nvidia-resource-names).
 PodAssignments AssignPods(const std::vector<Entity>& entities, std::span<const PodResources> pods,

@@ -12,16 +12,19 @@
 namespace gpulse::k8s {
 namespace {
 
-identity::PodResources Convert(const ::v1::PodResources& p) {
+// A pod with its containers' devices of the resources `keep` accepts; containers left without a
+// device are dropped (a node's thousands of CPU-only pods then cost a name each).
+identity::PodResources Convert(const ::v1::PodResources& p, const ListOptions& options) {
   identity::PodResources pod{p.name(), p.namespace_(), {}};
   for (const ::v1::ContainerResources& c : p.containers()) {
     identity::ContainerResources container{c.name(), {}};
     for (const ::v1::ContainerDevices& d : c.devices()) {
+      if (options.keep_resource && !options.keep_resource(d.resource_name())) continue;
       container.devices.push_back(
           {d.resource_name(),
            std::vector<std::string>(d.device_ids().begin(), d.device_ids().end())});
     }
-    pod.containers.push_back(std::move(container));
+    if (!container.devices.empty()) pod.containers.push_back(std::move(container));
   }
   return pod;
 }
@@ -67,7 +70,7 @@ Result<std::vector<identity::PodResources>> ListPodResources(const ListOptions& 
   }
   std::vector<identity::PodResources> pods;
   pods.reserve(static_cast<std::size_t>(response.pod_resources_size()));
-  for (const ::v1::PodResources& p : response.pod_resources()) pods.push_back(Convert(p));
+  for (const ::v1::PodResources& p : response.pod_resources()) pods.push_back(Convert(p, options));
   return pods;
 }
 

@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.h"
@@ -22,6 +24,8 @@ struct ListOptions {
   // gRPC's default receive limit is 4 MiB, which a node with a few thousand pods exceeds
   // (research/dcgm.md section 6 row 6); 64 MiB holds hundreds of thousands of containers.
   int max_receive_bytes = 64 << 20;
+  // Which resources' devices to keep from the answer (nullptr: all). Pods are always kept.
+  std::function<bool(std::string_view resource)> keep_resource;
 };
 
 // Start-up check of the path: kInvalidArgument when it exists and is not a unix socket; Ok when it

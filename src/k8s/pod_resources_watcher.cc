@@ -1,6 +1,9 @@
 #include "k8s/pod_resources_watcher.h"
 
 #include <fmt/format.h>
+#include <malloc.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace gpulse::k8s {
 
@@ -11,7 +14,13 @@ PodResourcesWatcher::PodResourcesWatcher(WatcherOptions options, std::vector<Ent
       on_update_(std::move(on_update)),
       log_(std::move(log)),
       lister_(std::move(lister)) {
-  if (!lister_) lister_ = [list = options_.list] { return ListPodResources(list); };
+  if (!lister_) {
+    ListOptions list = options_.list;
+    list.keep_resource = [extra = options_.extra_resources](std::string_view r) {
+      return identity::CountedResource(r, extra);
+    };
+    lister_ = [list] { return ListPodResources(list); };
+  }
 }
 
 PodResourcesWatcher::~PodResourcesWatcher() {
@@ -42,6 +51,9 @@ std::shared_ptr<const PodState> PodResourcesWatcher::Current() const {
 }
 
 void PodResourcesWatcher::Loop() {
+  // Background work: a scrape that needs the CPU while a large answer is parsed goes first (Linux
+  // applies a nice value per thread).
+  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
   auto last = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   while (!stop_) {
@@ -91,6 +103,9 @@ void PodResourcesWatcher::ListOnce() {
     current_ = done;
   }
   if (on_update_) on_update_(done);
+  // A large answer (megabytes of protobuf for thousands of pods) is freed by now: hand the pages
+  // back instead of letting this thread's malloc arena keep them.
+  malloc_trim(0);
 }
 
 }  // namespace gpulse::k8s

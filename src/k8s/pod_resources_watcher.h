@@ -3,6 +3,8 @@
 // containers holding each entity, or why the kubelet did not answer) to `on_update`. A scrape only
 // reads the last result: it never waits on the kubelet (docs/adr/0021-pod-attribution.md).
 //
+// The thread runs at nice 10: parsing a large answer must not delay scrapes on a busy node.
+//
 // A failed List is a result too (the negative answer is kept until the next refresh, not retried
 // per scrape): its assignments are empty, so labels disappear rather than go stale. The first
 // failure after a success, each new unmatched device ID and each recovery are logged once.
