@@ -97,6 +97,14 @@ std::optional<QosClass> QosIn(std::string_view c) {
   return std::nullopt;
 }
 
+// The QoS class a systemd pod slice names: "kubepods-burstable-pod…", "kubepods-besteffort-pod…",
+// else ("kubepods-pod…") Guaranteed.
+QosClass SliceQos(std::string_view c) {
+  if (c.starts_with("kubepods-burstable-")) return QosClass::kBurstable;
+  if (c.starts_with("kubepods-besteffort-")) return QosClass::kBestEffort;
+  return QosClass::kGuaranteed;
+}
+
 bool Named(const CgroupPlacement& p) {
   return p.container.has_value() || p.pod.has_value() || p.slurm.has_value();
 }
@@ -203,13 +211,20 @@ CgroupPlacement ClassifyPath(std::string_view path) {
   CgroupPlacement p;
   p.path = std::string(path);
   std::vector<std::string_view> parts = Components(path);
+  // A path the kernel wrote relative to the reader's own cgroup namespace ("/../../…": gpulse in a
+  // container reading the host's /proc) may start below kubepods.slice; the systemd driver's pod
+  // slices name themselves ("kubepods-<qos>-pod<uid>.slice"), so they count there on their own.
+  const bool relative = !parts.empty() && parts.front() == "..";
   bool kubepods = false;
-  QosClass qos = QosClass::kGuaranteed;
+  std::optional<QosClass> qos;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     std::string_view c = parts[i];
     if (c == "kubepods" || c == "kubepods.slice") kubepods = true;
     if (auto q = QosIn(c); q && kubepods) qos = *q;
-    if (auto uid = PodIn(c); uid && kubepods) p.pod = PodRef{*uid, qos};
+    const bool self_named = relative && c.starts_with("kubepods-") && c.ends_with(".slice");
+    if (auto uid = PodIn(c); uid && (kubepods || self_named)) {
+      p.pod = PodRef{*uid, qos.value_or(kubepods ? QosClass::kGuaranteed : SliceQos(c))};
+    }
     // The innermost container wins (a container inside a container names the inner one last).
     if (auto ref = ContainerIn(c, i > 0 ? parts[i - 1] : std::string_view{})) p.container = ref;
   }

@@ -220,3 +220,40 @@ TEST(SlurmV1, NamesTheUser) {
 
 }  // namespace
 }  // namespace gpulse::identity
+
+namespace gpulse::identity {
+namespace {
+
+// The DaemonSet reads the host's /proc from inside its own cgroup namespace (deploy/kubernetes):
+// the kernel then writes other cgroups relative to the reader's root, with ".." components, and
+// the common ancestor (kubepods.slice, or the QoS slice) may be above the part it writes.
+TEST(CgroupClassify, PathsRelativeToAnotherCgroupNamespaceStillName) {
+  CgroupPlacement p = ClassifyPath("/../../../kubepods-burstable.slice/kubepods-burstable-pod" +
+                                   kPodUnderscores + ".slice/cri-containerd-" + kId + ".scope");
+  ASSERT_TRUE(p.pod.has_value());
+  EXPECT_EQ(p.pod->uid, kPod);
+  EXPECT_EQ(p.pod->qos, QosClass::kBurstable);
+  ASSERT_TRUE(p.container.has_value());
+  CgroupPlacement g = ClassifyPath("/../../kubepods-pod" + kPodUnderscores +
+                                   ".slice/cri-containerd-" + kId + ".scope");
+  ASSERT_TRUE(g.pod.has_value());
+  EXPECT_EQ(g.pod->qos, QosClass::kGuaranteed);
+  CgroupPlacement b = ClassifyPath("/../kubepods-besteffort-pod" + kPodUnderscores + ".slice/x");
+  ASSERT_TRUE(b.pod.has_value());
+  EXPECT_EQ(b.pod->qos, QosClass::kBestEffort);
+  CgroupPlacement q =
+      ClassifyPath("/../../../kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" +
+                   kPodUnderscores + ".slice/cri-containerd-" + kId + ".scope");
+  ASSERT_TRUE(q.pod.has_value());
+  EXPECT_EQ(q.pod->qos, QosClass::kBurstable);
+  // Only relative paths, and only the self-naming systemd form: an absolute path still needs
+  // kubepods, and cgroupfs's bare "pod<uid>" always does.
+  EXPECT_FALSE(ClassifyPath("/system.slice/kubepods-pod" + kPodUnderscores + ".slice/x").pod);
+  EXPECT_FALSE(ClassifyPath("/../../pod" + kPod + "/x").pod);
+  CgroupPlacement s = ClassifyPath("/../../system.slice/slurmstepd.scope/job_7/step_0/user/task_0");
+  ASSERT_TRUE(s.slurm.has_value());
+  EXPECT_EQ(s.slurm->job_id, "7");
+}
+
+}  // namespace
+}  // namespace gpulse::identity
