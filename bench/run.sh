@@ -27,6 +27,9 @@ echo
 echo "== exporter scrape on a MIG node, 8 GPUs x 7 instances (bench/exporter/mig.py)"
 /usr/bin/python3 bench/exporter/mig.py "$build"
 echo
+echo "== exporter in Kubernetes mode with 5,000 pods at the kubelet vs without (bench/exporter/kubernetes.py)"
+/usr/bin/python3 bench/exporter/kubernetes.py "$build"
+echo
 echo "== exporter with TLS and basic auth under hostile clients (bench/exporter/hostile.py)"
 /usr/bin/python3 -W ignore::DeprecationWarning bench/exporter/hostile.py "$build"
 echo

@@ -12,6 +12,7 @@ packages=(
   chromium
   prometheus prometheus-node-exporter prometheus-alertmanager wrk python3-prometheus-client
   slurm-wlm munge iproute2
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf
 )
 
 missing=()

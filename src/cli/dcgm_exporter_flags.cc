@@ -11,8 +11,16 @@ namespace {
 
 using enum DcgmDisposition;
 
-constexpr std::string_view kK8s =
-    "Kubernetes pod attribution (pod, namespace and container labels) is not implemented yet";
+constexpr std::string_view kPodUid =
+    "the kubelet's pod-resources answer has no pod UID and gpulse does not call the Kubernetes API "
+    "server; pod, namespace and container labels come with -k";
+constexpr std::string_view kPodLabels =
+    "pod labels need the Kubernetes API server, which gpulse does not call; pod, namespace and "
+    "container labels come with -k";
+constexpr std::string_view kVirtualGpus =
+    "with -k gpulse always repeats a time-sliced GPU's series per container (vgpu label) and adds "
+    "per-pod gpulse_pod_* series (docs/exporter.md, \"Kubernetes pods\")";
+constexpr std::string_view kDra = "Dynamic Resource Allocation claims are not mapped to pods";
 constexpr std::string_view kDumps = "gpulse writes no debug dumps";
 constexpr std::string_view kDcgmLog = "gpulse reads NVML directly; there is no DCGM library to log";
 
@@ -22,7 +30,7 @@ constexpr auto kFlags = std::to_array<DcgmFlagSpec>({
     {"collectors", "f", "DCGM_EXPORTER_COLLECTORS", false, "", kGpulseOption, ""},
     {"address", "a", "DCGM_EXPORTER_LISTEN", false, "", kGpulseOption, ""},
     {"collect-interval", "c", "DCGM_EXPORTER_INTERVAL", false, "30000", kHonoured, ""},
-    {"kubernetes", "k", "DCGM_EXPORTER_KUBERNETES", true, "false", kDefaultOnly, kK8s},
+    {"kubernetes", "k", "DCGM_EXPORTER_KUBERNETES", true, "false", kHonoured, ""},
     {"use-old-namespace", "o", "DCGM_EXPORTER_USE_OLD_NAMESPACE", true, "false", kHonoured, ""},
     {"cpu-devices", "p", "DCGM_EXPORTER_CPU_DEVICES_STR", false, "f", kDefaultOnly,
      "gpulse reads no CPU entities"},
@@ -32,13 +40,13 @@ constexpr auto kFlags = std::to_array<DcgmFlagSpec>({
     {"remote-hostengine-info", "r", "DCGM_REMOTE_HOSTENGINE_INFO", false, "", kDefaultOnly,
      "gpulse reads NVML directly; there is no DCGM hostengine to connect to"},
     {"kubernetes-enable-pod-labels", "", "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", true,
-     "false", kDefaultOnly, kK8s},
+     "false", kDefaultOnly, kPodLabels},
     {"kubernetes-enable-pod-uid", "", "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", true, "false",
-     kDefaultOnly, kK8s},
-    {"kubernetes-gpu-id-type", "", "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", false, "uid",
-     kDefaultOnly, kK8s},
+     kDefaultOnly, kPodUid},
+    {"kubernetes-gpu-id-type", "", "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", false, "uid", kHonoured,
+     ""},
     {"kubernetes-pod-label-allowlist-regex", "",
-     "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", false, "", kDefaultOnly, kK8s},
+     "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", false, "", kDefaultOnly, kPodLabels},
     {"devices", "d", "DCGM_EXPORTER_DEVICES_STR", false, "f", kHonoured, ""},
     {"no-hostname", "n", "DCGM_EXPORTER_NO_HOSTNAME", true, "", kGpulseOption, ""},
     {"switch-devices", "s", "DCGM_EXPORTER_OTHER_DEVICES_STR", false, "f", kDefaultOnly,
@@ -60,17 +68,18 @@ constexpr auto kFlags = std::to_array<DcgmFlagSpec>({
     {"log-format", "", "DCGM_EXPORTER_LOG_FORMAT", false, "text", kDefaultOnly,
      "gpulse logs plain text only"},
     {"pod-resources-kubelet-socket", "", "DCGM_POD_RESOURCES_KUBELET_SOCKET", false,
-     "/var/lib/kubelet/pod-resources/kubelet.sock", kDefaultOnly, kK8s},
+     "/var/lib/kubelet/pod-resources/kubelet.sock", kHonoured, ""},
     {"hpc-job-mapping-dir", "", "DCGM_HPC_JOB_MAPPING_DIR", false, "", kDefaultOnly,
      "HPC job mapping is not implemented yet"},
-    {"nvidia-resource-names", "", "NVIDIA_RESOURCE_NAMES", false, "", kDefaultOnly, kK8s},
-    {"kubernetes-virtual-gpus", "", "KUBERNETES_VIRTUAL_GPUS", true, "false", kDefaultOnly, kK8s},
+    {"nvidia-resource-names", "", "NVIDIA_RESOURCE_NAMES", false, "", kHonoured, ""},
+    {"kubernetes-virtual-gpus", "", "KUBERNETES_VIRTUAL_GPUS", true, "false", kDefaultOnly,
+     kVirtualGpus},
     {"dump-enabled", "", "DCGM_EXPORTER_DUMP_ENABLED", true, "false", kDefaultOnly, kDumps},
     {"dump-directory", "", "DCGM_EXPORTER_DUMP_DIRECTORY", false, "/tmp/dcgm-exporter-debug",
      kDefaultOnly, kDumps},
     {"dump-retention", "", "DCGM_EXPORTER_DUMP_RETENTION", false, "24", kDefaultOnly, kDumps},
     {"dump-compression", "", "DCGM_EXPORTER_DUMP_COMPRESSION", true, "true", kDefaultOnly, kDumps},
-    {"kubernetes-enable-dra", "", "KUBERNETES_ENABLE_DRA", true, "false", kDefaultOnly, kK8s},
+    {"kubernetes-enable-dra", "", "KUBERNETES_ENABLE_DRA", true, "false", kDefaultOnly, kDra},
     {"disable-startup-validate", "", "DISABLE_STARTUP_VALIDATE", true, "false", kDefaultOnly,
      "gpulse always checks its configuration at start"},
     {"enable-gpu-bind-unbind-watch", "", "DCGM_EXPORTER_ENABLE_GPU_BIND_UNBIND_WATCH", true,
@@ -113,6 +122,9 @@ constexpr GpulseLongOption kGpulseLongOptions[] = {
     {"nvml-lib", true},
     {"once", false},
     {"print-counters", false},
+    {"kubelet-refresh-ms", true},
+    {"slurm-jobs", false},
+    {"procfs-root", true},
 };
 
 const GpulseLongOption* GpulseOption(std::string_view name) {
@@ -151,6 +163,24 @@ void AddDcgmExporterFlags(CLI::App& app, DcgmCompat& compat) {
           opt = app.add_option(Names(f), compat.collect_interval_ms,
                                "dcgm-exporter's collection interval in ms: taken as "
                                "--min-refresh-ms (readings are at most that old)");
+        } else if (f.name == "kubernetes") {
+          opt =
+              app.add_flag(Names(f), compat.kubernetes,
+                           "Label series with the pod, namespace and container holding the GPU or "
+                           "MIG instance (the kubelet's pod-resources API)");
+        } else if (f.name == "kubernetes-gpu-id-type") {
+          opt = app.add_option(Names(f), compat.kubernetes_gpu_id_type,
+                               "How the device plugin names GPUs: uid (GPU-/MIG- UUIDs) or "
+                               "device-name (nvidia0, nvidia0/gi1)")
+                    ->capture_default_str();
+        } else if (f.name == "pod-resources-kubelet-socket") {
+          opt = app.add_option(Names(f), compat.pod_resources_socket,
+                               "The kubelet's pod-resources socket (with -k)")
+                    ->capture_default_str();
+        } else if (f.name == "nvidia-resource-names") {
+          opt = app.add_option(Names(f), compat.nvidia_resource_names,
+                               "More resource names to attribute to pods besides nvidia.com/gpu "
+                               "and nvidia.com/mig-* (comma-separated)");
         } else if (f.name == "use-old-namespace") {
           opt = app.add_flag(Names(f), compat.use_old_namespace,
                              "dcgm-exporter's 1.x label name: uuid instead of UUID (1.x family "

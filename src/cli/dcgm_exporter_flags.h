@@ -43,6 +43,10 @@ struct DcgmCompat {
   bool replace_blanks_in_model_name = false;        // --replace-blanks-in-model-name
   std::string devices = "f";                        // -d, DCGM_EXPORTER_DEVICES_STR
   bool use_old_namespace = false;                   // -o, DCGM_EXPORTER_USE_OLD_NAMESPACE
+  bool kubernetes = false;                          // -k, DCGM_EXPORTER_KUBERNETES
+  std::string kubernetes_gpu_id_type = "uid";       // DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE
+  std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  std::string nvidia_resource_names;  // NVIDIA_RESOURCE_NAMES, comma-separated
   // Raw values of the kDefaultOnly options, parallel to their CLI11 options.
   std::deque<std::string> raw;
   std::deque<bool> raw_bool;

@@ -16,9 +16,12 @@
 #include "cli/build_info.h"
 #include "cli/dcgm_exporter_flags.h"
 #include "cli/gpu_options.h"
-#include "cli/subcommand.h"
 #include "cli/procfs_options.h"
+#include "cli/subcommand.h"
 #include "gpu/registry.h"
+#include "identity/mask_tokens.h"
+#include "identity/pod_resources.h"
+#include "k8s/pod_resources_client.h"
 #include "net/web_config.h"
 
 namespace gpulse::cli {
@@ -44,6 +47,7 @@ struct ExporterCliOptions {
   std::size_t history_limit_mib = 1024;
   bool allow_tcp_writes = false;
   std::string procfs_root;
+  std::int64_t kubelet_refresh_ms = 5000;  // -k: how often the kubelet is asked
 };
 
 // The agent's options from the command line and the environment.
@@ -112,6 +116,41 @@ std::optional<std::string> ChooseHostname(const ExporterCliOptions& o) {
   return std::nullopt;
 }
 
+// -k and its companions (ADR 0021). The id type and resource names are checked even without -k.
+Status ApplyKubernetesFlags(ExporterCliOptions& o) {
+  auto id_type = identity::ParseGpuIdType(o.dcgm.kubernetes_gpu_id_type);
+  if (!id_type) {
+    return InvalidArgument("--kubernetes-gpu-id-type / $DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE: " +
+                           id_type.error().message);
+  }
+  k8s::WatcherOptions& w = o.exp.kubelet;
+  w.id_type = *id_type;
+  w.list.socket_path = o.dcgm.pod_resources_socket;
+  w.interval = std::chrono::milliseconds(o.kubelet_refresh_ms);
+  for (std::string_view name : identity::SplitCommas(o.dcgm.nvidia_resource_names)) {
+    if (name.empty()) continue;
+    if (name.find('/') == std::string_view::npos) {
+      return InvalidArgument(fmt::format(
+          "--nvidia-resource-names / $NVIDIA_RESOURCE_NAMES: \"{}\" is not a resource name such "
+          "as nvidia.com/a100",
+          name));
+    }
+    w.extra_resources.emplace_back(name);
+  }
+  o.exp.kubernetes = o.dcgm.kubernetes;
+  if (o.exp.kubernetes && o.exp.slurm_jobs) {
+    return InvalidArgument(
+        "-k (Kubernetes pods) and --slurm-jobs (Slurm jobs) label the same series: "
+        "give one");
+  }
+  if (!o.exp.kubernetes) return Status::Ok();
+  if (w.list.socket_path.empty()) {
+    return InvalidArgument(
+        "--pod-resources-kubelet-socket / $DCGM_POD_RESOURCES_KUBELET_SOCKET is empty");
+  }
+  return k8s::CheckKubeletSocket(w.list.socket_path);
+}
+
 // dcgm-exporter's honoured options, in gpulse's terms; refuses the ones gpulse cannot honour.
 Status ApplyDcgmExporterFlags(ExporterCliOptions& o) {
   if (Status s = CheckDcgmExporterFlags(o.dcgm); !s.ok()) return s;
@@ -123,6 +162,7 @@ Status ApplyDcgmExporterFlags(ExporterCliOptions& o) {
                            devices.error().message);
   }
   o.exp.devices = *devices;
+  if (Status s = ApplyKubernetesFlags(o); !s.ok()) return s;
   // $DCGM_EXPORTER_INTERVAL from the pod's environment yields to an explicit --min-refresh-ms (a
   // flag wins over a variable); -c and --min-refresh-ms both on the command line contradict.
   const char* env_interval = std::getenv("DCGM_EXPORTER_INTERVAL");
@@ -185,13 +225,13 @@ int Run(ExporterCliOptions& o) {
     fmt::print(stderr, "gpulse exporter: {}\n", backend.error().message);
     return backend.error().code == ErrorCode::kUnavailable ? kExitFailure : kExitUsage;
   }
+  auto proc = ChooseProcfs(o.procfs_root, (*backend)->info().simulated);
+  if (!proc) return UsageOrFailure(proc.error());
+  if (*proc) o.exp.procfs_root = (*proc)->root();
   if (o.once) {
     fmt::print("{}", exporter::RenderOnce(**backend, *counters, o.exp));
     return kExitOk;
   }
-  auto proc = ChooseProcfs(o.procfs_root, (*backend)->info().simulated);
-  if (!proc) return UsageOrFailure(proc.error());
-  if (*proc) o.exp.procfs_root = (*proc)->root();
   if (o.agent) return RunAgent(o, std::move(backend).value(), *counters);
   auto e = exporter::Exporter::Create(o.exp, std::move(backend).value(), *counters);
   if (!e) return UsageOrFailure(e.error());
@@ -288,6 +328,16 @@ Subcommand SetupServe(CLI::App& parent, bool agent) {
       ->capture_default_str()
       ->check(CLI::Range(1, 10'000));
   AddProcfsOption(*app, o->procfs_root);
+  if (!agent) {
+    app->add_flag("--slurm-jobs", o->exp.slurm_jobs,
+                  "Label series with hpc_job: the Slurm jobs whose processes use the GPU or MIG "
+                  "instance, from their cgroups (needs the host's /proc: --procfs-root)");
+    app->add_option("--kubelet-refresh-ms", o->kubelet_refresh_ms,
+                    "With -k: ask the kubelet for its pods this often (and on SIGHUP), never on a "
+                    "scrape")
+        ->capture_default_str()
+        ->check(CLI::Range(100, 3'600'000));
+  }
   app->add_flag("--once", o->once, "Print one /metrics exposition to stdout and exit (no server)");
   app->add_flag(
       "--print-counters", o->print_counters,

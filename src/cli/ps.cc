@@ -14,6 +14,8 @@
 #include "cli/subcommand.h"
 #include "gpu/registry.h"
 #include "identity/attribution.h"
+#include "identity/pod_resources.h"
+#include "k8s/pod_resources_client.h"
 
 namespace gpulse::cli {
 namespace {
@@ -27,7 +29,45 @@ struct PsOptions {
   bool json = false;
   bool long_format = false;
   std::string procfs_root;
+  std::string kubelet_socket = k8s::kDefaultKubeletSocket;
+  std::string gpu_id_type = "uid";
 };
+
+// The pods' names from the kubelet, joined to the cgroups' pod UIDs through the GPUs their
+// processes use (identity::NamePods); asked only when some process is in a pod.
+PsPodNames NamePods(const PsOptions& o, const SystemInfo& info, const PsReport& report,
+                    identity::GpuIdType id_type) {
+  PsPodNames out;
+  std::vector<Entity> entities = BuildEntities(info);
+  identity::PodUidGpus uids;
+  for (const PsRow& r : report.rows) {
+    const auto& c = r.process.cgroup;
+    if (!c || !c->pod) continue;
+    if (auto e = identity::ProcessEntity(entities, r.gpu_index, r.gpu))
+      uids[c->pod->uid].insert(*e);
+  }
+  if (uids.empty()) {
+    out.unavailable = "no GPU process is in a pod";
+    return out;
+  }
+  k8s::ListOptions list;
+  list.socket_path = o.kubelet_socket;
+  list.timeout = std::chrono::seconds(5);
+  list.keep_resource = [](std::string_view r) { return identity::CountedResource(r); };
+  auto pods = k8s::ListPodResources(list);
+  if (!pods) {
+    out.unavailable = pods.error().message;
+    return out;
+  }
+  out.naming = identity::NamePods(identity::AssignPods(entities, *pods, id_type), uids);
+  return out;
+}
+
+// "namespace/name" when the kubelet named the pod, else its UID.
+std::string PodColumn(const std::string& uid, const PsPodNames& names) {
+  auto it = names.naming.named.find(uid);
+  return it == names.naming.named.end() ? uid : it->second.ns + "/" + it->second.pod;
+}
 
 std::string Mib(const std::optional<std::uint64_t>& bytes) {
   return bytes ? fmt::format("{}MiB", *bytes >> 20) : "N/A";
@@ -56,13 +96,22 @@ std::string MigOf(const PsRow& r) {
   return r.mig && !r.mig->profile.empty() ? r.mig->profile + " " + ids : ids;
 }
 
-void PrintRows(const PsReport& report, bool l) {
+// The POD column: the pod ("namespace/name" or UID), else the Slurm job ("slurm job N.STEP").
+std::string PodOrJob(const std::optional<identity::CgroupPlacement>& c, const PsPodNames& names) {
+  if (c && c->pod) return PodColumn(c->pod->uid, names);
+  if (c && c->slurm) {
+    return "slurm job " + c->slurm->job_id + (c->slurm->step ? "." + *c->slurm->step : "");
+  }
+  return "-";
+}
+
+void PrintRows(const PsReport& report, bool l, const PsPodNames& names) {
   std::string head = fmt::format("{:>3}  {:<{}}  {:>8}  {:<10}  {:<14}  {:>10}  {:>4}", "GPU",
                                  "UUID", l ? 40 : 12, "PID", "USER", "MIG", "GPU MEM", "SM%");
   if (l)
     head += fmt::format("  {:>4}  {:>4}  {:>4}  {:<4}  {:<10}  {:<10}", "MEM%", "ENC%", "DEC%",
                         "TYPE", "RUNTIME", "QOS");
-  head += fmt::format("  {:<{}}  {:<36}  {}", "CONTAINER", l ? 64 : 12, "POD", "NAME");
+  head += fmt::format("  {:<{}}  {:<36}  {}", "CONTAINER", l ? 64 : 12, "POD / SLURM JOB", "NAME");
   fmt::print("{}\n", head);
   for (const PsRow& r : report.rows) {
     const auto& c = r.process.cgroup;
@@ -78,8 +127,8 @@ void PrintRows(const PsReport& report, bool l) {
                           c && c->pod ? identity::QosName(c->pod->qos) : "-");
     }
     std::string container = c && c->container ? Short(c->container->id, l, 12) : "-";
-    line += fmt::format("  {:<{}}  {:<36}  {}", container, l ? 64 : 12,
-                        c && c->pod ? c->pod->uid : "-", Or(r.process.name));
+    line += fmt::format("  {:<{}}  {:<36}  {}", container, l ? 64 : 12, PodOrJob(c, names),
+                        Or(r.process.name));
     fmt::print("{}\n", line);
   }
   if (report.rows.empty()) fmt::print("(no processes are using a GPU)\n");
@@ -91,13 +140,13 @@ std::string GpuList(const Group& g) {
   return out;
 }
 
-void PrintGroups(const PsReport& report, bool l) {
+void PrintGroups(const PsReport& report, bool l, const PsPodNames& names) {
   if (!report.pods.empty()) {
     fmt::print("\nPer pod (GPU memory summed; SM% summed per GPU, capped at 100 per GPU):\n");
     fmt::print("{:<36}  {:<10}  {:>10}  {:<12}  {:>10}  {:>4}\n", "POD", "QOS", "CONTAINERS",
                "GPUS", "GPU MEM", "SM%");
     for (const Group& g : report.pods) {
-      fmt::print("{:<36}  {:<10}  {:>10}  {:<12}  {:>10}  {:>4}\n", g.id,
+      fmt::print("{:<36}  {:<10}  {:>10}  {:<12}  {:>10}  {:>4}\n", PodColumn(g.id, names),
                  g.pod ? identity::QosName(g.pod->qos) : "-", g.containers.size(), GpuList(g),
                  Mib(g.used_memory_bytes), Pct(g.sm_util));
     }
@@ -109,7 +158,8 @@ void PrintGroups(const PsReport& report, bool l) {
     for (const Group& g : report.containers) {
       fmt::print("{:<{}}  {:<10}  {:<36}  {:<12}  {:>10}  {:>4}\n", Short(g.id, l, 12), l ? 64 : 12,
                  g.container ? identity::RuntimeName(g.container->runtime) : "-",
-                 g.pod ? g.pod->uid : "-", GpuList(g), Mib(g.used_memory_bytes), Pct(g.sm_util));
+                 g.pod ? PodColumn(g.pod->uid, names) : "-", GpuList(g), Mib(g.used_memory_bytes),
+                 Pct(g.sm_util));
     }
   }
 }
@@ -130,6 +180,20 @@ int Run(const PsOptions& o) {
   std::vector<ProcessList> lists;
   for (std::size_t pos = 0; pos < info.devices.size(); ++pos) lists.push_back(b.Processes(pos));
   PsReport report = identity::Attribute(info, lists, identity::ReadListedProcesses(lists, *proc));
+  auto id_type = identity::ParseGpuIdType(o.gpu_id_type);
+  if (!id_type) {
+    fmt::print(stderr, "gpulse ps: --kubernetes-gpu-id-type: {}\n", id_type.error().message);
+    return kExitUsage;
+  }
+  PsPodNames names = NamePods(o, info, report, *id_type);
+  if (!report.pods.empty()) {
+    if (!names.unavailable.empty()) {
+      fmt::print(stderr, "gpulse ps: pods are shown by UID: {}\n", names.unavailable);
+    }
+    for (const auto& [uid, why] : names.naming.reason) {
+      fmt::print(stderr, "gpulse ps: pod {} is shown by UID: {}\n", uid, why);
+    }
+  }
   std::optional<std::string> root;
   if (*proc) root = (*proc)->root();
   bool any_listed = info.devices.empty();
@@ -141,14 +205,14 @@ int Run(const PsOptions& o) {
     fmt::print(stderr, "gpulse ps: GPU {} {}: {}\n", s.index, s.lost ? "lost before start" : "skipped", s.reason);
   }
   if (o.json) {
-    fmt::print("{}\n", PsDocument(info, report, root).dump(2));
+    fmt::print("{}\n", PsDocument(info, report, root, names).dump(2));
   } else {
     if (info.simulated) {
       fmt::print("# simulated GPUs: scenario {}; processes from {}\n", info.scenario,
                  root ? "procfs tree " + *root : std::string("no procfs tree (--procfs-root)"));
     }
-    PrintRows(report, o.long_format);
-    PrintGroups(report, o.long_format);
+    PrintRows(report, o.long_format, names);
+    PrintGroups(report, o.long_format, names);
   }
   return any_listed ? kExitOk : kExitFailure;
 }
@@ -163,6 +227,13 @@ Subcommand SetupPs(CLI::App& parent) {
   AddGpuOptions(*app, o->gpu);
   AddProcfsOption(*app, o->procfs_root);
   app->add_flag("--json", o->json, "Print JSON (docs/schema/ps.schema.json)");
+  app->add_option("--pod-resources-kubelet-socket", o->kubelet_socket,
+                  "The kubelet's pod-resources socket: pods are named namespace/name when it "
+                  "answers, by their cgroup UID otherwise")
+      ->capture_default_str();
+  app->add_option("--kubernetes-gpu-id-type", o->gpu_id_type,
+                  "How the device plugin names GPUs: uid or device-name (as the exporter's)")
+      ->capture_default_str();
   app->add_flag("-l,--long", o->long_format,
                 "Long format: full UUIDs and container ids, memory/encoder/decoder utilization, "
                 "process type, container runtime, QoS class");

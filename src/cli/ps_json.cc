@@ -30,12 +30,35 @@ Json ContainerJson(const std::optional<identity::ContainerRef>& c) {
   return {{"id", c->id}, {"runtime", std::string(identity::RuntimeName(c->runtime))}};
 }
 
-Json PodJson(const std::optional<identity::PodRef>& p) {
-  if (!p) return nullptr;
-  return {{"uid", p->uid}, {"qos_class", std::string(identity::QosName(p->qos))}};
+// The pod's name and namespace from the kubelet, or null and why not.
+void AddPodName(Json& j, const std::string& uid, const PsPodNames& names) {
+  if (auto it = names.naming.named.find(uid); it != names.naming.named.end()) {
+    j["name"] = it->second.pod;
+    j["namespace"] = it->second.ns;
+    j["name_error"] = nullptr;
+    return;
+  }
+  j["name"] = nullptr;
+  j["namespace"] = nullptr;
+  auto why = names.naming.reason.find(uid);
+  j["name_error"] = why != names.naming.reason.end() ? why->second
+                    : names.unavailable.empty()      ? "not asked"
+                                                     : names.unavailable;
 }
 
-Json RowJson(const identity::PsRow& r) {
+Json PodJson(const std::optional<identity::PodRef>& p, const PsPodNames& names) {
+  if (!p) return nullptr;
+  Json j = {{"uid", p->uid}, {"qos_class", std::string(identity::QosName(p->qos))}};
+  AddPodName(j, p->uid, names);
+  return j;
+}
+
+Json SlurmJson(const std::optional<identity::SlurmJobRef>& j) {
+  if (!j) return nullptr;
+  return {{"job_id", j->job_id}, {"step", OrNull(j->step)}, {"uid", OrNull(j->uid)}};
+}
+
+Json RowJson(const identity::PsRow& r, const PsPodNames& names) {
   const auto& c = r.process.cgroup;
   return {{"pid", r.gpu.pid},
           {"name", OrNull(r.process.name)},
@@ -50,12 +73,13 @@ Json RowJson(const identity::PsRow& r) {
           {"enc_util", OrNull(r.gpu.enc_util)},
           {"dec_util", OrNull(r.gpu.dec_util)},
           {"container", c ? ContainerJson(c->container) : Json(nullptr)},
-          {"pod", c ? PodJson(c->pod) : Json(nullptr)},
+          {"pod", c ? PodJson(c->pod, names) : Json(nullptr)},
           {"cgroup", c ? Json{{"version", c->version}, {"path", c->path}} : Json(nullptr)},
+          {"slurm_job", c ? SlurmJson(c->slurm) : Json(nullptr)},
           {"procfs_error", r.process.error.empty() ? Json(nullptr) : Json(r.process.error)}};
 }
 
-Json GroupJson(const identity::Group& g, bool pod) {
+Json GroupJson(const identity::Group& g, bool pod, const PsPodNames& names) {
   Json gpus = Json::array();
   for (const auto& x : g.gpus) {
     gpus.push_back({{"index", x.index},
@@ -72,6 +96,7 @@ Json GroupJson(const identity::Group& g, bool pod) {
     j["uid"] = g.id;
     j["qos_class"] = g.pod ? Json(std::string(identity::QosName(g.pod->qos))) : Json(nullptr);
     j["containers"] = g.containers;
+    AddPodName(j, g.id, names);
   } else {
     j["id"] = g.id;
     j["runtime"] = g.container ? Json(std::string(identity::RuntimeName(g.container->runtime)))
@@ -84,7 +109,7 @@ Json GroupJson(const identity::Group& g, bool pod) {
 }  // namespace
 
 Json PsDocument(const SystemInfo& info, const identity::PsReport& report,
-                const std::optional<std::string>& procfs_root) {
+                const std::optional<std::string>& procfs_root, const PsPodNames& names) {
   Json j;
   j["schema_version"] = 1;
   j["simulated"] = info.simulated;
@@ -112,11 +137,11 @@ Json PsDocument(const SystemInfo& info, const identity::PsReport& report,
                                     {"pci_bus_id", e.pci_bus_id.empty() ? Json(nullptr) : Json(e.pci_bus_id)}});
   }
   j["processes"] = Json::array();
-  for (const auto& r : report.rows) j["processes"].push_back(RowJson(r));
+  for (const auto& r : report.rows) j["processes"].push_back(RowJson(r, names));
   j["containers"] = Json::array();
-  for (const auto& g : report.containers) j["containers"].push_back(GroupJson(g, false));
+  for (const auto& g : report.containers) j["containers"].push_back(GroupJson(g, false, names));
   j["pods"] = Json::array();
-  for (const auto& g : report.pods) j["pods"].push_back(GroupJson(g, true));
+  for (const auto& g : report.pods) j["pods"].push_back(GroupJson(g, true, names));
   return j;
 }
 

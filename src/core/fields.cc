@@ -383,6 +383,27 @@ constexpr std::array kSelfMetrics = {
     SelfMetricSpec{kProfilingRejectedValues, "gpulse_profiling_rejected_values_total", "", C,
                    "Profiling readings the driver answered outside their range (a ratio outside "
                    "0..1, a negative rate) and gpulse dropped instead of exporting."},
+    SelfMetricSpec{kKubeletUp, "gpulse_kubelet_up", "", G,
+                   "1 when the kubelet's last pod-resources List answered, else 0 (then series "
+                   "carry no pod labels). Only with -k."},
+    SelfMetricSpec{kKubeletListsTotal, "gpulse_kubelet_lists_total", "", C,
+                   "Pod-resources List calls made to the kubelet since start (on a timer and on "
+                   "SIGHUP, never per scrape)."},
+    SelfMetricSpec{kKubeletListFailuresTotal, "gpulse_kubelet_list_failures_total", "", C,
+                   "Pod-resources List calls that failed since start (no socket, no answer in "
+                   "time, an error)."},
+    SelfMetricSpec{kKubeletPods, "gpulse_kubelet_pods", "", G,
+                   "Pods in the kubelet's last pod-resources answer."},
+    SelfMetricSpec{kPodGpuMemoryUsed, "gpulse_pod_gpu_memory_used_bytes", "bytes", G,
+                   "GPU memory used by a container's processes on one GPU or MIG instance (NVML's "
+                   "per-process figures summed)."},
+    SelfMetricSpec{kPodSmUtilization, "gpulse_pod_sm_utilization_percent", "percent", G,
+                   "SM utilization of a container's processes on one GPU or MIG instance (NVML's "
+                   "per-process samples summed, capped at 100)."},
+    SelfMetricSpec{
+        kPodPowerEstimate, "gpulse_pod_power_estimate_watts", "watts", G,
+        "The GPU's power draw apportioned to a container by its share of the GPU's SM "
+        "utilization: an estimate (docs/adr/0022-per-pod-usage.md gives its error bound)."},
 };
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {

@@ -176,6 +176,13 @@ enum class SelfMetric {
   kProfilingStuck,
   kProfilingFailedCalls,
   kProfilingRejectedValues,
+  kKubeletUp,
+  kKubeletListsTotal,
+  kKubeletListFailuresTotal,
+  kKubeletPods,
+  kPodGpuMemoryUsed,
+  kPodSmUtilization,
+  kPodPowerEstimate,
 };
 
 struct SelfMetricSpec {

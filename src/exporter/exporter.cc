@@ -9,9 +9,12 @@
 
 #include "core/clock.h"
 #include "exporter/health.h"
+#include "exporter/hpc_jobs.h"
 #include "exporter/json_api.h"
 #include "exporter/landing.h"
+#include "exporter/pod_usage.h"
 #include "exporter/ui_assets.h"
+#include "identity/attribution.h"
 #include "net/event_stream.h"
 #include "prom/writer.h"
 
@@ -45,16 +48,72 @@ Result<std::shared_ptr<const CounterSet>> LoadCounterSet(const ExporterOptions& 
   return std::make_shared<const CounterSet>(std::move(set).value());
 }
 
+namespace {
+
+using ProcMap = std::map<unsigned, identity::ProcessInfo>;
+
+// Whether a read needs its processes' procfs facts: Kubernetes mode with an answer, or Slurm mode.
+bool WantsProcesses(const Snapshot* snap, const k8s::PodState* state, const ExporterOptions& o) {
+  return snap != nullptr && !snap->processes.empty() &&
+         ((state != nullptr && state->ok) || o.slurm_jobs);
+}
+
+ProcMap ReadProcs(const Snapshot& snap, const ExporterOptions& options) {
+  std::optional<sys::RootedFs> proc;
+  if (options.procfs_root) proc.emplace(*options.procfs_root);
+  return identity::ReadListedProcesses(snap.processes, proc);
+}
+
+// Kubernetes and Slurm modes: `snap` with each pod's share of the entities it uses (from the read's
+// process lists and the kubelet's last answer: never a kubelet call here) and the Slurm jobs on
+// each. A snapshot nobody else holds yet is completed in place, else copied.
+std::shared_ptr<const Snapshot> Annotate(const SystemInfo& info,
+                                         const std::vector<Entity>& entities,
+                                         std::shared_ptr<const Snapshot> snap,
+                                         const k8s::PodState* state, const ExporterOptions& options,
+                                         const ProcMap& procs) {
+  if (!WantsProcesses(snap.get(), state, options)) return snap;
+  std::shared_ptr<Snapshot> out = snap.use_count() == 1 ? std::const_pointer_cast<Snapshot>(snap)
+                                                        : std::make_shared<Snapshot>(*snap);
+  if (state != nullptr && state->ok) {
+    out->pod_usage = ComputePodUsage(info, entities, *out, state->assignments, procs);
+  }
+  if (options.slurm_jobs) out->job_labels = JobLabels(info, entities, *out, procs);
+  return out;
+}
+
+PodLabels LabelsOf(const k8s::PodState& state) {
+  PodLabels labels = RenderPodLabels(state.assignments);
+  labels.up = state.ok;
+  labels.lists_total = state.lists_total;
+  labels.failures_total = state.failures_total;
+  return labels;
+}
+
+}  // namespace
+
 std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> counters,
                        const ExporterOptions& options) {
   std::vector<FieldIndex> fields = counters->ReadFields();
-  auto snap = ReadSnapshot(backend, BuildEntities(backend.info()), fields);
+  std::vector<Entity> entities = BuildEntities(backend.info());
+  auto snap = ReadSnapshot(backend, entities, fields, options.kubernetes || options.slurm_jobs);
+  std::optional<PodLabels> pods;
+  std::shared_ptr<const k8s::PodState> state;
+  if (options.kubernetes) {  // one List, on this thread: there is no scrape to keep it off
+    k8s::PodResourcesWatcher once(options.kubelet, entities, {}, &Log);
+    once.Start();
+    state = once.Current();
+    pods = LabelsOf(*state);
+  }
+  ProcMap procs;
+  if (WantsProcesses(snap.get(), state.get(), options)) procs = ReadProcs(*snap, options);
+  snap = Annotate(backend.info(), entities, std::move(snap), state.get(), options, procs);
   MetricsPage page(
       backend.info(), std::move(counters),
       {options.hostname, options.version, options.commit, options.replace_blanks_in_model_name,
        options.devices, options.use_old_namespace});
   std::string out;
-  page.Render(*snap, MonotonicNowNs(), out);
+  page.Render(*snap, MonotonicNowNs(), out, pods ? &*pods : nullptr);
   return out;
 }
 
@@ -69,6 +128,7 @@ Exporter::~Exporter() {
   if (hub_) hub_->Stop();
   probe_.reset();
   hub_.reset();
+  kubelet_.reset();
   if (reload_thread_.joinable()) reload_thread_.join();
 }
 
@@ -112,7 +172,11 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
   if (e->options_.procfs_root) proc.emplace(*e->options_.procfs_root);
   e->hub_ = std::make_unique<LiveHub>(live, e->backend_->info(), e->entities_, std::move(proc),
                                       [self] { return self->ReadForLive(); });
-  e->server_->OnSignal(SIGHUP, [self] { self->Reload(); });
+  if (e->options_.kubernetes) e->StartKubelet();
+  e->server_->OnSignal(SIGHUP, [self] {
+    self->Reload();
+    if (self->kubelet_) self->kubelet_->RefreshNow();
+  });
   e->server_->OnSignal(SIGTERM, [self] {
     Log("SIGTERM: draining connections");
     self->server_->Shutdown();
@@ -154,6 +218,41 @@ void Exporter::Install(std::shared_ptr<const CounterSet> counters) {
   fields_ = std::move(fields);
 }
 
+void Exporter::StartKubelet() {
+  auto on_update = [this](std::shared_ptr<const k8s::PodState> state) {
+    auto labels = std::make_shared<PodLabels>(LabelsOf(*state));
+    std::lock_guard lock(pods_mu_);
+    pod_labels_ = std::move(labels);
+    pod_state_ = std::move(state);
+  };
+  kubelet_ = std::make_unique<k8s::PodResourcesWatcher>(options_.kubelet, entities_,
+                                                        std::move(on_update), &Log);
+  kubelet_->Start();
+}
+
+std::shared_ptr<const PodLabels> Exporter::pod_labels() const {
+  std::lock_guard lock(pods_mu_);
+  return pod_labels_;
+}
+
+std::shared_ptr<const Snapshot> Exporter::AddPodUsage(std::shared_ptr<const Snapshot> snap) {
+  std::shared_ptr<const k8s::PodState> state;
+  {
+    std::lock_guard lock(pods_mu_);
+    state = pod_state_;
+  }
+  if (!WantsProcesses(snap.get(), state.get(), options_)) return snap;
+  // procfs is read again only when the process lists are new (the backend lists at most once a
+  // second per device); reads in between reuse what it said.
+  std::vector<std::int64_t> listed;
+  for (const ProcessList& l : snap->processes) listed.push_back(l.t_mono_ns);
+  if (listed != procs_listed_) {
+    procs_ = ReadProcs(*snap, options_);
+    procs_listed_ = std::move(listed);
+  }
+  return Annotate(backend_->info(), entities_, std::move(snap), state.get(), options_, procs_);
+}
+
 std::shared_ptr<const MetricsPage> Exporter::page() const {
   std::lock_guard lock(mu_);
   return page_;
@@ -172,8 +271,9 @@ std::shared_ptr<const Snapshot> Exporter::ReadNow() {
     for (FieldIndex f : LiveFields())
       if (std::find(fields.begin(), fields.end(), f) == fields.end()) fields.push_back(f);
   }
-  if (extension_ != nullptr) return extension_->Read(fields, live);
-  return ReadSnapshot(*backend_, entities_, fields, live);
+  const bool processes = live || options_.kubernetes || options_.slurm_jobs;
+  if (extension_ != nullptr) return AddPodUsage(extension_->Read(fields, processes));
+  return AddPodUsage(ReadSnapshot(*backend_, entities_, fields, processes));
 }
 
 std::shared_ptr<const Snapshot> Exporter::ReadForLive() {
@@ -291,7 +391,7 @@ void Exporter::ServeMetrics(net::Respond respond) {
     net::HttpResponse r;
     r.content_type = std::string(prom::kContentType);
     r.compressible = true;
-    if (snap) page()->Render(*snap, MonotonicNowNs(), r.body);
+    if (snap) page()->Render(*snap, MonotonicNowNs(), r.body, pod_labels().get());
     if (snap) r.body += snap->extension_exposition;
     r.body += hub_->Exposition();
     respond(std::move(r));

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,6 +24,8 @@
 #include "exporter/live_hub.h"
 #include "exporter/snapshot.h"
 #include "gpu/backend.h"
+#include "identity/process_info.h"
+#include "k8s/pod_resources_watcher.h"
 #include "net/http_types.h"
 #include "net/server.h"
 #include "sampling/coalesced_probe.h"
@@ -67,6 +70,13 @@ struct ExporterOptions {
   std::int64_t live_interval_ms = 1000;
   std::size_t max_viewers = 128;
   std::optional<std::string> procfs_root;  // processes are attributed from it; nullopt: anonymous
+  // Kubernetes mode (dcgm-exporter's -k): pod, namespace and container labels from the kubelet's
+  // pod-resources API, listed by a watcher thread, never on the scrape path (ADR 0021).
+  bool kubernetes = false;
+  k8s::WatcherOptions kubelet;
+  // Slurm mode: series labelled hpc_job with the Slurm jobs whose processes use the device, from
+  // their cgroups (hpc_jobs.h). Not with `kubernetes`.
+  bool slurm_jobs = false;
 };
 
 // Loads the counters file named by the options (or the default); warnings go to stderr.
@@ -111,6 +121,9 @@ class Exporter {
   void Install(std::shared_ptr<const CounterSet> counters);
   std::shared_ptr<const MetricsPage> page() const;
   std::shared_ptr<const Snapshot> ReadNow();
+  std::shared_ptr<const Snapshot> AddPodUsage(std::shared_ptr<const Snapshot> snap);
+  void StartKubelet();  // Kubernetes mode: the first List, then the watcher's thread
+  std::shared_ptr<const PodLabels> pod_labels() const;
 
   ExporterOptions options_;
   std::unique_ptr<gpu::Backend> backend_;
@@ -125,6 +138,13 @@ class Exporter {
   bool reloading_ = false;
   bool reload_again_ = false;     // a SIGHUP came while a reload ran: one more after it
   std::thread reload_thread_;     // joined by the destructor (and before the next one starts)
+  mutable std::mutex pods_mu_;    // guards pod_labels_ and pod_state_
+  std::shared_ptr<const PodLabels> pod_labels_;        // Kubernetes mode: the last answer's
+  std::shared_ptr<const k8s::PodState> pod_state_;     // likewise, for the per-pod usage
+  std::unique_ptr<k8s::PodResourcesWatcher> kubelet_;  // destroyed after probe_ (see ~Exporter)
+  // The probe thread's own: what procfs said of the processes of the lists taken at these times.
+  std::vector<std::int64_t> procs_listed_;
+  std::map<unsigned, identity::ProcessInfo> procs_;
   std::unique_ptr<Probe> probe_;  // destroyed after hub_: its thread reads backend_, posts to server_
   std::unique_ptr<LiveHub> hub_;  // destroyed first: its thread reads through probe_
 };

@@ -1,9 +1,10 @@
 #include "exporter/exposition.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
-
-#include <fmt/format.h>
+#include <utility>
 
 #include "core/xid.h"
 #include "prom/writer.h"
@@ -192,19 +193,37 @@ MetricsPage::MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSe
   for (const DeviceInfo& d : info_.devices) profiling_ = profiling_ || d.profiling;
 }
 
-void MetricsPage::Render(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out) const {
+PodLabels RenderPodLabels(const identity::PodAssignments& assignments) {
+  PodLabels out;
+  out.pods = assignments.pods;
+  out.by_entity.reserve(assignments.by_entity.size());
+  for (const auto& owners : assignments.by_entity) {
+    std::vector<std::string>& rendered = out.by_entity.emplace_back();
+    for (const identity::PodOwner& o : owners) {
+      LabelList l = {{"pod", o.pod}, {"namespace", o.ns}, {"container", o.container}};
+      if (!o.vgpu.empty()) l.emplace_back("vgpu", o.vgpu);
+      rendered.push_back(RenderLabelList(l));
+    }
+  }
+  return out;
+}
+
+void MetricsPage::Render(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out,
+                         const PodLabels* pods) const {
   // One allocation for the body (it is 80 KB on a MIG node), sized after the previous response.
   const std::size_t start = out.size();
   std::size_t hint = size_hint_.load(std::memory_order_relaxed);
   out.reserve(start + hint + hint / 8);
-  RenderCounters(snap, out);
-  RenderSelf(snap, now_mono_ns, out);
+  RenderCounters(snap, out, pods);
+  RenderSelf(snap, now_mono_ns, out, pods);
   size_hint_.store(out.size() - start, std::memory_order_relaxed);
 }
 
-void MetricsPage::RenderCounters(const Snapshot& snap, std::string& out) const {
+void MetricsPage::RenderCounters(const Snapshot& snap, std::string& out,
+                                 const PodLabels* pods) const {
   std::size_t n = std::min(snap.entities.size(), entities_.size());
-  std::string xid_extra;
+  std::string xid_extra, joined;
+  static const std::vector<std::string> kNoOwner = {""};
   for (const Counter& c : counters_->counters) {
     const FieldSpec& spec = FieldAt(c.field);
     const bool per_instance = PerInstance(spec);
@@ -224,13 +243,29 @@ void MetricsPage::RenderCounters(const Snapshot& snap, std::string& out) const {
       }
       std::string_view extra;
       if (spec.nvml == NvmlSource::kLastXid) extra = XidLabels(*s.values[c.field], xid_extra);
-      prom::AppendSample(out, c.name, full_labels_[i], extra, *s.values[c.field], FormatOf(spec));
+      // Kubernetes mode: once per container holding the entity (once, unlabelled, when none).
+      // Slurm mode: once per job using it.
+      const auto& owners =
+          pods != nullptr && i < pods->by_entity.size() && !pods->by_entity[i].empty()
+              ? pods->by_entity[i]
+              : (i < snap.job_labels.size() && !snap.job_labels[i].empty() ? snap.job_labels[i]
+                                                                           : kNoOwner);
+      for (const std::string& owner : owners) {
+        std::string_view labels = extra;
+        if (!owner.empty()) {
+          joined = owner;
+          if (!extra.empty()) joined.append(",").append(extra);
+          labels = joined;
+        }
+        prom::AppendSample(out, c.name, full_labels_[i], labels, *s.values[c.field],
+                           FormatOf(spec));
+      }
     }
   }
 }
 
-void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns,
-                             std::string& out) const {
+void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out,
+                             const PodLabels* pods) const {
   using prom::AppendSample;
   constexpr auto kInt = prom::ValueFormat::kInteger;
   constexpr auto kFloat = prom::ValueFormat::kShortest;
@@ -260,6 +295,7 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns,
     AppendSample(out, SelfMetricAt(SelfMetric::kProfilingRejectedValues).name, backend_labels_, "",
                  static_cast<double>(snap.profiling_rejected_total), kInt);
   }
+  if (pods != nullptr) RenderPods(snap, *pods, out);
   Header(out, SelfMetric::kScrapeDuration);
   AppendSample(out, SelfMetricAt(SelfMetric::kScrapeDuration).name, "", "", snap.duration_ns / 1e9,
                kFloat);
@@ -318,6 +354,42 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns,
                    static_cast<double>(x.count), kInt);
     }
   }
+}
+
+void MetricsPage::RenderPods(const Snapshot& snap, const PodLabels& pods, std::string& out) const {
+  using prom::AppendSample;
+  constexpr auto kInt = prom::ValueFormat::kInteger;
+  auto one = [&](SelfMetric m, double v) {
+    Header(out, m);
+    AppendSample(out, SelfMetricAt(m).name, "", "", v, kInt);
+  };
+  one(SelfMetric::kKubeletUp, pods.up ? 1 : 0);
+  one(SelfMetric::kKubeletListsTotal, static_cast<double>(pods.lists_total));
+  one(SelfMetric::kKubeletListFailuresTotal, static_cast<double>(pods.failures_total));
+  one(SelfMetric::kKubeletPods, static_cast<double>(pods.pods));
+  if (snap.pod_usage.empty()) return;
+  auto family = [&](SelfMetric m, auto value, prom::ValueFormat format) {
+    bool header = false;
+    for (const PodUsage& u : snap.pod_usage) {
+      std::optional<double> v = value(u);
+      if (!v || u.entity >= short_labels_.size()) continue;
+      if (!std::exchange(header, true)) Header(out, m);
+      AppendSample(out, SelfMetricAt(m).name, short_labels_[u.entity], u.labels, *v, format);
+    }
+  };
+  family(
+      SelfMetric::kPodGpuMemoryUsed,
+      [](const PodUsage& u) -> std::optional<double> {
+        if (!u.memory_bytes) return std::nullopt;
+        return static_cast<double>(*u.memory_bytes);
+      },
+      kInt);
+  family(
+      SelfMetric::kPodSmUtilization, [](const PodUsage& u) { return u.sm_util; },
+      prom::ValueFormat::kShortest);
+  family(
+      SelfMetric::kPodPowerEstimate, [](const PodUsage& u) { return u.power_watts; },
+      prom::ValueFormat::kShortest);
 }
 
 }  // namespace gpulse::exporter

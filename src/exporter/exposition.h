@@ -19,14 +19,15 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/device.h"
 #include "core/entity.h"
 #include "exporter/counters.h"
 #include "exporter/snapshot.h"
+#include "identity/pod_resources.h"
 
 namespace gpulse::exporter {
 
@@ -61,18 +62,39 @@ using LabelList = std::vector<std::pair<std::string, std::string>>;
 LabelList DeviceLabels(const SystemInfo& info, const DeviceInfo& device, const MigInstance* mig,
                        const CounterSet& counters, const PageOptions& options);
 
+// Kubernetes mode (-k): the containers holding each entity, rendered once per kubelet answer (never
+// per scrape), and the state of the kubelet for the self metrics. An entity held by several
+// containers (time slicing) has its series once per container (docs/exporter.md, "Kubernetes
+// pods").
+struct PodLabels {
+  // Parallel to the page's entities: `pod="…",namespace="…",container="…"[,vgpu="…"]` per holder.
+  std::vector<std::vector<std::string>> by_entity;
+  bool up = false;  // the kubelet's last List answered
+  std::uint64_t lists_total = 0;
+  std::uint64_t failures_total = 0;
+  std::size_t pods = 0;
+};
+
+// The rendered labels of `assignments` (parallel to the same entities).
+PodLabels RenderPodLabels(const identity::PodAssignments& assignments);
+
 class MetricsPage {
  public:
   MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSet> counters,
               PageOptions options);
 
-  // Appends the exposition of `snap` to `out`; ages are measured at `now_mono_ns`.
-  void Render(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out) const;
+  // Appends the exposition of `snap` to `out`; ages are measured at `now_mono_ns`. With `pods`
+  // (Kubernetes mode), an entity's series carry the labels of the containers holding it.
+  void Render(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out,
+              const PodLabels* pods = nullptr) const;
 
   const CounterSet& counters() const { return *counters_; }
 
-  void RenderCounters(const Snapshot& snap, std::string& out) const;
-  void RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out) const;
+  void RenderCounters(const Snapshot& snap, std::string& out,
+                      const PodLabels* pods = nullptr) const;
+  void RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out,
+                  const PodLabels* pods = nullptr) const;
+  void RenderPods(const Snapshot& snap, const PodLabels& pods, std::string& out) const;
 
   const std::vector<Entity>& entities() const { return entities_; }
 

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/device.h"
@@ -17,6 +19,16 @@ struct DeviceReading {
   Sample sample;                   // t_mono_ns is when this entity was read
   std::uint64_t failed_calls = 0;  // transient failures in this read (0: the read succeeded)
   bool readable = true;            // the entity has readings of its own (a GPU or GPU instance)
+};
+
+// Kubernetes mode: one container's (or, when a pod has several on the entity, one pod's) use of one
+// GPU or GPU instance, from NVML's per-process data (docs/adr/0022-per-pod-usage.md).
+struct PodUsage {
+  std::size_t entity = 0;  // position in BuildEntities(SystemInfo)
+  std::string labels;      // rendered: pod, namespace[, container]
+  std::optional<std::uint64_t> memory_bytes;
+  std::optional<double> sm_util;      // percent, capped at 100
+  std::optional<double> power_watts;  // the entity's power × this holder's SM share
 };
 
 struct Snapshot {
@@ -34,6 +46,9 @@ struct Snapshot {
   // verdicts and policy counters), and why /health should fail ("" when it should not).
   std::string extension_exposition;
   std::string extension_health_failure;
+  std::vector<PodUsage> pod_usage;  // Kubernetes mode only
+  // Slurm mode only: per entity, the rendered hpc_job label of each job using it (hpc_jobs.h).
+  std::vector<std::vector<std::string>> job_labels;
 
   // At least one device answered (the basis of gpulse_backend_up).
   bool AnyDeviceRead() const;

@@ -97,7 +97,51 @@ std::optional<QosClass> QosIn(std::string_view c) {
   return std::nullopt;
 }
 
-bool Named(const CgroupPlacement& p) { return p.container.has_value() || p.pod.has_value(); }
+// The QoS class a systemd pod slice names: "kubepods-burstable-pod…", "kubepods-besteffort-pod…",
+// else ("kubepods-pod…") Guaranteed.
+QosClass SliceQos(std::string_view c) {
+  if (c.starts_with("kubepods-burstable-")) return QosClass::kBurstable;
+  if (c.starts_with("kubepods-besteffort-")) return QosClass::kBestEffort;
+  return QosClass::kGuaranteed;
+}
+
+bool Named(const CgroupPlacement& p) {
+  return p.container.has_value() || p.pod.has_value() || p.slurm.has_value();
+}
+
+bool IsDecimal(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// "job_<N>" → N.
+std::optional<std::string> JobIn(std::string_view c) {
+  if (!c.starts_with("job_") || !IsDecimal(c.substr(4))) return std::nullopt;
+  return std::string(c.substr(4));
+}
+
+// Slurm's forms: the job's cgroup under "slurmstepd.scope" (v2), or under "uid_<U>" under
+// "slurm" or "slurm_<node>" (v1); the step, when any, right below it.
+std::optional<SlurmJobRef> SlurmIn(const std::vector<std::string_view>& parts) {
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    std::string_view c = parts[i];
+    std::optional<unsigned> uid;
+    if (c.starts_with("uid_") && i > 0 &&
+        (parts[i - 1] == "slurm" || parts[i - 1].starts_with("slurm_"))) {
+      uid = ParseDecimal(c.substr(4));
+      if (!uid) continue;
+    } else if (c != "slurmstepd.scope") {
+      continue;
+    }
+    auto job = JobIn(parts[i + 1]);
+    if (!job) continue;
+    SlurmJobRef ref{*job, std::nullopt, uid};
+    if (i + 2 < parts.size() && parts[i + 2].starts_with("step_") && parts[i + 2].size() > 5) {
+      ref.step = std::string(parts[i + 2].substr(5));
+    }
+    return ref;
+  }
+  return std::nullopt;
+}
 
 // Lower is preferred among v1 lines.
 int V1Rank(std::string_view controllers) {
@@ -167,16 +211,24 @@ CgroupPlacement ClassifyPath(std::string_view path) {
   CgroupPlacement p;
   p.path = std::string(path);
   std::vector<std::string_view> parts = Components(path);
+  // A path the kernel wrote relative to the reader's own cgroup namespace ("/../../…": gpulse in a
+  // container reading the host's /proc) may start below kubepods.slice; the systemd driver's pod
+  // slices name themselves ("kubepods-<qos>-pod<uid>.slice"), so they count there on their own.
+  const bool relative = !parts.empty() && parts.front() == "..";
   bool kubepods = false;
-  QosClass qos = QosClass::kGuaranteed;
+  std::optional<QosClass> qos;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     std::string_view c = parts[i];
     if (c == "kubepods" || c == "kubepods.slice") kubepods = true;
     if (auto q = QosIn(c); q && kubepods) qos = *q;
-    if (auto uid = PodIn(c); uid && kubepods) p.pod = PodRef{*uid, qos};
+    const bool self_named = relative && c.starts_with("kubepods-") && c.ends_with(".slice");
+    if (auto uid = PodIn(c); uid && (kubepods || self_named)) {
+      p.pod = PodRef{*uid, qos.value_or(kubepods ? QosClass::kGuaranteed : SliceQos(c))};
+    }
     // The innermost container wins (a container inside a container names the inner one last).
     if (auto ref = ContainerIn(c, i > 0 ? parts[i - 1] : std::string_view{})) p.container = ref;
   }
+  p.slurm = SlurmIn(parts);
   return p;
 }
 

@@ -2,7 +2,8 @@
 // (cgroup v1: one line per controller set; v2: the single "0::" line); container runtimes and the
 // kubelet name the cgroups they create in recognisable ways, with the systemd cgroup driver
 // ("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice/
-// cri-containerd-<id>.scope") and with the cgroupfs one ("/kubepods/burstable/pod<uid>/<id>").
+// cri-containerd-<id>.scope") and with the cgroupfs one ("/kubepods/burstable/pod<uid>/<id>");
+// Slurm's slurmstepd names its job and step cgroups ("job_<id>/step_<id>").
 // The recognised forms are listed in docs/identity.md. A path gpulse does not recognise yields no
 // container and no pod (absent, never a guess).
 //
@@ -45,19 +46,28 @@ struct PodRef {
   QosClass qos = QosClass::kGuaranteed;
 };
 
+// A Slurm job step's cgroup: "…/slurmstepd.scope/job_N/step_S/…" (cgroup/v2 plugin) or
+// "/slurm[_NODE]/uid_U/job_N/step_S/…" (cgroup/v1 plugin).
+struct SlurmJobRef {
+  std::string job_id;               // "N"
+  std::optional<std::string> step;  // "0", "batch", "extern", "interactive"; nullopt: job level
+  std::optional<unsigned> uid;      // v1 paths name the job's user
+};
+
 struct CgroupPlacement {
   int version = 2;   // the hierarchy the path comes from: 1 or 2
   std::string path;  // "" when the process has no cgroup line at all
   std::optional<ContainerRef> container;
   std::optional<PodRef> pod;
+  std::optional<SlurmJobRef> slurm;
 };
 
 // What one cgroup path says (version and path left to the caller).
 CgroupPlacement ClassifyPath(std::string_view path);
 
-// The placement of a process: the v2 line when it names a container or pod, else the first v1
-// line (pids, memory, cpu, devices, name=systemd, then the rest) that does, else the v2 path (or
-// the first v1 path) with neither.
+// The placement of a process: the v2 line when it names a container, pod or Slurm job, else the
+// first v1 line (pids, memory, cpu, devices, name=systemd, then the rest) that does, else the v2
+// path (or the first v1 path) with none.
 CgroupPlacement Place(std::span<const CgroupLine> lines);
 
 }  // namespace gpulse::identity

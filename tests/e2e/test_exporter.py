@@ -282,7 +282,9 @@ class DeployTest(GpulseTestCase):
         container = ds["spec"]["template"]["spec"]["containers"][0]
         self.assertEqual(container["args"][0], "exporter")
         self.assertEqual(container["ports"][0]["containerPort"], 9400)
-        self.assertEqual(container["livenessProbe"]["httpGet"]["path"], "/health")
+        # TCP probes on the metrics port: they work with basic auth on (issue 20).
+        for probe in ("livenessProbe", "readinessProbe"):
+            self.assertEqual(container[probe]["tcpSocket"]["port"], container["ports"][0]["name"])
         self.assertEqual(svc["spec"]["selector"], ds["spec"]["selector"]["matchLabels"])
         self.assertEqual(sm["spec"]["selector"]["matchLabels"], svc["metadata"]["labels"])
         self.assertEqual(sm["spec"]["endpoints"][0]["port"], svc["spec"]["ports"][0]["name"])

@@ -16,14 +16,13 @@ from test_exporter_security import HASH, auth
 
 # dcgm-exporter's options gpulse accepts only at their default: (flag, short, variable, a value that is
 # not the default, the default). From dcgm-exporter's pkg/cmd/app.go (research/dcgm.md section 4).
+# -k and its socket, GPU id type and resource names are honoured: test_exporter_kubernetes.py.
 DEFAULT_ONLY = [
-    ("--kubernetes", "-k", "DCGM_EXPORTER_KUBERNETES", "true", "false"),
     ("--cpu-devices", "-p", "DCGM_EXPORTER_CPU_DEVICES_STR", "g", "f"),
     ("--configmap-data", "-m", "DCGM_EXPORTER_CONFIGMAP_DATA", "ns:cm", "none"),
     ("--remote-hostengine-info", "-r", "DCGM_REMOTE_HOSTENGINE_INFO", "localhost:5555", None),
     ("--kubernetes-enable-pod-labels", None, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", "true", "false"),
     ("--kubernetes-enable-pod-uid", None, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", "true", "false"),
-    ("--kubernetes-gpu-id-type", None, "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "device-name", "uid"),
     ("--kubernetes-pod-label-allowlist-regex", None, "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", "app.*",
      None),
     ("--switch-devices", "-s", "DCGM_EXPORTER_OTHER_DEVICES_STR", "g", "f"),
@@ -34,10 +33,7 @@ DEFAULT_ONLY = [
     ("--enable-dcgm-log", None, "DCGM_EXPORTER_ENABLE_DCGM_LOG", "true", "false"),
     ("--dcgm-log-level", None, "DCGM_EXPORTER_DCGM_LOG_LEVEL", "DEBUG", "NONE"),
     ("--log-format", None, "DCGM_EXPORTER_LOG_FORMAT", "json", "text"),
-    ("--pod-resources-kubelet-socket", None, "DCGM_POD_RESOURCES_KUBELET_SOCKET", "/tmp/k.sock",
-     "/var/lib/kubelet/pod-resources/kubelet.sock"),
     ("--hpc-job-mapping-dir", None, "DCGM_HPC_JOB_MAPPING_DIR", "/tmp/jobs", None),
-    ("--nvidia-resource-names", None, "NVIDIA_RESOURCE_NAMES", "nvidia.com/a100", None),
     ("--kubernetes-virtual-gpus", None, "KUBERNETES_VIRTUAL_GPUS", "true", "false"),
     ("--dump-enabled", None, "DCGM_EXPORTER_DUMP_ENABLED", "true", "false"),
     ("--dump-directory", None, "DCGM_EXPORTER_DUMP_DIRECTORY", "/tmp/d", "/tmp/dcgm-exporter-debug"),

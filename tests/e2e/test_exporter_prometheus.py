@@ -183,3 +183,34 @@ class PrometheusScrapesExportersTest(GpulseTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PodRulesTest(GpulseTestCase):
+    """The pod-level recording rules of deploy/ on a Kubernetes node (issue 20): gpulse -k against a
+    fake kubelet (fake_kubelet.py) on the k8s-8xH100 scenario; each pod's rules answer with its
+    GPUs and its own processes' memory, a time-sliced GPU counted once per pod."""
+
+    def test_pod_rules_answer_for_every_pod(self):
+        from fake_kubelet import FakeKubelet
+        from test_exporter_kubernetes import PROCFS, gpu_uuids, node_pods
+        mib = 1 << 20
+        with tempfile.TemporaryDirectory() as d:
+            sock = os.path.join(d, "kubelet.sock")
+            with FakeKubelet(sock, node_pods(gpu_uuids("k8s-8xH100"))), \
+                 Exporter("--simulate", "k8s-8xH100", "--procfs-root", PROCFS, "--hostname", "node-k",
+                          "-k", "--pod-resources-kubelet-socket", sock) as e:
+                prom = Prometheus([f"127.0.0.1:{e.port}"],
+                                  os.path.join(SOURCE_DIR, "deploy", "prometheus", "gpulse-rules.yml"))
+                try:
+                    prom.wait_values("pod:gpu_count:sum", "pod",
+                                     {"train-0": 4, "vllm-0": 2, "embed-0": 1, "batch-0": 1})
+                    prom.wait_values("pod:gpu_memory_used_bytes:sum", "pod",
+                                     {"train-0": 4 * 70000 * mib, "vllm-0": 60000 * mib, "embed-0": 12000 * mib,
+                                      "batch-0": 20000 * mib})
+                    prom.wait_values("pod:gpu_compute_used_gpus:sum", "pod",
+                                     {"train-0": (93 + 94 + 92 + 95) / 100, "vllm-0": (45 + 43) / 100,
+                                      "embed-0": 0.3, "batch-0": 1.0})
+                    power = prom.wait_for("pod:gpu_power_watts:sum", 4)
+                    self.assertEqual({p["metric"]["namespace"] for p in power}, {"ml", "serving", "batch"})
+                finally:
+                    prom.stop()

@@ -76,7 +76,8 @@ class PsTest(GpulseTestCase):
                 if pod is None:
                     self.assertIsNone(p["pod"])
                 else:
-                    self.assertEqual(p["pod"], {"uid": pod, "qos_class": qos})
+                    self.assertEqual({k: p["pod"][k] for k in ("uid", "qos_class")}, {"uid": pod, "qos_class": qos})
+                    self.assertIsNone(p["pod"]["name"], "no kubelet socket: named by UID")
         self.assertEqual(got[42001]["user"], "root")
         self.assertEqual(got[47001]["type"], "C+G")
         self.assertEqual(got[47001]["enc_util"], 11)

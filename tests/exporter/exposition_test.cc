@@ -306,3 +306,65 @@ TEST(ReplaceBlanks, RunsOfBlanksBecomeOneDash) {
 
 }  // namespace
 }  // namespace gpulse::exporter
+
+namespace gpulse::exporter {
+namespace {
+
+// Kubernetes mode (issue 20): each holder of an entity gets its own copy of the entity's series
+// with pod, namespace, container (and vgpu for a replica) after dcgm-exporter's labels; the XID
+// gauge keeps err_code/err_msg after them; an entity nobody holds keeps one unlabelled series;
+// Slurm mode's job labels take the same path.
+TEST(PodLabelsExposition, OneSeriesPerHolderAndNoneForTheRest) {
+  SystemInfo info = TwoGpus();
+  identity::PodAssignments a;
+  a.pods = 3;
+  a.by_entity = {{{"embed", "ml", "e", "2"}, {"vllm", "ml", "v", "1"}}, {}};
+  PodLabels pods = RenderPodLabels(a);
+  pods.up = true;
+  pods.lists_total = 4;
+  ASSERT_EQ(pods.by_entity[0].size(), 2u);
+  EXPECT_EQ(pods.by_entity[0][0], "pod=\"embed\",namespace=\"ml\",container=\"e\",vgpu=\"2\"");
+  Snapshot snap;
+  snap.entities.resize(2);
+  snap.entities[0].sample = Reading({{150, 40}, {230, 94}});
+  snap.entities[1].sample = Reading({{150, 41}});
+  PageOptions options;
+  MetricsPage page(info, std::make_shared<const CounterSet>(DefaultCounters()), options);
+  std::string text;
+  page.Render(snap, 1'500'000'000, text, &pods);
+  std::vector<std::string> temp_pods;
+  int unlabelled = 0;
+  for (const Line& l : Parse(text)) {
+    std::map<std::string, std::string> m;
+    for (const auto& p : l.labels) m[p.name] = p.value;
+    if (l.name == "DCGM_FI_DEV_GPU_TEMP") {
+      if (m.contains("pod")) {
+        EXPECT_EQ(m["gpu"], "0");
+        temp_pods.push_back(m["pod"]);
+      } else {
+        EXPECT_EQ(m["gpu"], "1");
+        ++unlabelled;
+      }
+    }
+    if (l.name == "DCGM_FI_DEV_XID_ERRORS") {
+      EXPECT_TRUE(m.contains("pod") && m.contains("err_code")) << text;
+      EXPECT_EQ(LabelNames(l).back(), "err_msg");
+    }
+    if (l.name == "gpulse_kubelet_up") EXPECT_EQ(l.value, 1);
+    if (l.name == "gpulse_kubelet_lists_total") EXPECT_EQ(l.value, 4);
+    if (l.name == "gpulse_kubelet_pods") EXPECT_EQ(l.value, 3);
+  }
+  EXPECT_EQ(temp_pods, (std::vector<std::string>{"embed", "vllm"}));
+  EXPECT_EQ(unlabelled, 1);
+
+  // Slurm mode: the snapshot's job labels, when no pods are given.
+  snap.job_labels = {{}, {"hpc_job=\"4242\""}};
+  std::string jobs;
+  page.Render(snap, 1'500'000'000, jobs);
+  EXPECT_NE(jobs.find("DCGM_FI_DEV_GPU_TEMP{gpu=\"1\""), std::string::npos);
+  EXPECT_NE(jobs.find("hpc_job=\"4242\"} 41"), std::string::npos) << jobs;
+  EXPECT_EQ(jobs.find("gpulse_kubelet_up"), std::string::npos) << "kubelet metrics only with -k";
+}
+
+}  // namespace
+}  // namespace gpulse::exporter

@@ -158,3 +158,102 @@ TEST(CgroupClassify, InnermostContainerWins) {
 
 }  // namespace
 }  // namespace gpulse::identity
+
+namespace gpulse::identity {
+namespace {
+
+// Slurm's job cgroups (issue 20 item 3): cgroup/v2's slurmstepd.scope and cgroup/v1's
+// /slurm/uid_U/job_N/step_M, on their own and inside a node's other hierarchies.
+struct SlurmCase {
+  const char* name;
+  std::string file;
+  int version;
+  const char* job;   // nullptr: no job
+  const char* step;  // nullptr: no step
+};
+
+const SlurmCase kSlurm[] = {
+    {"V2Step", "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n", 2, "4242", "0"},
+    {"V2Batch", "0::/system.slice/slurmstepd.scope/job_17/step_batch/user/task_0\n", 2, "17",
+     "batch"},
+    {"V2JobLevel", "0::/system.slice/slurmstepd.scope/job_17\n", 2, "17", nullptr},
+    {"V2Slurmstepd", "0::/system.slice/slurmstepd.scope/system\n", 2, nullptr, nullptr},
+    {"V1Step",
+     "12:pids:/slurm/uid_1000/job_99/step_3/task_1\n11:memory:/slurm/uid_1000/job_99/step_3/"
+     "task_1\n1:name=systemd:/system.slice/slurmd.service\n",
+     1, "99", "3"},
+    {"V1MultipleSlurmd", "4:devices:/slurm_node7/uid_0/job_5/step_extern\n", 1, "5", "extern"},
+    {"NotSlurm", "0::/user.slice/user-1000.slice/job_12/step_0\n", 2, nullptr, nullptr},
+    {"JobIdNotANumber", "0::/system.slice/slurmstepd.scope/job_x/step_0\n", 2, nullptr, nullptr},
+};
+
+class Slurm : public ::testing::TestWithParam<SlurmCase> {};
+
+TEST_P(Slurm, Places) {
+  const SlurmCase& c = GetParam();
+  auto lines = ParseProcCgroup(c.file);
+  ASSERT_TRUE(lines.ok());
+  CgroupPlacement p = Place(*lines);
+  EXPECT_EQ(p.version, c.version);
+  EXPECT_FALSE(p.pod.has_value());
+  if (c.job == nullptr) {
+    EXPECT_FALSE(p.slurm.has_value()) << p.slurm->job_id;
+    return;
+  }
+  ASSERT_TRUE(p.slurm.has_value());
+  EXPECT_EQ(p.slurm->job_id, c.job);
+  if (c.step == nullptr) {
+    EXPECT_FALSE(p.slurm->step.has_value());
+  } else {
+    EXPECT_EQ(p.slurm->step.value_or("?"), c.step);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, Slurm, ::testing::ValuesIn(kSlurm),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(SlurmV1, NamesTheUser) {
+  CgroupPlacement p = ClassifyPath("/slurm/uid_1000/job_99/step_3");
+  ASSERT_TRUE(p.slurm.has_value());
+  EXPECT_EQ(p.slurm->uid, 1000u);
+}
+
+}  // namespace
+}  // namespace gpulse::identity
+
+namespace gpulse::identity {
+namespace {
+
+// The DaemonSet reads the host's /proc from inside its own cgroup namespace (deploy/kubernetes):
+// the kernel then writes other cgroups relative to the reader's root, with ".." components, and
+// the common ancestor (kubepods.slice, or the QoS slice) may be above the part it writes.
+TEST(CgroupClassify, PathsRelativeToAnotherCgroupNamespaceStillName) {
+  CgroupPlacement p = ClassifyPath("/../../../kubepods-burstable.slice/kubepods-burstable-pod" +
+                                   kPodUnderscores + ".slice/cri-containerd-" + kId + ".scope");
+  ASSERT_TRUE(p.pod.has_value());
+  EXPECT_EQ(p.pod->uid, kPod);
+  EXPECT_EQ(p.pod->qos, QosClass::kBurstable);
+  ASSERT_TRUE(p.container.has_value());
+  CgroupPlacement g = ClassifyPath("/../../kubepods-pod" + kPodUnderscores +
+                                   ".slice/cri-containerd-" + kId + ".scope");
+  ASSERT_TRUE(g.pod.has_value());
+  EXPECT_EQ(g.pod->qos, QosClass::kGuaranteed);
+  CgroupPlacement b = ClassifyPath("/../kubepods-besteffort-pod" + kPodUnderscores + ".slice/x");
+  ASSERT_TRUE(b.pod.has_value());
+  EXPECT_EQ(b.pod->qos, QosClass::kBestEffort);
+  CgroupPlacement q =
+      ClassifyPath("/../../../kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" +
+                   kPodUnderscores + ".slice/cri-containerd-" + kId + ".scope");
+  ASSERT_TRUE(q.pod.has_value());
+  EXPECT_EQ(q.pod->qos, QosClass::kBurstable);
+  // Only relative paths, and only the self-naming systemd form: an absolute path still needs
+  // kubepods, and cgroupfs's bare "pod<uid>" always does.
+  EXPECT_FALSE(ClassifyPath("/system.slice/kubepods-pod" + kPodUnderscores + ".slice/x").pod);
+  EXPECT_FALSE(ClassifyPath("/../../pod" + kPod + "/x").pod);
+  CgroupPlacement s = ClassifyPath("/../../system.slice/slurmstepd.scope/job_7/step_0/user/task_0");
+  ASSERT_TRUE(s.slurm.has_value());
+  EXPECT_EQ(s.slurm->job_id, "7");
+}
+
+}  // namespace
+}  // namespace gpulse::identity

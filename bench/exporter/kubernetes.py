@@ -1,0 +1,127 @@
+"""Exporter scrapes in Kubernetes mode (issue 20): `gpulse exporter -k` on `k8s-8xH100` with 5,000
+more pods known to a fake kubelet (tests/e2e/fake_kubelet.py: a List answer over 4 MiB), against
+the same exporter without -k and with -k against a kubelet of only the node's 4 GPU pods, side by side
+in one run, both loaded by the same paced wrk run
+(10 ms between requests) on loopback, alternating ROUNDS times; medians compared. Also: each
+exporter's CPU time per 1,000 scrapes (utime + stime from /proc/PID/stat over its wrk runs), and the
+kubelet's List calls against the number of scrapes (the kubelet is never called on the scrape path:
+only at start and every --kubelet-refresh-ms, default 5 s).
+
+Usage: /usr/bin/python3 bench/exporter/kubernetes.py BUILD_DIR [--duration SECONDS] [--rounds N]
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench import bench_args, fetch, free_port, median_run, rss_kib, wrk
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e"))
+os.environ.setdefault("GPULSE_SOURCE_DIR", SOURCE)
+
+from fake_kubelet import FakeKubelet, filler_pods  # noqa: E402
+
+PROCFS = os.path.join(SOURCE, "tests", "testdata", "procfs", "k8s-8xH100")
+PODS = 5000
+
+
+def start(gpulse, port, extra):
+    p = subprocess.Popen([gpulse, "exporter", "--simulate", "k8s-8xH100", "--procfs-root", PROCFS,
+                          "-a", f"127.0.0.1:{port}", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if fetch(f"http://127.0.0.1:{port}/metrics")[0] == 200:
+            return p
+        time.sleep(0.01)
+    p.kill()
+    raise SystemExit("gpulse exporter did not start")
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def uuids(gpulse):
+    import json
+    out = subprocess.run([gpulse, "devices", "--simulate", "k8s-8xH100", "--json"], capture_output=True,
+                         text=True, check=True).stdout
+    return {d["index"]: d["uuid"] for d in json.loads(out)["devices"]}
+
+
+def node_pods(u):
+    gpu = "nvidia.com/gpu"
+    return [("ml", "train-0", [("trainer", [(gpu, [u[0], u[1], u[2], u[3]])])]),
+            ("serving", "vllm-0", [("vllm", [(gpu, [u[4] + "::1", u[5] + "::0"])])]),
+            ("serving", "embed-0", [("embed", [(gpu, [u[4] + "::2"])])]),
+            ("batch", "batch-0", [("worker-a", [(gpu, [u[6] + "::0"])]), ("worker-b", [(gpu, [u[6] + "::1"])])])]
+
+
+def series(body):
+    return sum(1 for line in body.splitlines() if line and not line.startswith("#"))
+
+
+def main():
+    a, gpulse, load = bench_args()
+    tmp = tempfile.TemporaryDirectory()
+    sock = os.path.join(tmp.name, "kubelet.sock")
+    small_sock = os.path.join(tmp.name, "small.sock")
+    kubelet = FakeKubelet(sock, node_pods(uuids(gpulse)) + filler_pods(PODS))
+    small = FakeKubelet(small_sock, node_pods(uuids(gpulse)))
+    answer = kubelet.answer_size()
+    modes = {"without -k": [], "-k, 5,004 pods": ["-k", "--pod-resources-kubelet-socket", sock],
+             "-k, 4 pods": ["-k", "--pod-resources-kubelet-socket", small_sock]}
+    procs, urls = {}, {}
+    try:
+        for name, extra in modes.items():
+            port = free_port()
+            procs[name] = start(gpulse, port, extra)
+            urls[name] = f"http://127.0.0.1:{port}/metrics"
+        for url in urls.values():
+            wrk(url, 2, connections=1, paced=True)  # warm up
+        runs = {k: [] for k in urls}
+        cpu = {k: 0.0 for k in urls}
+        scrapes = {k: 0 for k in urls}
+        calls_before, t0 = kubelet.calls, time.monotonic()
+        for _ in range(a.rounds):
+            for k, url in urls.items():
+                c0 = cpu_s(procs[k].pid)
+                r = wrk(url, a.duration, connections=1, paced=True)
+                cpu[k] += cpu_s(procs[k].pid) - c0
+                scrapes[k] += round(r["rps"] * a.duration)
+                runs[k].append(r)
+        calls, elapsed = kubelet.calls - calls_before, time.monotonic() - t0
+        bodies = {k: fetch(url)[1] for k, url in urls.items()}
+        rss = {k: rss_kib(p.pid)[0] for k, p in procs.items()}
+    finally:
+        for p in procs.values():
+            p.terminate()
+            p.wait(timeout=30)
+        kubelet.stop()
+        small.stop()
+        tmp.cleanup()
+    med = {k: median_run(v) for k, v in runs.items()}
+    base = "without -k"
+    print(f"paced: wrk -t1 -c1 -d{a.duration}s --latency -s bench/exporter/paced.lua (10 ms between requests), "
+          f"{a.rounds} alternating rounds, medians; loopback, {os.cpu_count()} CPUs, load average at start {load}; "
+          f"fake kubelet answer {answer:,} B ({PODS + 4:,} pods)\n")
+    print("| exporter | series | body | paced p50 | paced p99 (runs) | p99 vs without -k | CPU per 1,000 scrapes | RSS |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for k, m in med.items():
+        body = bodies[k]
+        print(f"| gpulse {k} | {series(body)} | {len(body):,} B | {m['p50']:.3f} ms | {m['p99']:.3f} ms ({m['all_p99']}) | "
+              f"{m['p99'] / med[base]['p99']:.2f}x | {1000 * cpu[k] / max(1, scrapes[k]):.3f} s | {rss[k] / 1024:.1f} MiB |")
+    k8s = "-k, 5,004 pods"
+    print(f"\nkubelet List calls during the {elapsed:.0f} s of paced runs: {calls} "
+          f"(scrapes of the -k exporter in that time: {scrapes[k8s]:,}; one List every 5 s is {elapsed / 5:.0f})")
+    for k, v in med.items():
+        if v["errors"]:
+            print(f"\nwrk reported for {k}: {v['errors']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
