@@ -38,3 +38,6 @@ bash bench/collector/run.sh "$build"
 echo
 echo "== collector vs Prometheus, 4,096 endpoints x 8 GPUs at 1 s (bench/collector, ~5 min)"
 bash bench/collector/run.sh "$build" --endpoints 4096
+echo
+echo "== health and policy on the agent: condition to listener and Alertmanager, CPU (bench/health, ~2.5 min)"
+bash bench/health/run.sh "$build"
