@@ -10,29 +10,6 @@
 namespace gpulse::health {
 namespace {
 
-// Keeps every field `from` has in `into` (the newest value of each).
-void Merge(GpuReading& into, const GpuReading& from) {
-  auto take = [](std::optional<double>& a, const std::optional<double>& b) {
-    if (b) a = b;
-  };
-  take(into.temperature_c, from.temperature_c);
-  take(into.power_w, from.power_w);
-  take(into.pcie_replay, from.pcie_replay);
-  take(into.ecc_dbe_volatile, from.ecc_dbe_volatile);
-  take(into.retired_sbe, from.retired_sbe);
-  take(into.retired_dbe, from.retired_dbe);
-  take(into.retired_pending, from.retired_pending);
-  take(into.remapped_uncorrectable, from.remapped_uncorrectable);
-  take(into.row_remap_failure, from.row_remap_failure);
-  take(into.inforom_valid, from.inforom_valid);
-  take(into.power_violation_ns, from.power_violation_ns);
-  take(into.thermal_violation_ns, from.thermal_violation_ns);
-  take(into.nvlink_crc_flit, from.nvlink_crc_flit);
-  take(into.nvlink_crc_data, from.nvlink_crc_data);
-  take(into.nvlink_replay, from.nvlink_replay);
-  take(into.nvlink_recovery, from.nvlink_recovery);
-}
-
 using Member = std::optional<double> GpuReading::*;
 
 // How much a counter grew between the oldest point at or after `since_ms` that has it and the
@@ -63,10 +40,10 @@ void HealthMonitor::Observe(const GpuReading& r) {
     for (std::uint64_t x : r.xids) xids_.push_back({r.t_ms, x});
   }
   primed_ = true;
-  Merge(latest_, r);
+  KeepNewest(latest_, r);
   const std::int64_t spacing = std::max<std::int64_t>(1000, window_ms_ / 3600);
   if (!points_.empty() && r.t_ms - points_.back().t_ms < spacing) {
-    Merge(points_.back().reading, r);
+    KeepNewest(points_.back().reading, r);
   } else {
     Point p{r.t_ms, r};
     p.reading.xids.clear();

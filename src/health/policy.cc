@@ -192,15 +192,7 @@ std::vector<Violation> PolicyWatcher::Observe(const PolicySpec& spec, const GpuR
   std::optional<double> max_pages;
   if (spec.max_pages) max_pages = static_cast<double>(*spec.max_pages);
   limit(kCondMaxPages, pages, max_pages, true, above_pages_, "retired pages", "Retired pages");
-  auto keep = [](std::optional<double>& a, const std::optional<double>& b) {
-    if (b) a = b;
-  };
-  keep(last_.ecc_dbe_volatile, r.ecc_dbe_volatile);
-  keep(last_.pcie_replay, r.pcie_replay);
-  keep(last_.nvlink_crc_flit, r.nvlink_crc_flit);
-  keep(last_.nvlink_crc_data, r.nvlink_crc_data);
-  keep(last_.nvlink_replay, r.nvlink_replay);
-  keep(last_.nvlink_recovery, r.nvlink_recovery);
+  KeepNewest(last_, r);
   return out;
 }
 

@@ -59,4 +59,10 @@ GpuReading ReadingFromSample(const Sample& s, std::int64_t t_ms) {
   return r;
 }
 
+void KeepNewest(GpuReading& into, const GpuReading& from) {
+  for (const Slot& slot : kSlots) {
+    if (from.*(slot.member)) into.*(slot.member) = from.*(slot.member);
+  }
+}
+
 }  // namespace gpulse::health

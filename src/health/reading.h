@@ -38,6 +38,9 @@ struct GpuReading {
 // The catalogue fields a health watch or a policy reads (those this build's catalogue has).
 std::span<const FieldIndex> ReadingFields();
 
+// Keeps in `into` every reading `from` has (the newest value of each); XIDs are not touched.
+void KeepNewest(GpuReading& into, const GpuReading& from);
+
 // Takes the readings out of `s` (a GPU's sample); `t_ms` stamps them.
 GpuReading ReadingFromSample(const Sample& s, std::int64_t t_ms);
 
