@@ -829,15 +829,9 @@ Agent::Reply Agent::PolicyRoute(const std::string& method, const std::vector<std
   std::optional<PolicyState> before;
   if (previous != policies_.end()) before = previous->second;
   policies_[gid] = {*spec, *update, {}};
-  if (Status s = Replan(watches_); !s.ok()) {
-    if (before)
-      policies_[gid] = *before;
-    else
-      policies_.erase(gid);
-    (void)Replan(watches_);
-    return Route::FromError(s.error());
-  }
-  if (Status s = PutManagement(kPolicy, gid, stored); !s.ok()) {
+  Status s = Replan(watches_);
+  if (s.ok()) s = PutManagement(kPolicy, gid, stored);
+  if (!s.ok()) {  // the policy before it, or none
     if (before)
       policies_[gid] = *before;
     else
