@@ -15,6 +15,10 @@ void AddGpuOptions(CLI::App& app, gpu::BackendOptions& options) {
                  "YAML file");
   app.add_option("--nvml-lib", options.nvml_library,
                  "NVML library to load (default: $GPULSE_NVML_LIBRARY or libnvidia-ml.so.1)");
+  app.add_option("--sysfs-root", options.sysfs_root,
+                 "Where the AMD and Intel backends read sysfs (default: /sys; with --simulate only "
+                 "this root is read)")
+      ->envname("GPULSE_SYSFS_ROOT");
 }
 
 std::string FormatValue(const FieldSpec& field, const std::optional<double>& value) {

@@ -20,7 +20,11 @@ struct MigInstance {
 };
 
 struct DeviceInfo {
-  unsigned index = 0;  // the backend's physical index (NVML index)
+  unsigned index = 0;  // the backend's physical index (NVML index; the DRM card number on sysfs)
+  // Who made it and which backend reads it: "NVIDIA"/"nvml", "AMD"/"amdgpu", "Intel"/"i915" or
+  // "Intel"/"xe". Empty vendor means NVIDIA (older callers).
+  std::string vendor;
+  std::string backend;
   std::string name;
   std::string uuid;
   std::string pci_bus_id;  // "00000000:17:00.0"

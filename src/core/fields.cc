@@ -30,43 +30,63 @@ constexpr FieldSpec Prof(FieldId id, std::string_view name, std::string_view ali
                    gpm, scale, per_instance};
 }
 
+// A row the sysfs backends read too: how amdgpu and i915/xe give it (SysfsSourceText).
+using S = SysfsSource;
+constexpr FieldSpec Sysfs(FieldSpec field, SysfsSource amdgpu, SysfsSource intel) {
+  field.amdgpu = amdgpu;
+  field.intel = intel;
+  return field;
+}
+
 // Ordered by id. Help texts follow dcgm-exporter's default counters file where it has the field.
 constexpr std::array kFields = {
     FieldSpec{84, "DCGM_FI_DEV_INFOROM_CONFIG_VALID", "", "IFVLD", kNone, G, I,
               "Whether the InfoROM configuration is valid (1) or corrupt (0).", kInforomValid},
-    FieldSpec{100, "DCGM_FI_DEV_SM_CLOCK", "", "SMCLK", kMHz, G, I, "SM clock frequency (in MHz).",
-              kSmClock},
-    FieldSpec{101, "DCGM_FI_DEV_MEM_CLOCK", "", "MMCLK", kMHz, G, I,
-              "Memory clock frequency (in MHz).", kMemClock},
+    Sysfs(FieldSpec{100, "DCGM_FI_DEV_SM_CLOCK", "", "SMCLK", kMHz, G, I,
+                    "SM clock frequency (in MHz).", kSmClock},
+          S::kClockGfx, S::kClockGfx),
+    Sysfs(FieldSpec{101, "DCGM_FI_DEV_MEM_CLOCK", "", "MMCLK", kMHz, G, I,
+                    "Memory clock frequency (in MHz).", kMemClock},
+          S::kClockMemory, S::kNotRead),
     FieldSpec{112, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
               "DVCCTR", kBitmask, G, B, "Current clock event (throttle) reasons bitmask.",
               kClocksEventReasons},
-    FieldSpec{140, "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_MEMORY_TEMP_CELSIUS", "MMTMP", kCelsius,
-              G, I, "Memory temperature (in C).", kMemoryTemperature},
-    FieldSpec{150, "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_TEMP_CELSIUS", "TMPTR", kCelsius, G, I,
-              "GPU temperature (in C).", kGpuTemperature},
-    FieldSpec{155, "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_BOARD_POWER_WATTS", "POWER", kWatts, G,
-              D, "Power draw (in W).", kPowerUsage},
-    FieldSpec{156, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "", "TOTEC", kMilliJoules, C, I,
-              "Total energy consumption since the driver was loaded (in mJ).", kTotalEnergy},
-    FieldSpec{157, "DCGM_FI_DEV_POWER_USAGE_INSTANT", "DCGM_FI_DEV_BOARD_POWER_RAW_WATTS",
-              "POWINST", kWatts, G, D, "Instantaneous power draw (in W).", kPowerInstant},
-    FieldSpec{164, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "", "EPLMT", kWatts, G, D,
-              "Enforced power limit (in W).", kEnforcedPowerLimit},
+    Sysfs(FieldSpec{140, "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_MEMORY_TEMP_CELSIUS", "MMTMP",
+                    kCelsius, G, I, "Memory temperature (in C).", kMemoryTemperature},
+          S::kTempMemory, S::kTempMemory),
+    Sysfs(FieldSpec{150, "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_TEMP_CELSIUS", "TMPTR", kCelsius,
+                    G, I, "GPU temperature (in C).", kGpuTemperature},
+          S::kTempGpu, S::kTempGpu),
+    Sysfs(FieldSpec{155, "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_BOARD_POWER_WATTS", "POWER",
+                    kWatts, G, D, "Power draw (in W).", kPowerUsage},
+          S::kPower, S::kPower),
+    Sysfs(FieldSpec{156, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "", "TOTEC", kMilliJoules, C, I,
+                    "Total energy consumption since the driver was loaded (in mJ).", kTotalEnergy},
+          S::kEnergy, S::kEnergy),
+    Sysfs(FieldSpec{157, "DCGM_FI_DEV_POWER_USAGE_INSTANT", "DCGM_FI_DEV_BOARD_POWER_RAW_WATTS",
+                    "POWINST", kWatts, G, D, "Instantaneous power draw (in W).", kPowerInstant},
+          S::kPowerInstant, S::kNotRead),
+    Sysfs(FieldSpec{164, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "", "EPLMT", kWatts, G, D,
+                    "Enforced power limit (in W).", kEnforcedPowerLimit},
+          S::kPowerCap, S::kPowerCap),
     FieldSpec{190, "DCGM_FI_DEV_PSTATE", "", "PSTAT", kPState, G, I,
               "Performance state (P-state) 0-15, 0 is the highest.", kPstate},
-    FieldSpec{191, "DCGM_FI_DEV_FAN_SPEED", "", "FANSP", kPercent, G, I, "Fan speed (in %).",
-              kFanSpeed},
+    Sysfs(FieldSpec{191, "DCGM_FI_DEV_FAN_SPEED", "", "FANSP", kPercent, G, I, "Fan speed (in %).",
+                    kFanSpeed},
+          S::kFanPercent, S::kNotRead),
     FieldSpec{200, "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "", "TXTPT", kKBPerSecond, G, I,
               "PCIe transmit throughput (in KB/s).", kPcieTxThroughput},
     FieldSpec{201, "DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "", "RXTPT", kKBPerSecond, G, I,
               "PCIe receive throughput (in KB/s).", kPcieRxThroughput},
-    FieldSpec{202, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_PCIE_REPLAY_TOTAL", "RPCTR",
-              kCount, C, I, "Total number of PCIe retries.", kPcieReplay},
-    FieldSpec{203, "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO", "GPUTL", kPercent, G, I,
-              "GPU utilization (in %).", kUtilizationGpu},
-    FieldSpec{204, "DCGM_FI_DEV_MEM_COPY_UTIL", "", "MCUTL", kPercent, G, I,
-              "Memory utilization (in %).", kUtilizationMemory},
+    Sysfs(FieldSpec{202, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_PCIE_REPLAY_TOTAL",
+                    "RPCTR", kCount, C, I, "Total number of PCIe retries.", kPcieReplay},
+          S::kPcieReplay, S::kNotRead),
+    Sysfs(FieldSpec{203, "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO", "GPUTL", kPercent, G,
+                    I, "GPU utilization (in %).", kUtilizationGpu},
+          S::kBusyPercent, S::kBusyPercent),
+    Sysfs(FieldSpec{204, "DCGM_FI_DEV_MEM_COPY_UTIL", "", "MCUTL", kPercent, G, I,
+                    "Memory utilization (in %).", kUtilizationMemory},
+          S::kMemBusyPercent, S::kNotRead),
     FieldSpec{206, "DCGM_FI_DEV_ENC_UTIL", "", "ECUTL", kPercent, G, I,
               "Encoder utilization (in %).", kEncoderUtilization},
     FieldSpec{207, "DCGM_FI_DEV_DEC_UTIL", "", "DCUTL", kPercent, G, I,
@@ -85,12 +105,15 @@ constexpr std::array kFields = {
               "Throttling duration due to low utilization (in ns).", kViolationLowUtil},
     FieldSpec{245, "DCGM_FI_DEV_RELIABILITY_VIOLATION", "", "RVIOL", kNanoseconds, C, I,
               "Throttling duration due to reliability constraints (in ns).", kViolationReliability},
-    FieldSpec{250, "DCGM_FI_DEV_FB_TOTAL", "", "FBTTL", kMiB, G, I,
-              "Framebuffer memory total (in MiB).", kMemoryTotal},
-    FieldSpec{251, "DCGM_FI_DEV_FB_FREE", "", "FBFRE", kMiB, G, I,
-              "Framebuffer memory free (in MiB).", kMemoryFree},
-    FieldSpec{252, "DCGM_FI_DEV_FB_USED", "", "FBUSD", kMiB, G, I,
-              "Framebuffer memory used (in MiB).", kMemoryUsed},
+    Sysfs(FieldSpec{250, "DCGM_FI_DEV_FB_TOTAL", "", "FBTTL", kMiB, G, I,
+                    "Framebuffer memory total (in MiB).", kMemoryTotal},
+          S::kVramTotal, S::kVramTotal),
+    Sysfs(FieldSpec{251, "DCGM_FI_DEV_FB_FREE", "", "FBFRE", kMiB, G, I,
+                    "Framebuffer memory free (in MiB).", kMemoryFree},
+          S::kVramFree, S::kNotRead),
+    Sysfs(FieldSpec{252, "DCGM_FI_DEV_FB_USED", "", "FBUSD", kMiB, G, I,
+                    "Framebuffer memory used (in MiB).", kMemoryUsed},
+          S::kVramUsed, S::kNotRead),
     FieldSpec{253, "DCGM_FI_DEV_FB_RESERVED", "", "FBRSV", kMiB, G, I,
               "Framebuffer memory reserved (in MiB).", kMemoryReserved},
     FieldSpec{310, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "", "ESVTL", kCount, C, I,
@@ -499,6 +522,53 @@ const SelfMetricSpec& SelfMetricAt(SelfMetric metric) {
     if (m.id == metric) return m;
   }
   return kSelfMetrics.front();  // unreachable: every enumerator has a row (tested)
+}
+
+SysfsSource SourceFor(const FieldSpec& field, SysfsVendor vendor) {
+  return vendor == SysfsVendor::kAmdgpu ? field.amdgpu : field.intel;
+}
+
+std::string_view SysfsSourceText(SysfsVendor vendor, SysfsSource source) {
+  const bool amd = vendor == SysfsVendor::kAmdgpu;
+  switch (source) {
+    case S::kNotRead:
+      return amd ? "not exposed by amdgpu" : "not exposed by i915/xe";
+    case S::kBusyPercent:
+      return amd ? "gpu_busy_percent"
+                 : "fdinfo drm-engine-* busy time of all clients, busiest engine";
+    case S::kMemBusyPercent:
+      return amd ? "mem_busy_percent" : "not exposed by i915/xe";
+    case S::kVramTotal:
+      return amd ? "mem_info_vram_total (bytes)" : "xe tile*/physical_vram_size_bytes";
+    case S::kVramUsed:
+      return amd ? "mem_info_vram_used (bytes)" : "not exposed by i915/xe";
+    case S::kVramFree:
+      return amd ? "mem_info_vram_total - mem_info_vram_used" : "not exposed by i915/xe";
+    case S::kPower:
+      return amd ? "hwmon power1_average, else power1_input (uW)"
+                 : "hwmon energy1_input rate (uJ/s)";
+    case S::kPowerInstant:
+      return amd ? "hwmon power1_input (uW), where power1_average also exists"
+                 : "not exposed by i915/xe";
+    case S::kEnergy:
+      return amd ? "gpu_metrics energy_accumulator (15.259 uJ units)" : "hwmon energy1_input (uJ)";
+    case S::kPowerCap:
+      return amd ? "hwmon power1_cap (uW)" : "hwmon power1_max (uW)";
+    case S::kTempGpu:
+      return amd ? "hwmon temp labelled edge, else junction (m°C)"
+                 : "hwmon temp labelled pkg, else gt (m°C)";
+    case S::kTempMemory:
+      return amd ? "hwmon temp labelled mem (m°C)" : "xe hwmon temp labelled vram (m°C)";
+    case S::kClockGfx:
+      return amd ? "hwmon freq1_input, sclk (Hz)" : "i915 gt_act_freq_mhz, xe freq0/act_freq";
+    case S::kClockMemory:
+      return amd ? "hwmon freq2_input, mclk (Hz)" : "not exposed by i915/xe";
+    case S::kFanPercent:
+      return amd ? "hwmon pwm1 / 255" : "not exposed by i915/xe";
+    case S::kPcieReplay:
+      return amd ? "pcie_replay_count" : "not exposed by i915/xe";
+  }
+  return "";
 }
 
 std::string_view UnitSymbol(Unit unit) {

@@ -94,6 +94,36 @@ enum class NvmlSource {
 };
 constexpr unsigned kNvmlSourceCount = static_cast<unsigned>(NvmlSource::kSourceCount);
 
+// How the sysfs backends (amdgpu; i915 and xe) read a field: one enum for both vendors, because
+// the kernel's hwmon ABI is shared. Each row of the catalogue names its source per vendor;
+// kNotRead means that vendor's driver does not expose the reading, so the field is absent
+// (unsupported) on its devices, never 0. SysfsSourceText says in words how each is read.
+enum class SysfsSource {
+  kNotRead,
+  kBusyPercent,     // amdgpu gpu_busy_percent; i915/xe: the clients' fdinfo engine busy time
+  kMemBusyPercent,  // amdgpu mem_busy_percent
+  kVramTotal,       // amdgpu mem_info_vram_total; xe: the tiles' VRAM size
+  kVramUsed,        // amdgpu mem_info_vram_used
+  kVramFree,        // total - used
+  kPower,           // amdgpu hwmon power1_average, else power1_input; i915/xe: energy1_input rate
+  kPowerInstant,    // hwmon power1_input (only when power1_average also exists)
+  kEnergy,          // amdgpu gpu_metrics energy_accumulator; i915/xe hwmon energy1_input
+  kPowerCap,        // amdgpu hwmon power1_cap; i915/xe hwmon power1_max
+  kTempGpu,         // amdgpu hwmon temp "edge", else "junction"; i915/xe the package/GT sensor
+  kTempMemory,      // amdgpu hwmon temp "mem"; xe the "vram" sensor
+  kClockGfx,        // amdgpu hwmon freq1_input (sclk); i915 gt_act_freq_mhz; xe freq0/act_freq
+  kClockMemory,     // amdgpu hwmon freq2_input (mclk)
+  kFanPercent,      // hwmon pwm1 over 255
+  kPcieReplay,      // amdgpu pcie_replay_count
+};
+
+// The sysfs vendors the catalogue has a column for.
+enum class SysfsVendor { kAmdgpu, kIntel };
+
+// How `vendor` reads a field with `source`, in words ("hwmon power1_average (µW)"), or why it is
+// not read ("not exposed by amdgpu").
+std::string_view SysfsSourceText(SysfsVendor vendor, SysfsSource source);
+
 using FieldId = int;  // the DCGM numeric id, e.g. 155
 
 struct FieldSpec {
@@ -111,7 +141,13 @@ struct FieldSpec {
   // Lowest entity that has the reading. kGpm ratios exist per MIG instance (DCGM's "CI"/"GI"
   // level); PCIe and NVLink rates are the GPU's only.
   bool per_instance = false;
+  // How the sysfs backends read it (kNotRead: not exposed by that vendor's driver).
+  SysfsSource amdgpu = SysfsSource::kNotRead;
+  SysfsSource intel = SysfsSource::kNotRead;
 };
+
+// The field's sysfs source for one vendor.
+SysfsSource SourceFor(const FieldSpec& field, SysfsVendor vendor);
 
 // Whether NVML gives the reading per MIG GPU instance: memory (through the instance's handle) and
 // the GPM activity ratios (through the parent's instance sample). Every other reading exists for

@@ -105,6 +105,9 @@ struct BackendOptions {
   // Where the driver's own GPU listing is read (the identity of GPUs NVML cannot open):
   // $GPULSE_PROCFS_ROOT, else /proc for real GPUs; with --simulate only $GPULSE_PROCFS_ROOT.
   std::string procfs_root;
+  // Where the sysfs backends (amdgpu, i915/xe) look for /sys: --sysfs-root / $GPULSE_SYSFS_ROOT,
+  // else "/sys". Their per-process readings (fdinfo) use procfs_root, else /proc.
+  std::string sysfs_root;
 };
 
 }  // namespace gpulse::gpu
