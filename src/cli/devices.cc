@@ -40,6 +40,9 @@ nlohmann::json ToJson(const DeviceInfo& d) {
   nlohmann::json mig = nlohmann::json::array();
   for (const auto& m : d.mig_instances) mig.push_back(ToJson(m));
   return {{"index", d.index},
+          {"vendor", VendorOf(d)},
+          {"backend", d.backend.empty() ? "nvml" : d.backend},
+          {"backend_index", OrNull(d.backend_index)},
           {"name", d.name},
           {"uuid", d.uuid},
           {"pci_bus_id", d.pci_bus_id},
@@ -64,6 +67,7 @@ nlohmann::json ToJson(const SystemInfo* info, const std::string& error) {
   j["nvml_version"] = info ? OrNull(info->library_version) : nullptr;
   j["devices"] = nlohmann::json::array();
   j["skipped"] = nlohmann::json::array();
+  j["backend_errors"] = info ? nlohmann::json(info->backend_errors) : nlohmann::json::array();
   if (info != nullptr) {
     for (const auto& d : info->devices) j["devices"].push_back(ToJson(d));
     for (const auto& s : info->skipped) {
@@ -93,10 +97,15 @@ void PrintText(const SystemInfo& info) {
   }
   fmt::print("Driver {}, NVML {}\n", info.driver_version.value_or("N/A"),
              info.library_version.value_or("N/A"));
+  for (const auto& e : info.backend_errors) fmt::print("Backend not read: {}\n", e);
   for (const auto& d : info.devices) {
     std::string mig = !d.mig_enabled ? "MIG N/A" : (*d.mig_enabled ? "MIG on" : "MIG off");
-    fmt::print("GPU {}: {} (UUID: {}, PCI: {}, {}, {})\n", d.index, d.name, d.uuid, d.pci_bus_id,
-               MemoryText(d.memory_total_bytes), mig);
+    // Only another vendor's GPU says which backend reads it (NVIDIA-only output is unchanged).
+    std::string via = VendorOf(d) == "nvidia" && !d.backend_index
+                          ? ""
+                          : fmt::format(" [{} {}]", d.backend, DeviceNode(d));
+    fmt::print("GPU {}: {}{} (UUID: {}, PCI: {}, {}, {})\n", d.index, d.name, via, d.uuid,
+               d.pci_bus_id, MemoryText(d.memory_total_bytes), mig);
     if (!d.profiling)
       fmt::print("  profiling fields: unsupported ({})\n", d.profiling_unsupported_reason);
     for (const auto& m : d.mig_instances) {
@@ -151,8 +160,14 @@ Subcommand SetupDevices(CLI::App& parent) {
                 "docs/schema/visible-devices.schema.json)");
   CLI::Option* visible = app->add_flag(
       "--visible", opts->visible.visible,
-      "Show each CUDA runtime ordinal of an environment and the physical GPU behind it "
-      "(CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER; docs/identity.md)");
+      "Show each runtime ordinal of an environment and the physical GPU behind it "
+      "(CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER; HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, "
+      "GPU_DEVICE_ORDINAL; ZE_AFFINITY_MASK, ONEAPI_DEVICE_SELECTOR; docs/identity.md)");
+  app->add_option("--runtime", opts->visible.runtime,
+                  "With --visible: whose numbering (default: cuda on a host with NVIDIA GPUs, "
+                  "else hip for AMD, else level_zero for Intel)")
+      ->check(CLI::IsMember({"cuda", "hip", "opencl", "level_zero"}))
+      ->needs(visible);
   app->add_option("--env-from", opts->visible.env_from,
                   "With --visible: read the environment of process PID (/proc/PID/environ) "
                   "instead of this one")

@@ -18,6 +18,7 @@
 #include "gpu/registry.h"
 #include "identity/cuda_visible.h"
 #include "identity/environment.h"
+#include "identity/runtime_mapping.h"
 #include "identity/runtime_scope.h"
 #include "report/derive.h"
 #include "report/journal.h"
@@ -178,31 +179,63 @@ void AddGpu(const std::vector<Entity>& entities, unsigned gpu, const std::option
   }
 }
 
-// The entities CMD's CUDA runtime will see (it inherits our environment): the physical GPUs, or MIG
-// instances with their parent GPU, behind its ordinals when CUDA_VISIBLE_DEVICES resolves exactly;
-// every entity, skipped and lost GPUs included, with the reason, when it does not (a refusal is
-// never turned into a guess). Fills run.info.
-std::vector<Entity> WorkloadEntities(const SystemInfo& info, report::RunInfo& run) {
-  std::vector<Entity> all = BuildEntities(info);
-  auto env = identity::Environment::FromEntries(sys::CurrentEnvironment());
-  auto mask = env.Get("CUDA_VISIBLE_DEVICES");
-  if (mask) run.cuda_visible_devices = std::string(*mask);
-  if (!mask && !env.Get("CUDA_DEVICE_ORDER")) return all;
-  identity::Mapping m = identity::ResolveCuda(env, info, identity::HostScope(info));
-  if (m.refusal) {
-    run.device_selection = "all: CUDA_VISIBLE_DEVICES cannot be resolved exactly (" + m.refusal->reason + ")";
-    return all;
-  }
+// What one runtime's masks select of its vendor's entities: positions in `all`, and the words for
+// the run report. Every entity of the vendor when its masks are unset or cannot be resolved exactly
+// (a refusal is never turned into a guess).
+struct Selection {
   std::vector<std::size_t> keep;
+  std::string words;  // "" when the masks are unset
+};
+
+Selection SelectFor(identity::Runtime runtime, const identity::Environment& env,
+                    const SystemInfo& info, const std::vector<Entity>& all) {
+  Selection out;
+  const auto vendor = identity::RuntimeVendor(runtime);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].vendor == vendor) out.keep.push_back(i);
+  }
+  const bool cuda = runtime == identity::Runtime::kCuda;
+  const bool masked = cuda ? env.Get("CUDA_VISIBLE_DEVICES") || env.Get("CUDA_DEVICE_ORDER")
+                           : identity::RuntimeMasked(runtime, env);
+  if (out.keep.empty() || !masked) return out;
+  const std::string masks = cuda ? "CUDA_VISIBLE_DEVICES"
+                                 : fmt::format("the {} masks", identity::RuntimeName(runtime));
+  identity::Mapping m = identity::ResolveRuntime(runtime, env, info, identity::HostScope(info));
+  if (m.refusal) {
+    out.words = fmt::format("all: {} cannot be resolved exactly ({})", masks, m.refusal->reason);
+    return out;
+  }
+  out.keep.clear();
   std::string listed;
   for (const identity::PhysicalDevice& d : m.ordinals) {
-    AddGpu(all, d.index, d.mig, keep);
+    AddGpu(all, d.index, d.mig, out.keep);
     std::string item = std::to_string(d.index);
     if (d.mig) item += fmt::format(" (MIG {} GI {} CI {})", d.mig->profile, d.mig->gpu_instance_id, d.mig->compute_instance_id);
     listed += (listed.empty() ? "" : ", ") + item;
   }
-  run.device_selection = keep.empty() ? "visible: none (CUDA_VISIBLE_DEVICES hides every GPU)"
-                                      : "visible: physical GPU " + listed;
+  out.words = out.keep.empty() ? fmt::format("visible: none ({} {} every GPU)", masks, cuda ? "hides" : "hide")
+                               : "visible: physical GPU " + listed;
+  return out;
+}
+
+// The entities CMD's runtimes will see (it inherits our environment): for each vendor, the GPUs
+// (or MIG instances with their parent GPU) behind its runtime's ordinals when its masks resolve
+// exactly (CUDA for NVIDIA, HIP for AMD, Level Zero for Intel); every entity of that vendor,
+// skipped and lost GPUs included, with the reason, when they are unset or do not resolve. Fills
+// run.info.
+std::vector<Entity> WorkloadEntities(const SystemInfo& info, report::RunInfo& run) {
+  std::vector<Entity> all = BuildEntities(info);
+  auto env = identity::Environment::FromEntries(sys::CurrentEnvironment());
+  if (auto mask = env.Get("CUDA_VISIBLE_DEVICES")) run.cuda_visible_devices = std::string(*mask);
+  std::vector<std::size_t> keep;
+  std::vector<std::string> words;
+  for (auto runtime : {identity::Runtime::kCuda, identity::Runtime::kHip, identity::Runtime::kLevelZero}) {
+    Selection s = SelectFor(runtime, env, info, all);
+    keep.insert(keep.end(), s.keep.begin(), s.keep.end());
+    if (!s.words.empty()) words.push_back(std::move(s.words));
+  }
+  if (words.empty()) return all;  // SubsetEntities keeps the first of a repeated position
+  run.device_selection = fmt::format("{}", fmt::join(words, "; "));
   return SubsetEntities(all, keep);
 }
 

@@ -10,6 +10,7 @@
 #include "identity/cgroup.h"
 #include "identity/cuda_visible.h"
 #include "identity/environment.h"
+#include "identity/runtime_mapping.h"
 #include "identity/runtime_scope.h"
 #include "sys/procfs.h"
 
@@ -20,9 +21,6 @@ using identity::Mapping;
 using identity::Refusal;
 using identity::RuntimeScope;
 using Json = nlohmann::json;
-
-constexpr const char* kVars[] = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
-                                 "NVIDIA_VISIBLE_DEVICES"};
 
 // Whose environment is read, and the GPUs its runtime can open.
 struct Source {
@@ -126,24 +124,25 @@ Json ToJson(const identity::PhysicalDevice& p, std::size_t ordinal) {
           {"pci_bus_id", p.pci_bus_id}, {"name", p.name},   {"mig", mig}};
 }
 
-Json EnvJson(const identity::Environment& env) {
+Json EnvJson(const identity::Environment& env, identity::Runtime runtime) {
   Json j = Json::object();
-  for (const char* var : kVars) {
+  for (const char* var : identity::RuntimeVariables(runtime)) {
     auto v = env.Get(var);
     j[var] = v ? Json(std::string(*v)) : Json(nullptr);
   }
   return j;
 }
 
-Json Document(const SystemInfo* info, const Source* s, const Mapping* m, const std::string& error) {
+Json Document(const SystemInfo* info, const Source* s, const Mapping* m, const std::string& error,
+              identity::Runtime runtime) {
   Json j;
   j["schema_version"] = 1;
-  j["runtime"] = "cuda";
+  j["runtime"] = identity::RuntimeName(runtime);
   j["simulated"] = info != nullptr && info->simulated;
   j["scenario"] = info != nullptr && info->simulated ? Json(info->scenario) : Json(nullptr);
   j["pid"] = s != nullptr && s->pid ? Json(*s->pid) : Json(nullptr);
   j["source"] = s != nullptr ? Json(s->description) : Json(nullptr);
-  j["environment"] = s != nullptr ? EnvJson(s->env) : Json(nullptr);
+  j["environment"] = s != nullptr ? EnvJson(s->env, runtime) : Json(nullptr);
   j["ordinals"] = Json::array();
   j["refusal"] = nullptr;
   j["notes"] = Json::array();
@@ -159,13 +158,25 @@ Json Document(const SystemInfo* info, const Source* s, const Mapping* m, const s
   return j;
 }
 
-void PrintText(const Source& s, const Mapping& m) {
-  fmt::print("CUDA device numbering for the environment of {}\n", s.description);
-  for (const char* var : kVars) {
+// "CUDA", "HIP", "OpenCL", "Level Zero": how the runtime names itself.
+std::string_view Title(identity::Runtime runtime) {
+  switch (runtime) {
+    case identity::Runtime::kCuda: return "CUDA";
+    case identity::Runtime::kHip: return "HIP";
+    case identity::Runtime::kOpenCl: return "OpenCL";
+    case identity::Runtime::kLevelZero: return "Level Zero";
+  }
+  return "CUDA";
+}
+
+void PrintText(const Source& s, const Mapping& m, identity::Runtime runtime) {
+  fmt::print("{} device numbering for the environment of {}\n", Title(runtime), s.description);
+  for (const char* var : identity::RuntimeVariables(runtime)) {
     auto v = s.env.Get(var);
     fmt::print("  {}{}\n", var, v ? fmt::format("=\"{}\"", *v) : std::string(" unset"));
   }
-  fmt::print("{:>4}  {:>3}  {:<14}  {:<40}  {:<16}  {}\n", "CUDA", "GPU", "MIG", "UUID",
+  fmt::print("{:>4}  {:>3}  {:<14}  {:<40}  {:<16}  {}\n",
+             runtime == identity::Runtime::kCuda ? "CUDA" : "DEV", "GPU", "MIG", "UUID",
              "PCI BUS ID", "NAME");
   for (std::size_t i = 0; i < m.ordinals.size(); ++i) {
     const auto& p = m.ordinals[i];
@@ -186,25 +197,56 @@ void PrintText(const Source& s, const Mapping& m) {
 
 }  // namespace
 
+// The runtime --runtime names, else the one of the host's first vendor.
+identity::Runtime ChosenRuntime(const SystemInfo* info, const VisibleOptions& o) {
+  if (auto r = identity::ParseRuntime(o.runtime)) return *r;
+  return info != nullptr ? identity::DefaultRuntime(*info) : identity::Runtime::kCuda;
+}
+
+// A process in another container sees the GPUs its container runtime gave it; gpulse knows that
+// set for NVIDIA's container runtime only.
+bool OtherContainer(const SystemInfo& info, const RuntimeScope& scope) {
+  return scope.positions != identity::HostScope(info).positions;
+}
+
 int RunVisible(const SystemInfo& info, const VisibleOptions& o, bool json) {
+  const identity::Runtime runtime = ChosenRuntime(&info, o);
   auto loaded = LoadSource(info, o);
   if (auto* f = std::get_if<Failure>(&loaded)) {
     fmt::print(stderr, "gpulse devices: {}\n", f->message);
-    if (json) fmt::print("{}\n", Document(&info, nullptr, nullptr, f->message).dump(2));
+    if (json) fmt::print("{}\n", Document(&info, nullptr, nullptr, f->message, runtime).dump(2));
     return f->exit_code;
   }
   const Source& s = std::get<Source>(loaded);
   Mapping m;
   if (const auto* refusal = std::get_if<Refusal>(&s.scope)) {
     m.refusal = *refusal;
+  } else if (runtime != identity::Runtime::kCuda &&
+             OtherContainer(info, std::get<RuntimeScope>(s.scope))) {
+    m.refusal = Refusal{fmt::format(
+        "{} runs in another container, and which {} GPUs its container was given is known only "
+        "for NVIDIA's container runtime",
+        s.description, identity::RuntimeVendor(runtime))};
   } else {
-    m = identity::ResolveCuda(s.env, info, std::get<RuntimeScope>(s.scope));
+    m = identity::ResolveRuntime(runtime, s.env, info, std::get<RuntimeScope>(s.scope));
+  }
+  if (o.runtime.empty() && runtime == identity::Runtime::kCuda &&
+      identity::DefaultRuntime(info) == identity::Runtime::kCuda) {
+    for (identity::Runtime other : {identity::Runtime::kHip, identity::Runtime::kLevelZero}) {
+      const auto vendor = identity::RuntimeVendor(other);
+      for (const DeviceInfo& d : info.devices) {
+        if (VendorOf(d) != vendor) continue;
+        m.notes.push_back(fmt::format("this host also has {} GPUs: --runtime {} numbers them",
+                                      vendor, identity::RuntimeName(other)));
+        break;
+      }
+    }
   }
   if (json) {
-    fmt::print("{}\n", Document(&info, &s, &m, "").dump(2));
+    fmt::print("{}\n", Document(&info, &s, &m, "", runtime).dump(2));
   } else {
     if (info.simulated) fmt::print("# simulated GPUs: scenario {}\n", info.scenario);
-    PrintText(s, m);
+    PrintText(s, m, runtime);
   }
   return m.refusal ? kExitFailure : kExitOk;
 }
@@ -212,7 +254,7 @@ int RunVisible(const SystemInfo& info, const VisibleOptions& o, bool json) {
 int RunVisibleWithoutBackend(const std::string& why, const VisibleOptions& o, bool json) {
   std::string message = "no GPU to map ordinals to: " + why;
   if (json) {
-    fmt::print("{}\n", Document(nullptr, nullptr, nullptr, message).dump(2));
+    fmt::print("{}\n", Document(nullptr, nullptr, nullptr, message, ChosenRuntime(nullptr, o)).dump(2));
   } else {
     fmt::print(stderr, "gpulse devices: {}\n", message);
   }

@@ -1,4 +1,5 @@
-// `gpulse devices --visible [--env-from PID]`: each CUDA runtime ordinal of an environment (this
+// `gpulse devices --visible [--env-from PID] [--runtime R]`: each runtime ordinal (CUDA's by
+// default; HIP's, OpenCL's or Level Zero's over AMD and Intel GPUs) of an environment (this
 // process's, or another process's exec-time environment from /proc/PID/environ) and the physical
 // GPU behind it, or the refusal and its reason (identity::ResolveCuda). Used by devices.cc.
 #pragma once
@@ -14,6 +15,7 @@ struct VisibleOptions {
   bool visible = false;
   std::optional<unsigned> env_from;  // --env-from PID
   std::string procfs_root;           // --procfs-root
+  std::string runtime;  // --runtime cuda|hip|opencl|level_zero; "" = the host's first vendor's
 };
 
 // Prints the mapping (text, or JSON per docs/schema/visible-devices.schema.json) for the devices in

@@ -21,23 +21,26 @@ struct MigInstance {
 
 struct DeviceInfo {
   unsigned index = 0;  // the backend's physical index (NVML index; the DRM card number on sysfs)
-  // Who made it and which backend reads it: "NVIDIA"/"nvml", "AMD"/"amdgpu", "Intel"/"i915" or
-  // "Intel"/"xe". Empty vendor means NVIDIA (older callers).
-  std::string vendor;
-  std::string backend;
   std::string name;
   std::string uuid;
-  std::string pci_bus_id;  // "00000000:17:00.0"
+  std::string pci_bus_id;                // "00000000:17:00.0"
   std::optional<unsigned> minor_number;  // /dev/nvidiaN
   std::optional<std::uint64_t> memory_total_bytes;
-  std::optional<double> power_limit_watts;  // enforced limit at open
-  std::optional<unsigned> max_sm_clock_mhz;      // nvmlDeviceGetMaxClockInfo, at open
+  std::optional<double> power_limit_watts;   // enforced limit at open
+  std::optional<unsigned> max_sm_clock_mhz;  // nvmlDeviceGetMaxClockInfo, at open
   std::optional<unsigned> max_memory_clock_mhz;
   std::optional<bool> mig_enabled;
   std::vector<MigInstance> mig_instances;
   // Whether the profiling fields (NVML GPM) can be read, and why not when they cannot.
   bool profiling = false;
   std::string profiling_unsupported_reason;
+  // Who made it and which backend reads it: "nvidia"/"nvml", "amd"/"amdgpu", "intel"/"i915" or
+  // "intel"/"xe" (the vendor compared case-insensitively). Empty vendor means NVIDIA.
+  std::string vendor;
+  std::string backend;
+  // On a host read by several backends, `index` is gpulse's number (PCI bus order over every
+  // vendor, docs/vendors.md) and this is the vendor's own (NVML index, DRM card number).
+  std::optional<unsigned> backend_index;
 };
 
 // A device the backend counted but cannot read (e.g. NVML_ERROR_NO_PERMISSION on its index, or a
@@ -51,6 +54,7 @@ struct SkippedDevice {
   std::string uuid;
   std::string pci_bus_id;
   std::string identity_source;  // "nvml", "procfs" or "" (unknown)
+  std::optional<unsigned> backend_index;  // as in DeviceInfo
 };
 
 struct SystemInfo {
@@ -62,7 +66,16 @@ struct SystemInfo {
   std::string scenario;  // simulator scenario name when simulated
   std::vector<DeviceInfo> devices;
   std::vector<SkippedDevice> skipped;
+  // Backends that found GPUs but failed to open, each "name: reason" (the others are read).
+  std::vector<std::string> backend_errors;
 };
+
+// The vendor of a device in lower case: "nvidia" when the backend did not say.
+std::string VendorOf(const DeviceInfo& device);
+
+// The device's node as its driver names it: "nvidia3" (/dev/nvidia3, by the vendor's index, as
+// dcgm-exporter's `device` label), "card1" (/dev/dri/card1) for the DRM drivers.
+std::string DeviceNode(const DeviceInfo& device);
 
 // One process using a GPU, as the driver lists it (nvidia-smi pmon's view). PIDs are in the
 // driver's (the host's) PID namespace. Every reading is optional: absent means the driver did not

@@ -1,13 +1,29 @@
 #include "core/entity.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 namespace gpulse {
+
+std::string VendorOf(const DeviceInfo& device) {
+  if (device.vendor.empty()) return "nvidia";
+  std::string v = device.vendor;
+  std::transform(v.begin(), v.end(), v.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return v;
+}
+
+std::string DeviceNode(const DeviceInfo& device) {
+  const unsigned own = device.backend_index.value_or(device.index);
+  return (VendorOf(device) == "nvidia" ? "nvidia" : "card") + std::to_string(own);
+}
+
 namespace {
 
 Entity GpuEntity(const DeviceInfo& d, std::size_t pos) {
   Entity e;
+  e.vendor = VendorOf(d);
   e.gpu = d.index;
   e.name = d.name;
   e.uuid = d.uuid;

@@ -121,7 +121,7 @@ LabelList DeviceLabels(const SystemInfo& info, const DeviceInfo& d, const MigIns
   LabelList l = {{"gpu", std::to_string(d.index)},
                  {options.use_old_namespace ? "uuid" : "UUID", d.uuid},
                  {"pci_bus_id", d.pci_bus_id},
-                 {"device", "nvidia" + std::to_string(d.index)},
+                 {"device", DeviceNode(d)},
                  {"modelName", options.replace_blanks_in_model_name ? ReplaceBlanks(d.name) : d.name}};
   if (mig != nullptr) {
     l.emplace_back("GPU_I_PROFILE", mig->profile);

@@ -1,7 +1,12 @@
 #include "gpu/registry.h"
 
-#include <array>
+#include <fmt/format.h>
 
+#include <array>
+#include <cstdio>
+#include <optional>
+
+#include "gpu/composite_backend.h"
 #include "gpu/nvml/nvml_backend.h"
 
 namespace gpulse::gpu {
@@ -9,20 +14,62 @@ namespace {
 constexpr std::array kBackends = {
     BackendEntry{"nvml", &nvml::OpenNvmlBackend},
 };
+
+// Opens one entry, turning an exception into an error.
+Result<std::unique_ptr<Backend>> OpenOne(const BackendEntry& entry, const BackendOptions& options) {
+  try {
+    return entry.open(options);
+  } catch (const std::exception& e) {
+    return Error{ErrorCode::kInternal,
+                 fmt::format("{} threw while opening: {}", entry.name, e.what())};
+  } catch (...) {
+    return Error{ErrorCode::kInternal, fmt::format("{} threw while opening", entry.name)};
+  }
+}
+
+bool IsConfigurationMistake(const Error& e) {
+  return e.code == ErrorCode::kInvalidArgument || e.code == ErrorCode::kNotFound;
+}
+
 }  // namespace
 
 std::span<const BackendEntry> Backends() { return kBackends; }
 
-Result<std::unique_ptr<Backend>> OpenBackend(const BackendOptions& options) {
-  std::string why;
-  for (const BackendEntry& entry : kBackends) {
-    auto backend = entry.open(options);
-    if (backend.ok()) return std::move(backend).value();
-    if (backend.error().code != ErrorCode::kUnavailable) return backend.error();
-    if (!why.empty()) why += "; ";
-    why += backend.error().message;
+Result<std::unique_ptr<Backend>> OpenBackends(const BackendOptions& options,
+                                              std::span<const BackendEntry> entries) {
+  std::vector<NamedBackend> found;
+  std::vector<std::string> unavailable;
+  std::vector<Error> failed;  // with the backend's name in front
+  for (const BackendEntry& entry : entries) {
+    auto backend = OpenOne(entry, options);
+    if (backend.ok()) {
+      found.push_back({entry.name, std::move(backend).value()});
+    } else if (backend.error().code == ErrorCode::kUnavailable) {
+      unavailable.push_back(backend.error().message);
+    } else {
+      failed.push_back(backend.error());
+    }
   }
-  return Unavailable(why);
+  // A configuration mistake is the user's to fix: never read past it.
+  for (const Error& e : failed) {
+    if (IsConfigurationMistake(e)) return e;
+  }
+  if (found.empty()) {
+    if (!failed.empty()) return failed.front();
+    return Unavailable(fmt::format("{}", fmt::join(unavailable, "; ")));
+  }
+  for (const Error& e : failed) {
+    fmt::print(stderr, "gpulse: warning: a GPU backend failed to open, reading the others: {}\n",
+               e.message);
+  }
+  if (found.size() == 1 && failed.empty()) return std::move(found.front().backend);
+  std::vector<std::string> errors;
+  for (const Error& e : failed) errors.push_back(e.message);
+  return MakeCompositeBackend(std::move(found), kMemberCallDeadline, std::move(errors));
+}
+
+Result<std::unique_ptr<Backend>> OpenBackend(const BackendOptions& options) {
+  return OpenBackends(options, kBackends);
 }
 
 }  // namespace gpulse::gpu

@@ -116,6 +116,8 @@ Result<Enumeration> EnumerateDevices(const NvmlApi& api) {
     }
     DeviceInfo d;
     d.index = index;
+    d.vendor = "nvidia";
+    d.backend = "nvml";
     nvmlReturn_t name_rc = NVML_SUCCESS, uuid_rc = NVML_SUCCESS;
     auto name = DeviceString(api.DeviceGetName, dev, &name_rc);
     auto uuid = DeviceString(api.DeviceGetUUID, dev, &uuid_rc);
