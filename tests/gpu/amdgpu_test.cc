@@ -2,8 +2,6 @@
 // make_fixtures.py, whose values the expectations below restate): identity, every readable field,
 // unsupported fields absent rather than 0, live changes between reads, missing and failing files,
 // malformed gpu_metrics tables, and processes from DRM fdinfo.
-#include "gpu/amdgpu/amdgpu_backend.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -16,6 +14,7 @@
 #include <vector>
 
 #include "core/fields.h"
+#include "gpu/amdgpu/amdgpu_backend.h"
 #include "identity/temp_tree.h"
 
 namespace gpulse::gpu::amdgpu {
@@ -48,7 +47,8 @@ FieldIndex F(FieldId id) { return *IndexOf(id); }
 class TreeCopy {
  public:
   explicit TreeCopy(const std::string& fixture) {
-    fs::copy(Fixture(fixture), root(), fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    fs::copy(Fixture(fixture), root(),
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   }
   std::string root() const { return tmp_.root() + "/sys"; }
   std::string device() const { return root() + "/class/drm/card0/device"; }
@@ -137,13 +137,13 @@ TEST(AmdgpuBackend, Mi300xReadsEveryExposedFieldAndNothingElse) {
                        {252, 73014444032 / kMiB},                   // used
                        {251, (205822885888 - 73014444032) / kMiB},  // free
                        {155, 548},  // power1_input: MI300 has no power1_average
-                       {156, 123456789012 * 1000.0 / 65536},        // gpu_metrics 1.5
-                       {164, 750},                                  // power1_cap
-                       {150, 62},   // no edge sensor: junction
-                       {140, 55},   // mem
-                       {100, 1400},  // freq1_input (sclk)
-                       {101, 1300},  // freq2_input (mclk)
-                       {202, 0},     // pcie_replay_count: a real 0
+                       {156, 123456789012 * 1000.0 / 65536},  // gpu_metrics 1.5
+                       {164, 750},                            // power1_cap
+                       {150, 62},                             // no edge sensor: junction
+                       {140, 55},                             // mem
+                       {100, 1400},                           // freq1_input (sclk)
+                       {101, 1300},                           // freq2_input (mclk)
+                       {202, 0},                              // pcie_replay_count: a real 0
                    });
   // 157 (instantaneous power) would repeat power1_input; 191 (fan): MI300X has no pwm1.
 }
@@ -157,7 +157,7 @@ TEST(AmdgpuBackend, Rx7900ReadsEveryExposedFieldAndNothingElse) {
                        {250, 25753026560 / kMiB},
                        {252, 3221225472 / kMiB},
                        {251, (25753026560 - 3221225472) / kMiB},
-                       {155, 187},  // power1_average
+                       {155, 187},                         // power1_average
                        {156, 987654321 * 1000.0 / 65536},  // gpu_metrics 1.3
                        {164, 327},
                        {150, 51},  // edge
@@ -212,7 +212,7 @@ TEST(AmdgpuBackend, MissingFilesAreUnsupportedNotZero) {
   fs::remove(t.device() + "/gpu_busy_percent");
   fs::remove(t.device() + "/gpu_metrics");
   fs::remove(t.hwmon() + "/power1_average");  // and there is no power1_input
-  fs::remove(t.hwmon() + "/temp1_input");      // edge gone: the junction stands in
+  fs::remove(t.hwmon() + "/temp1_input");     // edge gone: the junction stands in
   fs::remove(t.hwmon() + "/temp1_label");
   auto b = OpenOrDie(t.root());
   const std::vector<FieldIndex> f = {F(203), F(156), F(155), F(157), F(150)};
@@ -362,10 +362,13 @@ class ProcTree {
 
 std::string NewFormat(const std::string& pdev, unsigned client, const std::string& vram,
                       std::uint64_t gfx_ns, std::uint64_t compute_ns = 0) {
-  std::string s = "pos:\t0\nflags:\t02100002\nmnt_id:\t25\nino:\t1058\ndrm-driver:\tamdgpu\n"
-                  "drm-client-id:\t" + std::to_string(client) + "\ndrm-pdev:\t" + pdev +
-                  "\npasid:\t32781\ndrm-memory-vram:\t" + vram + "\ndrm-memory-gtt:\t2048 KiB\n"
-                  "drm-memory-cpu:\t0 KiB\namd-memory-visible-vram:\t0 KiB\n";
+  std::string s =
+      "pos:\t0\nflags:\t02100002\nmnt_id:\t25\nino:\t1058\ndrm-driver:\tamdgpu\n"
+      "drm-client-id:\t" +
+      std::to_string(client) + "\ndrm-pdev:\t" + pdev + "\npasid:\t32781\ndrm-memory-vram:\t" +
+      vram +
+      "\ndrm-memory-gtt:\t2048 KiB\n"
+      "drm-memory-cpu:\t0 KiB\namd-memory-visible-vram:\t0 KiB\n";
   if (gfx_ns) s += "drm-engine-gfx:\t" + std::to_string(gfx_ns) + " ns\n";
   if (compute_ns) s += "drm-engine-compute:\t" + std::to_string(compute_ns) + " ns\n";
   return s;
@@ -387,10 +390,11 @@ TEST(AmdgpuProcesses, ListsClientsOfTheDeviceDedupedWithLoadFromTheSecondScan) {
   proc.Client(101, 4, NewFormat(pdev, 7, "1048576 KiB", 1'000'000'000));  // shared after fork
   proc.Client(150, 3, NewFormat(pdev, 9, "512 MiB", 0, 200'000'000));
   // Kernels before 5.19.
-  proc.Client(200, 3, "pos:\t0\npdev:\t0000:03:00.0\npasid:\t32770\nvram mem:\t2048 kB\n"
-                      "gtt mem:\t0 kB\ncpu mem:\t0 kB\ngfx0:\t12.50%\n");
+  proc.Client(200, 3,
+              "pos:\t0\npdev:\t0000:03:00.0\npasid:\t32770\nvram mem:\t2048 kB\n"
+              "gtt mem:\t0 kB\ncpu mem:\t0 kB\ngfx0:\t12.50%\n");
   proc.Client(300, 3, NewFormat(pdev, 11, "4096", 5), "socket:[1234]");  // not a DRM node
-  proc.Client(400, 3, NewFormat("0000:c1:00.0", 12, "4096", 5));          // another GPU
+  proc.Client(400, 3, NewFormat("0000:c1:00.0", 12, "4096", 5));         // another GPU
   proc.Client(500, 3, "drm-driver:\ti915\ndrm-pdev:\t0000:03:00.0\ndrm-client-id:\t13\n");
   fs::create_directories(proc.root() + "/self");  // not a PID
   fs::create_directories(proc.root() + "/600");   // a process without fd/ (exited)
@@ -404,7 +408,7 @@ TEST(AmdgpuProcesses, ListsClientsOfTheDeviceDedupedWithLoadFromTheSecondScan) {
   const GpuProcess* p100 = FindPid(l, 100);
   ASSERT_NE(p100, nullptr);
   EXPECT_EQ(p100->used_memory_bytes, 1024u * 1024 * 1024);  // client 7 once
-  EXPECT_FALSE(p100->sm_util);  // one scan: no rate yet
+  EXPECT_FALSE(p100->sm_util);                              // one scan: no rate yet
   EXPECT_TRUE(p100->graphics);
   const GpuProcess* p150 = FindPid(l, 150);
   ASSERT_NE(p150, nullptr);
@@ -462,7 +466,8 @@ TEST(AmdgpuBackend, ReadTimeOfOneDevice) {
     ASSERT_NE(b, nullptr);
     std::vector<FieldIndex> readable;
     for (FieldIndex f : Every()) {
-      if (SourceFor(FieldAt(f), SysfsVendor::kAmdgpu) != SysfsSource::kNotRead) readable.push_back(f);
+      if (SourceFor(FieldAt(f), SysfsVendor::kAmdgpu) != SysfsSource::kNotRead)
+        readable.push_back(f);
     }
     Sample s;
     b->Read(0, readable, s);  // opens the files
@@ -470,7 +475,8 @@ TEST(AmdgpuBackend, ReadTimeOfOneDevice) {
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < kLoops; ++i) b->Read(0, readable, s);
     const double us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count() /
         kLoops;
     std::printf("amdgpu %s: %.2f us per Read of %zu fields\n", name, us, readable.size());
   }

@@ -48,7 +48,8 @@ class Table {
 
  private:
   void Put(const std::string&, std::size_t offset, std::size_t size, std::uint64_t value) {
-    for (std::size_t i = 0; i < size; ++i) bytes_[offset + i] = std::byte((value >> (8 * i)) & 0xFF);
+    for (std::size_t i = 0; i < size; ++i)
+      bytes_[offset + i] = std::byte((value >> (8 * i)) & 0xFF);
   }
   std::map<std::string, std::pair<std::size_t, std::size_t>> offsets_;
   std::size_t size_ = 0;
@@ -57,23 +58,27 @@ class Table {
 
 // The members after the header, in order, of each revision.
 std::vector<Member> V10() {
-  return {{"system_clock_counter", 8}, {"temperature_edge", 2}, {"temperature_hotspot", 2},
-          {"temperature_mem", 2}, {"temperature_vr", 2, 3}, {"average_gfx_activity", 2},
+  return {{"system_clock_counter", 8}, {"temperature_edge", 2},    {"temperature_hotspot", 2},
+          {"temperature_mem", 2},      {"temperature_vr", 2, 3},   {"average_gfx_activity", 2},
           {"average_umc_activity", 2}, {"average_mm_activity", 2}, {"average_socket_power", 2},
-          {"energy_accumulator", 4}, {"average_clocks", 2, 7}, {"current_gfxclk", 2},
-          {"current_socclk", 2}, {"current_uclk", 2}, {"current_other", 2, 4},
-          {"throttle_status", 4}, {"current_fan_speed", 2}, {"pcie_link_width", 1},
+          {"energy_accumulator", 4},   {"average_clocks", 2, 7},   {"current_gfxclk", 2},
+          {"current_socclk", 2},       {"current_uclk", 2},        {"current_other", 2, 4},
+          {"throttle_status", 4},      {"current_fan_speed", 2},   {"pcie_link_width", 1},
           {"pcie_link_speed", 1}};
 }
 std::vector<Member> V11() {
-  return {{"temperature_edge", 2}, {"temperature_hotspot", 2}, {"temperature_mem", 2},
-          {"temperature_vr", 2, 3}, {"average_gfx_activity", 2}, {"average_umc_activity", 2},
-          {"average_mm_activity", 2}, {"average_socket_power", 2}, {"energy_accumulator", 8},
-          {"system_clock_counter", 8}, {"average_clocks", 2, 7}, {"current_gfxclk", 2},
-          {"current_socclk", 2}, {"current_uclk", 2}, {"current_other", 2, 4},
-          {"throttle_status", 4}, {"current_fan_speed", 2}, {"pcie_link_width", 2},
-          {"pcie_link_speed", 2}, {"padding", 2}, {"gfx_activity_acc", 4},
-          {"mem_activity_acc", 4}, {"temperature_hbm", 2, 4}};
+  return {{"temperature_edge", 2},     {"temperature_hotspot", 2},
+          {"temperature_mem", 2},      {"temperature_vr", 2, 3},
+          {"average_gfx_activity", 2}, {"average_umc_activity", 2},
+          {"average_mm_activity", 2},  {"average_socket_power", 2},
+          {"energy_accumulator", 8},   {"system_clock_counter", 8},
+          {"average_clocks", 2, 7},    {"current_gfxclk", 2},
+          {"current_socclk", 2},       {"current_uclk", 2},
+          {"current_other", 2, 4},     {"throttle_status", 4},
+          {"current_fan_speed", 2},    {"pcie_link_width", 2},
+          {"pcie_link_speed", 2},      {"padding", 2},
+          {"gfx_activity_acc", 4},     {"mem_activity_acc", 4},
+          {"temperature_hbm", 2, 4}};
 }
 std::vector<Member> V12() {
   auto m = V11();
@@ -88,21 +93,30 @@ std::vector<Member> V13() {
 // 1.4-1.6: `jpeg` adds jpeg_activity[32] (1.5+), `residency` the throttler residencies (1.6),
 // `nak` the PCIe NAK counters (1.5+).
 std::vector<Member> V14Family(bool jpeg, bool residency, bool nak) {
-  std::vector<Member> m = {{"temperature_hotspot", 2}, {"temperature_mem", 2},
-                           {"temperature_vrsoc", 2}, {"curr_socket_power", 2},
+  std::vector<Member> m = {{"temperature_hotspot", 2},  {"temperature_mem", 2},
+                           {"temperature_vrsoc", 2},    {"curr_socket_power", 2},
                            {"average_gfx_activity", 2}, {"average_umc_activity", 2},
                            {"vcn_activity", 2, 4}};
   if (jpeg) m.push_back({"jpeg_activity", 2, 32});
   m.insert(m.end(), {{"energy_accumulator", 8}, {"system_clock_counter", 8}});
   if (residency) m.insert(m.end(), {{"accumulation_counter", 4}, {"residencies", 4, 5}});
-  m.insert(m.end(), {{"throttle_status", 4}, {"gfxclk_lock_status", 4}, {"pcie_link", 2, 2},
-                     {"xgmi_link", 2, 2}, {"gfx_activity_acc", 4}, {"mem_activity_acc", 4},
+  m.insert(m.end(), {{"throttle_status", 4},
+                     {"gfxclk_lock_status", 4},
+                     {"pcie_link", 2, 2},
+                     {"xgmi_link", 2, 2},
+                     {"gfx_activity_acc", 4},
+                     {"mem_activity_acc", 4},
                      {"pcie_counters", 8, 5}});
   if (nak) m.push_back({"pcie_nak", 4, 2});
-  m.insert(m.end(), {{"xgmi_read_data_acc", 8, 8}, {"xgmi_write_data_acc", 8, 8},
-                     {"firmware_timestamp", 8}, {"current_gfxclk", 2, 8},
-                     {"current_socclk", 2, 4}, {"current_vclk0", 2, 4}, {"current_dclk0", 2, 4},
-                     {"current_uclk", 2}, {"padding", 2}});
+  m.insert(m.end(), {{"xgmi_read_data_acc", 8, 8},
+                     {"xgmi_write_data_acc", 8, 8},
+                     {"firmware_timestamp", 8},
+                     {"current_gfxclk", 2, 8},
+                     {"current_socclk", 2, 4},
+                     {"current_vclk0", 2, 4},
+                     {"current_dclk0", 2, 4},
+                     {"current_uclk", 2},
+                     {"padding", 2}});
   return m;
 }
 

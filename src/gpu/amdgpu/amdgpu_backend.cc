@@ -57,7 +57,8 @@ Result<std::unique_ptr<AmdgpuBackend>> AmdgpuBackend::Open(const std::string& sy
   if (backend->devices_.empty()) return Unavailable("no amdgpu GPU under " + drm);
   backend->info_.backend = "amdgpu";
   backend->info_.library = sysfs_root;
-  if (auto version = ReadText(sysfs_root + "/module/amdgpu/version"); version && !version->empty()) {
+  if (auto version = ReadText(sysfs_root + "/module/amdgpu/version");
+      version && !version->empty()) {
     backend->info_.driver_version = *version;
   }
   return backend;

@@ -34,7 +34,7 @@ class AmdgpuBackend final : public Backend {
   const AmdgpuDevice& device(std::size_t pos) const { return *devices_.at(pos); }
 
  private:
-  AmdgpuBackend(std::string procfs_root) : processes_(std::move(procfs_root)) {}
+  explicit AmdgpuBackend(std::string procfs_root) : processes_(std::move(procfs_root)) {}
 
   SystemInfo info_;
   std::vector<std::unique_ptr<AmdgpuDevice>> devices_;  // parallel to info_.devices

@@ -106,8 +106,8 @@ void AmdgpuDevice::ReadIdentity() {
   if (auto t = ReadText(d + "pp_dpm_mclk")) info_.max_memory_clock_mhz = TopDpmLevelMhz(*t);
 }
 
-void AmdgpuDevice::ReadScaled(File f, double scale, std::optional<double>& value,
-                              bool& unsupported, ReadStats& stats) {
+void AmdgpuDevice::ReadScaled(File f, double scale, std::optional<double>& value, bool& unsupported,
+                              ReadStats& stats) {
   std::int64_t raw = 0;
   const bool known_missing = files_[f].missing();
   switch (files_[f].ReadInt(raw)) {
@@ -124,8 +124,7 @@ void AmdgpuDevice::ReadScaled(File f, double scale, std::optional<double>& value
   }
 }
 
-void AmdgpuDevice::ReadEnergy(std::optional<double>& value, bool& unsupported,
-                              ReadStats& stats) {
+void AmdgpuDevice::ReadEnergy(std::optional<double>& value, bool& unsupported, ReadStats& stats) {
   if (!energy_note_.empty()) {
     unsupported = true;
     return;
@@ -187,14 +186,21 @@ void AmdgpuDevice::Read(std::span<const FieldIndex> fields, Sample& out, ReadSta
                stats);
   }
   if (wanted(SysfsSource::kMemBusyPercent)) {
-    ReadScaled(kMemBusy, 1.0, slot(SysfsSource::kMemBusyPercent),
-               no(SysfsSource::kMemBusyPercent), stats);
+    ReadScaled(kMemBusy, 1.0, slot(SysfsSource::kMemBusyPercent), no(SysfsSource::kMemBusyPercent),
+               stats);
   }
   const bool need_total = wanted(SysfsSource::kVramTotal) || wanted(SysfsSource::kVramFree);
   const bool need_used = wanted(SysfsSource::kVramUsed) || wanted(SysfsSource::kVramFree);
   std::optional<double> total, used;
   bool total_unsup = false, used_unsup = false;
-  if (need_total) ReadScaled(kVramTotal, 1.0, total, total_unsup, stats);
+  if (need_total) {
+    // The VRAM size is fixed when the driver loads: read at open, not per tick.
+    if (info_.memory_total_bytes) {
+      total = static_cast<double>(*info_.memory_total_bytes);
+    } else {
+      ReadScaled(kVramTotal, 1.0, total, total_unsup, stats);
+    }
+  }
   if (need_used) ReadScaled(kVramUsed, 1.0, used, used_unsup, stats);
   if (total) slot(SysfsSource::kVramTotal) = *total / kMiB;
   if (used) slot(SysfsSource::kVramUsed) = *used / kMiB;

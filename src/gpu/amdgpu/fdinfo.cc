@@ -17,7 +17,8 @@ constexpr unsigned kDrmMajor = 226;  // the DRM character devices, /dev/dri/*
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -30,8 +31,7 @@ std::optional<std::uint64_t> ParseU64Prefix(std::string_view s, std::string_view
 }
 
 template <typename T>
-std::optional<T> Lookup(const std::vector<std::pair<std::string, T>>& list,
-                        std::string_view name) {
+std::optional<T> Lookup(const std::vector<std::pair<std::string, T>>& list, std::string_view name) {
   for (const auto& [k, v] : list) {
     if (k == name) return v;
   }
@@ -160,12 +160,12 @@ std::vector<DrmClientFd> ScanDrmClients(const std::string& procfs_root, std::str
       if (ec) continue;
       bool is_drm = target.starts_with("/dev/dri/");
       if (!is_drm) {
-        struct stat st{};
+        struct stat st {};
         is_drm = ::stat(proc.PathOf(fd_rel).c_str(), &st) == 0 && S_ISCHR(st.st_mode) &&
                  major(st.st_rdev) == kDrmMajor;
       }
       if (!is_drm) continue;
-      auto text = proc.ReadFile(dir + "/fdinfo/" + std::to_string(fd), 64 * 1024);
+      auto text = proc.ReadFile(dir + "/fdinfo/" + std::to_string(fd), std::size_t{64} * 1024);
       if (!text.ok()) continue;
       auto info = ParseDrmFdinfo(*text);
       if (!info || (!driver.empty() && info->driver != driver)) continue;

@@ -33,8 +33,7 @@ std::optional<std::string> ReadText(const std::string& path) {
 std::vector<std::string> ListDir(const std::string& path) {
   std::vector<std::string> names;
   std::error_code ec;
-  for (std::filesystem::directory_iterator it(path, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (std::filesystem::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
     names.push_back(it->path().filename().string());
   }
   std::sort(names.begin(), names.end());
@@ -49,7 +48,8 @@ std::string LinkBasename(const std::string& path) {
 }
 
 std::optional<unsigned> ParseHex(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
   if (text.starts_with("0x") || text.starts_with("0X")) text.remove_prefix(2);
   unsigned v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 16);
