@@ -64,7 +64,9 @@ class AmdgpuDevice {
     kGpuMetrics,
     kFileCount,
   };
-  static constexpr unsigned kSourceCount = 16;  // SysfsSource enumerators
+  // Room for every SysfsSource enumerator, with space for ones added later (which this reader
+  // does not know, so their fields are unsupported).
+  static constexpr unsigned kSourceCount = 32;
 
   void FindHwmon();
   void ReadIdentity();
