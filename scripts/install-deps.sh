@@ -9,6 +9,7 @@ packages=(
   libsqlite3-dev sqlite3 libncurses-dev libgtest-dev libgmock-dev libbenchmark-dev
   librust-nvml-wrapper-sys-dev
   python3 python3-jsonschema python3-yaml tmux
+  rocm-smi
   chromium
   prometheus prometheus-node-exporter prometheus-alertmanager wrk python3-prometheus-client
   slurm-wlm munge iproute2

@@ -1,0 +1,90 @@
+// Discovery of amdgpu cards and the Backend over them (amdgpu_backend.h).
+#include "gpu/amdgpu/amdgpu_backend.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+
+#include "core/clock.h"
+#include "gpu/amdgpu/sysfs_text.h"
+
+namespace gpulse::gpu::amdgpu {
+namespace {
+
+constexpr unsigned kAmdVendorId = 0x1002;
+
+// N for a "cardN" entry (not "card0-DP-1", a connector); nullopt otherwise.
+std::optional<unsigned> CardNumber(std::string_view name) {
+  if (!name.starts_with("card") || name.size() == 4) return std::nullopt;
+  unsigned n = 0;
+  auto [p, ec] = std::from_chars(name.data() + 4, name.data() + name.size(), n);
+  if (ec != std::errc() || p != name.data() + name.size()) return std::nullopt;
+  return n;
+}
+
+// The device's PCI name: the last component of the device link's target ("0000:c1:00.0"),
+// else PCI_SLOT_NAME from its uevent.
+std::string PciAddress(const std::string& device_dir) {
+  std::string name = LinkBasename(device_dir);
+  if (name.size() == 12 && name[4] == ':') return name;
+  const std::string uevent = ReadText(device_dir + "/uevent").value_or("");
+  const std::size_t at = uevent.find("PCI_SLOT_NAME=");
+  if (at == std::string::npos) return "";
+  name = uevent.substr(at + 14, 12);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AmdgpuBackend>> AmdgpuBackend::Open(const std::string& sysfs_root,
+                                                           const std::string& procfs_root) {
+  const std::string drm = sysfs_root + "/class/drm";
+  std::vector<unsigned> cards;
+  for (const std::string& name : ListDir(drm)) {
+    if (auto n = CardNumber(name)) cards.push_back(*n);
+  }
+  std::sort(cards.begin(), cards.end());
+  std::unique_ptr<AmdgpuBackend> backend(new AmdgpuBackend(procfs_root));
+  for (unsigned card : cards) {
+    const std::string device_dir = drm + "/card" + std::to_string(card) + "/device";
+    if (ParseHex(ReadText(device_dir + "/vendor").value_or("")) != kAmdVendorId) continue;
+    if (LinkBasename(device_dir + "/driver") != "amdgpu") continue;
+    backend->devices_.push_back(
+        std::make_unique<AmdgpuDevice>(card, device_dir, PciAddress(device_dir)));
+    backend->info_.devices.push_back(backend->devices_.back()->info());
+  }
+  if (backend->devices_.empty()) return Unavailable("no amdgpu GPU under " + drm);
+  backend->info_.backend = "amdgpu";
+  backend->info_.library = sysfs_root;
+  if (auto version = ReadText(sysfs_root + "/module/amdgpu/version");
+      version && !version->empty()) {
+    backend->info_.driver_version = *version;
+  }
+  return backend;
+}
+
+void AmdgpuBackend::Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) {
+  out.t_mono_ns = MonotonicNowNs();
+  out.t_unix_ns = UnixNowNs();
+  devices_.at(pos)->Read(fields, out, stats_);
+}
+
+ProcessList AmdgpuBackend::Processes(std::size_t pos) {
+  return processes_.Read(devices_.at(pos)->pci_address(), MonotonicNowNs());
+}
+
+Result<std::unique_ptr<Backend>> OpenAmdgpuBackend(const BackendOptions& options) {
+  const bool simulated = !options.simulate.empty();
+  if (simulated && options.sysfs_root.empty()) {
+    return Unavailable("no amdgpu GPU: simulated devices read only an explicit --sysfs-root");
+  }
+  const std::string sysfs = options.sysfs_root.empty() ? "/sys" : options.sysfs_root;
+  std::string procfs = options.procfs_root;
+  if (procfs.empty() && !simulated) procfs = "/proc";
+  auto backend = AmdgpuBackend::Open(sysfs, procfs);
+  if (!backend.ok()) return backend.error();
+  return std::unique_ptr<Backend>(std::move(backend).value());
+}
+
+}  // namespace gpulse::gpu::amdgpu
