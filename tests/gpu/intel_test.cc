@@ -12,8 +12,6 @@
 // Both follow the kernel's Documentation/ABI/testing/sysfs-driver-intel-{i915,xe}-hwmon and the
 // xe "GT Frequency Management" kernel-doc. The procfs trees with DRM clients' fdinfo
 // (Documentation/gpu/drm-usage-stats.rst) are built by each test.
-#include "gpu/intel/intel_backend.h"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -24,6 +22,7 @@
 
 #include "core/fields.h"
 #include "gpu/intel/drm_fdinfo.h"
+#include "gpu/intel/intel_backend.h"
 
 namespace gpulse::gpu::intel {
 namespace {
@@ -74,7 +73,8 @@ class Host {
     BackendOptions options;
     options.sysfs_root = sysfs_.string();
     if (with_proc) options.procfs_root = proc_.string();
-    IntelClocks clocks{[this] { return now_ns_; }, [this] { return 1'700'000'000 * kSecond + now_ns_; }};
+    IntelClocks clocks{[this] { return now_ns_; },
+                       [this] { return 1'700'000'000 * kSecond + now_ns_; }};
     return OpenIntelBackend(options, clocks);
   }
 
@@ -111,8 +111,8 @@ class Host {
 FieldIndex Field(FieldId id) { return *IndexOf(id); }
 
 constexpr FieldId kSmClock = 100, kMemClock = 101, kMemTemp = 140, kGpuTemp = 150, kPower = 155,
-                  kEnergy = 156, kPowerInstant = 157, kPowerLimit = 164, kFan = 191,
-                  kGpuUtil = 203, kMemUtil = 204, kFbTotal = 250, kFbFree = 251, kFbUsed = 252;
+                  kEnergy = 156, kPowerInstant = 157, kPowerLimit = 164, kFan = 191, kGpuUtil = 203,
+                  kMemUtil = 204, kFbTotal = 250, kFbFree = 251, kFbUsed = 252;
 
 std::vector<FieldIndex> Fields(std::initializer_list<FieldId> ids) {
   std::vector<FieldIndex> out;
@@ -126,25 +126,27 @@ bool Unsupported(const Sample& s, FieldId id) { return s.unsupported[Field(id)];
 std::string I915Client(unsigned client_id, std::uint64_t render_ns, std::uint64_t video_ns = 0,
                        const std::string& pdev = "0000:03:00.0") {
   return "pos:\t0\nflags:\t02100002\nmnt_id:\t26\nino:\t1045\n"
-         "drm-driver:\ti915\ndrm-client-id:\t" + std::to_string(client_id) +
-         "\ndrm-pdev:\t" + pdev +
+         "drm-driver:\ti915\ndrm-client-id:\t" +
+         std::to_string(client_id) + "\ndrm-pdev:\t" + pdev +
          "\ndrm-total-system0:\t4 MiB\ndrm-resident-system0:\t4 MiB\n"
          "drm-total-local0:\t512 MiB\ndrm-resident-local0:\t256 MiB\n"
-         "drm-engine-render:\t" + std::to_string(render_ns) +
-         " ns\ndrm-engine-copy:\t0 ns\ndrm-engine-video:\t" + std::to_string(video_ns) +
+         "drm-engine-render:\t" +
+         std::to_string(render_ns) + " ns\ndrm-engine-copy:\t0 ns\ndrm-engine-video:\t" +
+         std::to_string(video_ns) +
          " ns\ndrm-engine-capacity-video:\t2\ndrm-engine-video-enhance:\t0 ns\n";
 }
 
-std::string XeClient(unsigned client_id, std::uint64_t rcs, std::uint64_t ccs, std::uint64_t total) {
+std::string XeClient(unsigned client_id, std::uint64_t rcs, std::uint64_t ccs,
+                     std::uint64_t total) {
   const std::string t = std::to_string(total);
   return "drm-driver:\txe\ndrm-client-id:\t" + std::to_string(client_id) +
          "\ndrm-pdev:\t0000:04:00.0\n"
          "drm-total-system:\t0\ndrm-total-gtt:\t8 KiB\ndrm-total-vram0:\t1024 KiB\n"
          "drm-resident-vram0:\t1024 KiB\n"
-         "drm-cycles-rcs:\t" + std::to_string(rcs) + "\ndrm-total-cycles-rcs:\t" + t +
-         "\ndrm-cycles-bcs:\t0\ndrm-total-cycles-bcs:\t" + t +
-         "\ndrm-cycles-ccs:\t" + std::to_string(ccs) + "\ndrm-total-cycles-ccs:\t" + t +
-         "\ndrm-engine-capacity-ccs:\t4\n";
+         "drm-cycles-rcs:\t" +
+         std::to_string(rcs) + "\ndrm-total-cycles-rcs:\t" + t +
+         "\ndrm-cycles-bcs:\t0\ndrm-total-cycles-bcs:\t" + t + "\ndrm-cycles-ccs:\t" +
+         std::to_string(ccs) + "\ndrm-total-cycles-ccs:\t" + t + "\ndrm-engine-capacity-ccs:\t4\n";
 }
 
 // --- Opening: DeviceInfo from the fixtures -------------------------------------------------------
@@ -227,9 +229,9 @@ TEST(IntelBackendRead, I915ReadingsAndWhatI915DoesNotExpose) {
   auto backend = host.Open();
   ASSERT_TRUE(backend.ok());
   Backend& b = **backend;
-  const auto fields = Fields({kSmClock, kMemClock, kMemTemp, kGpuTemp, kPower, kEnergy,
-                              kPowerInstant, kPowerLimit, kFan, kMemUtil, kFbTotal, kFbFree,
-                              kFbUsed});
+  const auto fields =
+      Fields({kSmClock, kMemClock, kMemTemp, kGpuTemp, kPower, kEnergy, kPowerInstant, kPowerLimit,
+              kFan, kMemUtil, kFbTotal, kFbFree, kFbUsed});
   Sample s;
   b.Read(0, fields, s);
   EXPECT_EQ(s.values.size(), AllFields().size());
@@ -241,8 +243,8 @@ TEST(IntelBackendRead, I915ReadingsAndWhatI915DoesNotExpose) {
   EXPECT_FALSE(Value(s, kPower).has_value());
   EXPECT_FALSE(Unsupported(s, kPower));
   // Not exposed by i915: unsupported, never 0.
-  for (FieldId id : {kMemClock, kMemTemp, kGpuTemp, kPowerInstant, kFan, kMemUtil, kFbTotal,
-                     kFbFree, kFbUsed}) {
+  for (FieldId id :
+       {kMemClock, kMemTemp, kGpuTemp, kPowerInstant, kFan, kMemUtil, kFbTotal, kFbFree, kFbUsed}) {
     EXPECT_FALSE(Value(s, id).has_value()) << id;
     EXPECT_TRUE(Unsupported(s, id)) << id;
   }
@@ -267,10 +269,10 @@ TEST(IntelBackendRead, XeReadingsFromTheCardChannel) {
       Fields({kSmClock, kMemTemp, kGpuTemp, kPower, kEnergy, kPowerLimit, kFbTotal, kFbUsed, kFan});
   Sample s;
   b.Read(0, fields, s);
-  EXPECT_EQ(Value(s, kSmClock), 2850.0);  // tile0/gt0/freq0/act_freq
-  EXPECT_EQ(Value(s, kGpuTemp), 48.0);    // temp2 "pkg"
-  EXPECT_EQ(Value(s, kMemTemp), 56.0);    // temp3 "vram"
-  EXPECT_EQ(Value(s, kFbTotal), 12288.0); // 12 GiB in MiB
+  EXPECT_EQ(Value(s, kSmClock), 2850.0);     // tile0/gt0/freq0/act_freq
+  EXPECT_EQ(Value(s, kGpuTemp), 48.0);       // temp2 "pkg"
+  EXPECT_EQ(Value(s, kMemTemp), 56.0);       // temp3 "vram"
+  EXPECT_EQ(Value(s, kFbTotal), 12288.0);    // 12 GiB in MiB
   EXPECT_EQ(Value(s, kEnergy), 45678912.0);  // energy1 "card", not energy2 "pkg"
   EXPECT_EQ(Value(s, kPowerLimit), 190.0);   // power1_max (card)
   EXPECT_TRUE(Unsupported(s, kFbUsed));
@@ -507,7 +509,7 @@ TEST(DrmFdinfo, ParsesEnginesCyclesAndMemoryUnits) {
   EXPECT_EQ(info->Region("cycles-rcs"), nullptr);  // drm-total-cycles-* is not a region
   EXPECT_EQ(info->Region("vram0")->total_bytes, 2u << 20);
   EXPECT_EQ(info->Region("vram0")->resident_bytes, 512u << 10);
-  EXPECT_EQ(info->Region("gtt")->resident_bytes, 4096u);  // the deprecated alias
+  EXPECT_EQ(info->Region("gtt")->resident_bytes, 4096u);          // the deprecated alias
   EXPECT_FALSE(info->Region("system")->total_bytes.has_value());  // unknown unit: not guessed
 }
 

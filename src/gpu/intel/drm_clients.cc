@@ -134,8 +134,7 @@ Result<DrmClientScan> ScanDrmClients(const sys::RootedFs& proc, std::int64_t now
         seen = SameClient(scan.clients[i].info, *info);
       }
       if (!seen) {
-        scan.clients.push_back(
-            DrmClient{static_cast<unsigned>(std::stoul(pid)), std::move(*info)});
+        scan.clients.push_back(DrmClient{static_cast<unsigned>(std::stoul(pid)), std::move(*info)});
       }
     }
   }
@@ -189,7 +188,8 @@ ProcessList DrmClientTracker::Processes(std::string_view pdev, bool local_memory
   std::vector<unsigned> measured;  // pids with at least one client seen in both scans
   for (const DrmClient& c : current_->clients) {
     if (c.info.pdev != pdev) continue;
-    auto it = std::find_if(out.begin(), out.end(), [&](const GpuProcess& p) { return p.pid == c.pid; });
+    auto it =
+        std::find_if(out.begin(), out.end(), [&](const GpuProcess& p) { return p.pid == c.pid; });
     if (it == out.end()) {
       out.push_back(GpuProcess{});
       it = std::prev(out.end());

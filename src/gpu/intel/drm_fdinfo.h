@@ -23,22 +23,22 @@
 namespace gpulse::gpu::intel {
 
 struct DrmEngineUsage {
-  std::string name;                          // "render", "rcs", "video-enhance", ...
-  std::optional<std::uint64_t> busy_ns;      // drm-engine-<e>
-  std::optional<std::uint64_t> cycles;       // drm-cycles-<e>
-  std::optional<std::uint64_t> total_cycles; // drm-total-cycles-<e>
-  unsigned capacity = 1;                     // drm-engine-capacity-<e>
+  std::string name;                           // "render", "rcs", "video-enhance", ...
+  std::optional<std::uint64_t> busy_ns;       // drm-engine-<e>
+  std::optional<std::uint64_t> cycles;        // drm-cycles-<e>
+  std::optional<std::uint64_t> total_cycles;  // drm-total-cycles-<e>
+  unsigned capacity = 1;                      // drm-engine-capacity-<e>
 };
 
 struct DrmRegionMemory {
-  std::string region;                        // "local0", "system0", "vram0", "gtt", ...
+  std::string region;                           // "local0", "system0", "vram0", "gtt", ...
   std::optional<std::uint64_t> total_bytes;     // drm-total-<region>
   std::optional<std::uint64_t> resident_bytes;  // drm-resident-<region> (or drm-memory-<region>)
 };
 
 struct DrmFdinfo {
-  std::string driver;   // drm-driver
-  std::string pdev;     // drm-pdev, lower-cased ("0000:03:00.0"); "" when not printed
+  std::string driver;  // drm-driver
+  std::string pdev;    // drm-pdev, lower-cased ("0000:03:00.0"); "" when not printed
   std::optional<std::uint64_t> client_id;
   std::vector<DrmEngineUsage> engines;
   std::vector<DrmRegionMemory> memory;

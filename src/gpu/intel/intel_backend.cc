@@ -220,9 +220,9 @@ Result<std::unique_ptr<Backend>> OpenIntelBackend(const BackendOptions& options,
   sys::RootedFs sysfs(root);
   auto cards = FindIntelCards(sysfs);
   if (!cards.ok()) return cards.error();
-  return std::unique_ptr<Backend>(std::make_unique<IntelBackend>(
-      std::move(cards).value(), sysfs.PathOf("class/drm"), std::move(procfs_root),
-      std::move(clocks)));
+  return std::unique_ptr<Backend>(
+      std::make_unique<IntelBackend>(std::move(cards).value(), sysfs.PathOf("class/drm"),
+                                     std::move(procfs_root), std::move(clocks)));
 }
 
 Result<std::unique_ptr<Backend>> OpenIntelBackend(const BackendOptions& options) {

@@ -16,7 +16,8 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) {
     s.remove_prefix(1);
   }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -101,7 +102,8 @@ std::vector<unsigned> CardNumbers(const std::vector<std::string>& names) {
 }
 
 // The device-level hwmon directory (name "i915" or "xe"), relative to the root; "" when none.
-std::string FindHwmon(const sys::RootedFs& fs, const std::string& device, const std::string& driver) {
+std::string FindHwmon(const sys::RootedFs& fs, const std::string& device,
+                      const std::string& driver) {
   auto entries = fs.ListDir(device + "/hwmon");
   if (!entries.ok()) return "";
   std::sort(entries->begin(), entries->end());
@@ -217,14 +219,10 @@ std::string IntelGpuName(unsigned device_id) {
     const char* name;
   };
   static constexpr Known kKnown[] = {
-      {0x56a0, "Intel Arc A770 Graphics"},
-      {0x56a1, "Intel Arc A750 Graphics"},
-      {0x56a5, "Intel Arc A380 Graphics"},
-      {0x56c0, "Intel Data Center GPU Flex 170"},
-      {0x56c1, "Intel Data Center GPU Flex 140"},
-      {0x0bd5, "Intel Data Center GPU Max 1550"},
-      {0xe20b, "Intel Arc B580 Graphics"},
-      {0xe20c, "Intel Arc B570 Graphics"},
+      {0x56a0, "Intel Arc A770 Graphics"},        {0x56a1, "Intel Arc A750 Graphics"},
+      {0x56a5, "Intel Arc A380 Graphics"},        {0x56c0, "Intel Data Center GPU Flex 170"},
+      {0x56c1, "Intel Data Center GPU Flex 140"}, {0x0bd5, "Intel Data Center GPU Max 1550"},
+      {0xe20b, "Intel Arc B580 Graphics"},        {0xe20c, "Intel Arc B570 Graphics"},
       {0x64a0, "Intel Arc 130V/140V Graphics"},
   };
   for (const Known& k : kKnown) {

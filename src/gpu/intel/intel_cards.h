@@ -38,7 +38,7 @@ namespace gpulse::gpu::intel {
 
 struct IntelCard {
   DeviceInfo info;
-  std::string pdev;  // the PCI slot as fdinfo's drm-pdev prints it: "0000:03:00.0"
+  std::string pdev;         // the PCI slot as fdinfo's drm-pdev prints it: "0000:03:00.0"
   bool integrated = false;  // at 0000:00:02.0, the integrated GPU's fixed address
   // Live attributes, opened once (not present when the driver does not expose them).
   SysfsFile act_freq_mhz;
