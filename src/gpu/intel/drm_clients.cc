@@ -147,6 +147,7 @@ DrmClientTracker::RefreshStatus DrmClientTracker::Refresh(std::int64_t now_ns) {
   if (current_ && now_ns - current_->t_mono_ns < kProcessListMinIntervalNs) {
     return RefreshStatus::kCached;
   }
+  utilization_.clear();
   auto scan = ScanDrmClients(proc_, now_ns);
   if (!scan.ok()) {
     error_ = scan.error().message;
@@ -163,6 +164,9 @@ DrmClientTracker::RefreshStatus DrmClientTracker::Refresh(std::int64_t now_ns) {
 
 std::optional<double> DrmClientTracker::DeviceUtilization(std::string_view pdev) const {
   if (!previous_ || !current_) return std::nullopt;
+  for (const auto& [device, percent] : utilization_) {
+    if (device == pdev) return percent;  // computed once per scan
+  }
   ClassFractions fractions;
   std::vector<std::uint64_t> counted;  // client ids already summed (shared after fork)
   for (const DrmClient& c : current_->clients) {
@@ -171,7 +175,9 @@ std::optional<double> DrmClientTracker::DeviceUtilization(std::string_view pdev)
     counted.push_back(*c.info.client_id);
     AddFractions(*previous_, *current_, c, fractions);
   }
-  return BusiestPercent(fractions);
+  const double percent = BusiestPercent(fractions);
+  utilization_.emplace_back(std::string(pdev), percent);
+  return percent;
 }
 
 ProcessList DrmClientTracker::Processes(std::string_view pdev, bool local_memory) const {
