@@ -125,7 +125,9 @@ Result<DrmClientScan> ScanDrmClients(const sys::RootedFs& proc, std::int64_t now
     const std::size_t first = scan.clients.size();
     for (const std::string& fd : *fds) {
       if (!AllDigits(fd) || !IsDrmDescriptor(proc, pid, fd)) continue;
-      auto text = proc.ReadFile(pid + "/fdinfo/" + fd, 16384);
+      std::string rel = pid;
+      rel.append("/fdinfo/").append(fd);
+      auto text = proc.ReadFile(rel, 16384);
       if (!text.ok()) continue;
       auto info = ParseDrmFdinfo(*text);
       if (!info || !info->client_id) continue;

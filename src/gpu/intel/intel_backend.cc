@@ -27,7 +27,7 @@ class IntelBackend final : public Backend {
                IntelClocks clocks)
       : cards_(std::move(cards)), clocks_(std::move(clocks)), energy_(cards_.size()) {
     info_.backend = "intel";
-    info_.library = root;
+    info_.library = std::move(root);
     for (const IntelCard& c : cards_) info_.devices.push_back(c.info);
     if (!procfs_root.empty()) clients_.emplace(std::move(procfs_root));
   }
@@ -109,7 +109,10 @@ void IntelBackend::ReadEnergy(std::size_t pos, std::span<const FieldIndex> field
     case ReadStatus::kOk:
       break;
   }
-  if (energy) out.values[*energy] = static_cast<double>(uj / 1000);  // µJ → mJ
+  if (energy) {
+    const std::uint64_t mj = uj / 1000;  // µJ → whole mJ, the counter's unit
+    out.values[*energy] = static_cast<double>(mj);
+  }
   std::optional<EnergyMark>& last = energy_[pos];
   if (power && last && uj >= last->uj && out.t_mono_ns > last->t_mono_ns) {
     const double joules = static_cast<double>(uj - last->uj) / 1e6;

@@ -108,7 +108,8 @@ std::string FindHwmon(const sys::RootedFs& fs, const std::string& device,
   if (!entries.ok()) return "";
   std::sort(entries->begin(), entries->end());
   for (const std::string& e : *entries) {
-    const std::string dir = device + "/hwmon/" + e;
+    std::string dir = device + "/hwmon/";
+    dir += e;
     if (ReadText(fs, dir + "/name").value_or("") == driver) return dir;
   }
   return "";
@@ -156,7 +157,9 @@ std::optional<std::uint64_t> XeVramBytes(const sys::RootedFs& fs, const std::str
   std::optional<std::uint64_t> total;
   for (const std::string& e : *entries) {
     if (!e.starts_with("tile")) continue;
-    if (auto v = ReadNumber<std::uint64_t>(fs, device + "/" + e + "/physical_vram_size_bytes")) {
+    std::string rel = device + "/";
+    rel.append(e).append("/physical_vram_size_bytes");
+    if (auto v = ReadNumber<std::uint64_t>(fs, rel)) {
       total = total.value_or(0) + *v;
     }
   }
