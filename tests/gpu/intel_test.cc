@@ -187,6 +187,32 @@ TEST(IntelBackendOpen, XeArcB580SkipsOtherVendors) {
   EXPECT_EQ(d.max_sm_clock_mhz, 2850u);  // freq0/rp0_freq
 }
 
+TEST(IntelBackendOpen, OneBackendServesBothDrivers) {
+  // The B580 host with the A770 added as card0 in place of the BMC display.
+  Host host("intel-xe-b580");
+  const fs::path a770 = fs::path(GPULSE_SOURCE_DIR) / "tests/testdata/sysfs/intel-i915-a770";
+  fs::copy(a770 / "devices/pci0000:00/0000:03:00.0",
+           host.sysfs() / "devices/pci0000:00/0000:03:00.0",
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::remove(host.sysfs() / "class/drm/card0");
+  fs::copy_symlink(a770 / "class/drm/card0", host.sysfs() / "class/drm/card0");
+  auto backend = host.Open();
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  const SystemInfo& info = (*backend)->info();
+  ASSERT_EQ(info.devices.size(), 2u);
+  EXPECT_EQ(info.devices[0].index, 0u);
+  EXPECT_EQ(info.devices[0].backend, "i915");
+  EXPECT_EQ(info.devices[1].index, 1u);
+  EXPECT_EQ(info.devices[1].backend, "xe");
+  Sample s;
+  (*backend)->Read(1, Fields({kSmClock, kFbTotal}), s);
+  EXPECT_EQ(Value(s, kSmClock), 2850.0);
+  EXPECT_EQ(Value(s, kFbTotal), 12288.0);
+  (*backend)->Read(0, Fields({kSmClock, kFbTotal}), s);
+  EXPECT_EQ(Value(s, kSmClock), 2100.0);
+  EXPECT_TRUE(Unsupported(s, kFbTotal));
+}
+
 TEST(IntelBackendOpen, UnknownDeviceIdIsNamedByItsId) {
   Host host("intel-i915-a770");
   host.SetDeviceFile("0000:03:00.0", "device", "0x1234");
