@@ -535,32 +535,41 @@ std::string_view SysfsSourceText(SysfsVendor vendor, SysfsSource source) {
       return amd ? "not exposed by amdgpu" : "not exposed by i915/xe";
     case S::kBusyPercent:
       return amd ? "gpu_busy_percent"
-                 : "fdinfo drm-engine-* busy time of all clients, busiest engine";
+                 : "fdinfo of the device's clients, busiest engine class per capacity: i915 "
+                   "drm-engine-<class> ns, xe drm-cycles-<class> over drm-total-cycles-<class>";
     case S::kMemBusyPercent:
       return amd ? "mem_busy_percent" : "not exposed by i915/xe";
     case S::kVramTotal:
-      return amd ? "mem_info_vram_total (bytes)" : "xe tile*/physical_vram_size_bytes";
+      return amd ? "mem_info_vram_total (bytes)"
+                 : "xe tile*/physical_vram_size_bytes (bytes; discrete, on kernels that have "
+                   "it); i915 has none";
     case S::kVramUsed:
       return amd ? "mem_info_vram_used (bytes)" : "not exposed by i915/xe";
     case S::kVramFree:
       return amd ? "mem_info_vram_total - mem_info_vram_used" : "not exposed by i915/xe";
     case S::kPower:
       return amd ? "hwmon power1_average, else power1_input (uW)"
-                 : "hwmon energy1_input rate (uJ/s)";
+                 : "rate of the hwmon energy counter: the channel labelled card, else "
+                   "energy1_input, else energy2_input (uJ/s)";
     case S::kPowerInstant:
       return amd ? "hwmon power1_input (uW), where power1_average also exists"
                  : "not exposed by i915/xe";
     case S::kEnergy:
-      return amd ? "gpu_metrics energy_accumulator (15.259 uJ units)" : "hwmon energy1_input (uJ)";
+      return amd ? "gpu_metrics energy_accumulator (15.259 uJ units)"
+                 : "hwmon energy counter: the channel labelled card, else energy1_input, else "
+                   "energy2_input (uJ)";
     case S::kPowerCap:
-      return amd ? "hwmon power1_cap (uW)" : "hwmon power1_max (uW)";
+      return amd ? "hwmon power1_cap (uW)"
+                 : "hwmon powerN_max of the energy channel (PL1, uW; 0 = disabled, absent)";
     case S::kTempGpu:
       return amd ? "hwmon temp labelled edge, else junction (m°C)"
-                 : "hwmon temp labelled pkg, else gt (m°C)";
+                 : "xe hwmon temp labelled pkg, else temp2_input (m°C); i915 has none";
     case S::kTempMemory:
-      return amd ? "hwmon temp labelled mem (m°C)" : "xe hwmon temp labelled vram (m°C)";
+      return amd ? "hwmon temp labelled mem (m°C)"
+                 : "xe hwmon temp labelled vram, else temp3_input (m°C)";
     case S::kClockGfx:
-      return amd ? "hwmon freq1_input, sclk (Hz)" : "i915 gt_act_freq_mhz, xe freq0/act_freq";
+      return amd ? "hwmon freq1_input, sclk (Hz)"
+                 : "i915 gt_act_freq_mhz, xe tile0/gt0/freq0/act_freq (MHz)";
     case S::kClockMemory:
       return amd ? "hwmon freq2_input, mclk (Hz)" : "not exposed by i915/xe";
     case S::kFanPercent:

@@ -109,7 +109,7 @@ enum class SysfsSource {
   kPowerInstant,    // hwmon power1_input (only when power1_average also exists)
   kEnergy,          // amdgpu gpu_metrics energy_accumulator; i915/xe hwmon energy1_input
   kPowerCap,        // amdgpu hwmon power1_cap; i915/xe hwmon power1_max
-  kTempGpu,         // amdgpu hwmon temp "edge", else "junction"; i915/xe the package/GT sensor
+  kTempGpu,         // amdgpu hwmon temp "edge", else "junction"; xe the "pkg" sensor (i915: none)
   kTempMemory,      // amdgpu hwmon temp "mem"; xe the "vram" sensor
   kClockGfx,        // amdgpu hwmon freq1_input (sclk); i915 gt_act_freq_mhz; xe freq0/act_freq
   kClockMemory,     // amdgpu hwmon freq2_input (mclk)

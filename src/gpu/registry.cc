@@ -6,13 +6,17 @@
 #include <cstdio>
 #include <optional>
 
+#include "gpu/amdgpu/amdgpu_backend.h"
 #include "gpu/composite_backend.h"
+#include "gpu/intel/intel_backend.h"
 #include "gpu/nvml/nvml_backend.h"
 
 namespace gpulse::gpu {
 namespace {
 constexpr std::array kBackends = {
     BackendEntry{"nvml", &nvml::OpenNvmlBackend},
+    BackendEntry{"amdgpu", &amdgpu::OpenAmdgpuBackend},
+    BackendEntry{"intel", &intel::OpenIntelBackend},
 };
 
 // Opens one entry, turning an exception into an error.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "identity/cuda_visible.h"
+#include "identity/level_zero_visible.h"
 #include "identity/rocm_visible.h"
 
 namespace gpulse::identity {
@@ -14,8 +15,8 @@ constexpr std::array<const char*, 3> kCudaVars = {"CUDA_VISIBLE_DEVICES", "CUDA_
 constexpr std::array<const char*, 3> kHipVars = {"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                                                  "CUDA_VISIBLE_DEVICES"};
 constexpr std::array<const char*, 2> kOpenClVars = {"ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL"};
-constexpr std::array<const char*, 2> kLevelZeroVars = {"ONEAPI_DEVICE_SELECTOR",
-                                                       "ZE_AFFINITY_MASK"};
+constexpr std::array<const char*, 3> kLevelZeroVars = {"ZE_AFFINITY_MASK", "ONEAPI_DEVICE_SELECTOR",
+                                                       "ZE_ENABLE_PCI_ID_DEVICE_ORDER"};
 
 // The scope's positions whose device is of `vendor`.
 RuntimeScope OfVendor(const RuntimeScope& scope, const SystemInfo& info, std::string_view vendor) {
@@ -107,9 +108,18 @@ Mapping ResolveRuntime(Runtime runtime, const Environment& env, const SystemInfo
       return m;
     }
     case Runtime::kLevelZero: {
-      Mapping m;
-      m.refusal = Refusal{"Level Zero masks are not resolved yet"};
-      return m;
+      std::vector<DeviceInfo> devices;
+      for (std::size_t pos : mine.positions) devices.push_back(info.devices[pos]);
+      if (devices.size() > 1 && env.Get("ZE_ENABLE_PCI_ID_DEVICE_ORDER") != "1") {
+        Mapping m;
+        m.refusal = Refusal{
+            "with several Intel GPUs, Level Zero numbers them in the driver's own order unless "
+            "ZE_ENABLE_PCI_ID_DEVICE_ORDER=1 (then PCI bus order)"};
+        return m;
+      }
+      // A SYCL program reads ONEAPI_DEVICE_SELECTOR on top of the Level Zero mask.
+      const auto api = env.Get("ONEAPI_DEVICE_SELECTOR") ? LevelZeroApi::kSycl : LevelZeroApi::kLevelZero;
+      return ResolveLevelZero(env, devices, api);
     }
   }
   return {};

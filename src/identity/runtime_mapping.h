@@ -37,7 +37,9 @@ bool RuntimeMasked(Runtime runtime, const Environment& env);
 Runtime DefaultRuntime(const SystemInfo& info);
 
 // The runtime's ordinals over the GPUs of its vendor within `scope`. Ordinals carry the GPUs'
-// DeviceInfo::index.
+// DeviceInfo::index. Level Zero: a plain Level Zero program, or a SYCL one when
+// ONEAPI_DEVICE_SELECTOR is set; with several Intel GPUs only under ZE_ENABLE_PCI_ID_DEVICE_ORDER=1
+// (the driver's own order is not known).
 Mapping ResolveRuntime(Runtime runtime, const Environment& env, const SystemInfo& info,
                        const RuntimeScope& scope);
 
