@@ -73,12 +73,12 @@ void BM_AmdRx7900(benchmark::State& state) {
 void BM_IntelI915(benchmark::State& state) {
   gpu::BackendOptions o;
   o.sysfs_root = Fixture(GPULSE_I915_FIXTURE);
-  RunBackend(state, &gpu::intel::OpenIntelBackend, o);
+  RunBackend(state, [](const gpu::BackendOptions& b) { return gpu::intel::OpenIntelBackend(b); }, o);
 }
 void BM_IntelXe(benchmark::State& state) {
   gpu::BackendOptions o;
   o.sysfs_root = Fixture(GPULSE_XE_FIXTURE);
-  RunBackend(state, &gpu::intel::OpenIntelBackend, o);
+  RunBackend(state, [](const gpu::BackendOptions& b) { return gpu::intel::OpenIntelBackend(b); }, o);
 }
 void BM_NvmlSim(benchmark::State& state) {
   gpu::BackendOptions o;

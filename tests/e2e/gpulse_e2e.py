@@ -15,7 +15,8 @@ BUILTIN_SCENARIOS = ["1xH200", "8xH100", "4xA40-tp2", "mig-a100", "faults", "k8s
 
 # Variables that change which GPUs a command sees: tests set them explicitly when they mean to.
 DEVICE_SELECTION_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
-                         "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+                         "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK",
+                         "ONEAPI_DEVICE_SELECTOR", "ZE_ENABLE_PCI_ID_DEVICE_ORDER", "GPULSE_SYSFS_ROOT")
 
 
 def run(*args, timeout=60, env=None):

@@ -101,7 +101,7 @@ TEST(AmdgpuBackend, Mi300xIdentity) {
   ASSERT_EQ(info.devices.size(), 1u);
   const DeviceInfo& d = info.devices[0];
   EXPECT_EQ(d.index, 0u);
-  EXPECT_EQ(d.vendor, "AMD");
+  EXPECT_EQ(d.vendor, "amd");
   EXPECT_EQ(d.backend, "amdgpu");
   EXPECT_EQ(d.name, "AMD Instinct MI300X OAM");
   EXPECT_EQ(d.uuid, "GPU-A3D4C2B1E5F60718");

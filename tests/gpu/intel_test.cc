@@ -160,7 +160,7 @@ TEST(IntelBackendOpen, I915ArcA770) {
   ASSERT_EQ(info.devices.size(), 1u);
   const DeviceInfo& d = info.devices[0];
   EXPECT_EQ(d.index, 0u);
-  EXPECT_EQ(d.vendor, "Intel");
+  EXPECT_EQ(d.vendor, "intel");
   EXPECT_EQ(d.backend, "i915");
   EXPECT_EQ(d.name, "Intel Arc A770 Graphics");
   EXPECT_EQ(d.uuid, "");
@@ -178,7 +178,7 @@ TEST(IntelBackendOpen, XeArcB580SkipsOtherVendors) {
   ASSERT_EQ((*backend)->info().devices.size(), 1u);  // card0 is an ast BMC display
   const DeviceInfo& d = (*backend)->info().devices[0];
   EXPECT_EQ(d.index, 1u);  // the DRM card number
-  EXPECT_EQ(d.vendor, "Intel");
+  EXPECT_EQ(d.vendor, "intel");
   EXPECT_EQ(d.backend, "xe");
   EXPECT_EQ(d.name, "Intel Arc B580 Graphics");
   EXPECT_EQ(d.pci_bus_id, "00000000:04:00.0");

@@ -58,8 +58,11 @@ AmdgpuDevice::AmdgpuDevice(unsigned card, std::string device_dir, std::string pc
   files_[kGpuMetrics] = SysfsFile(d + "gpu_metrics");
   FindHwmon();
   info_.index = card;
-  info_.vendor = "AMD";
+  info_.vendor = "amd";
   info_.backend = "amdgpu";
+  info_.profiling_unsupported_reason =
+      "the profiling fields (DCGM_FI_PROF_*) are read through NVIDIA's GPM; amdgpu's sysfs has no "
+      "equivalent";
   info_.pci_bus_id = NvmlPciBusId(pci_address_);
   ReadIdentity();
 }

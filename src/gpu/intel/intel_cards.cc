@@ -184,7 +184,10 @@ std::optional<IntelCard> OpenCard(const sys::RootedFs& fs, unsigned number) {
   card.integrated = card.pdev == "0000:00:02.0";
   DeviceInfo& info = card.info;
   info.index = number;
-  info.vendor = "Intel";
+  info.vendor = "intel";
+  info.profiling_unsupported_reason =
+      "the profiling fields (DCGM_FI_PROF_*) are read through NVIDIA's GPM; i915 and xe have no "
+      "equivalent in sysfs";
   info.backend = driver;
   info.pci_bus_id = NvmlBusId(slot);
   const unsigned device_id = ReadNumber<unsigned>(fs, device + "/device").value_or(0);

@@ -226,8 +226,10 @@ def kfd_properties(d, gpu):
     return "".join(f"{name} {value}\n" for name, value in rows)
 
 
-def build_tree(root, d):
+def build_tree(root, d, card=0):
+    """GPU `d` as DRM card `card` (hwmon`card`, renderD`128+card`, KFD node `card+1`)."""
     bdf = d["pci_path"].rsplit("/", 1)[1]
+    render = f"renderD{128 + card}"
     dev = os.path.join(root, "devices", d["pci_path"])
     # The PCI device: identity, the amdgpu attributes, the driver link, DRM minors, hwmon.
     write(f"{dev}/vendor", "0x1002")
@@ -253,29 +255,29 @@ def build_tree(root, d):
     link(f"{dev}/driver", to_root + "bus/pci/drivers/amdgpu")
     write(f"{root}/bus/pci/drivers/amdgpu/module", "amdgpu")
     link(f"{dev}/subsystem", to_root + "bus/pci")
-    write(f"{dev}/drm/card0/dev", "226:0")
-    write(f"{dev}/drm/renderD128/dev", "226:128")
-    link(f"{dev}/drm/card0/device", "../../../" + bdf)
-    link(f"{dev}/drm/renderD128/device", "../../../" + bdf)
-    hwmon = f"{dev}/hwmon/hwmon0"
+    write(f"{dev}/drm/card{card}/dev", f"226:{card}")
+    write(f"{dev}/drm/{render}/dev", f"226:{128 + card}")
+    link(f"{dev}/drm/card{card}/device", "../../../" + bdf)
+    link(f"{dev}/drm/{render}/device", "../../../" + bdf)
+    hwmon = f"{dev}/hwmon/hwmon{card}"
     write(f"{hwmon}/name", "amdgpu")
     for name, value in d["hwmon"].items():
         write(f"{hwmon}/{name}", value)
     link(f"{hwmon}/device", "../../../" + bdf)
     # class/ links, relative like the kernel's (a bind mount resolves them inside the tree).
     up = "../../devices/" + d["pci_path"]
-    link(f"{root}/class/drm/card0", f"{up}/drm/card0")
-    link(f"{root}/class/drm/renderD128", f"{up}/drm/renderD128")
-    link(f"{root}/class/hwmon/hwmon0", f"{up}/hwmon/hwmon0")
+    link(f"{root}/class/drm/card{card}", f"{up}/drm/card{card}")
+    link(f"{root}/class/drm/{render}", f"{up}/drm/{render}")
+    link(f"{root}/class/hwmon/hwmon{card}", f"{up}/hwmon/hwmon{card}")
     write(f"{root}/class/drm/version", "drm 1.1.0 20060810")
     # The driver module, as rocm-smi checks it.
     write(f"{root}/module/amdgpu/initstate", "live")
     write(f"{root}/module/amdgpu/version", DRIVER_VERSION)
-    # The KFD topology: node 0 the CPU, node 1 the GPU.
+    # The KFD topology: node 0 the CPU, node card+1 this GPU.
     topo = f"{root}/class/kfd/kfd/topology"
     write(f"{topo}/generation_id", 1)
     write(f"{topo}/system_properties", "platform_oem 0\nplatform_id 0\nplatform_rev 0\n")
-    for node, gpu in ((0, False), (1, True)):
+    for node, gpu in ((0, False), (card + 1, True)):
         n = f"{topo}/nodes/{node}"
         write(f"{n}/properties", kfd_properties(d, gpu))
         write(f"{n}/gpu_id", 0 if not gpu else 53534 if d["bus"] == 0xC1 else 41213)
@@ -289,16 +291,22 @@ def build_tree(root, d):
               "type 2\nversion_major 0\nversion_minor 0\nnode_from %d\nnode_to %d\n"
               "weight %d\nmin_latency 0\nmax_latency 0\nmin_bandwidth 0\n"
               "max_bandwidth 0\nrecommended_transfer_size 0\nflags 3\n" % (
-                  node, 1 - node, 20))
+                  node, 0 if gpu else 1, 20))
         write(f"{n}/caches/.keep", "")
 
 
+# Hosts with several GPUs, named by the GPUs in card order (PCI bus order, as amdgpu probes them).
+HOSTS = {name: [name] for name in DEVICES}
+HOSTS["amd-2gpu"] = ["rx7900", "mi300x"]
+
+
 def build(out):
-    for name, d in DEVICES.items():
+    for name, gpus in HOSTS.items():
         root = os.path.join(out, name)
         if os.path.lexists(root):
             shutil.rmtree(root)
-        build_tree(root, d)
+        for card, gpu in enumerate(gpus):
+            build_tree(root, DEVICES[gpu], card)
 
 
 def same_tree(a, b):
@@ -331,7 +339,7 @@ def main(argv):
         with tempfile.TemporaryDirectory() as tmp:
             build(tmp)
             ok = all(same_tree(os.path.join(tmp, n), os.path.join(here, n)) and
-                     same_tree(os.path.join(here, n), os.path.join(tmp, n)) for n in DEVICES)
+                     same_tree(os.path.join(here, n), os.path.join(tmp, n)) for n in HOSTS)
         if not ok:
             print("fixtures differ from make_fixtures.py: run it and commit the result",
                   file=sys.stderr)
