@@ -41,3 +41,6 @@ bash bench/collector/run.sh "$build" --endpoints 4096
 echo
 echo "== health and policy on the agent: condition to listener and Alertmanager, CPU (bench/health, ~2.5 min)"
 bash bench/health/run.sh "$build"
+
+echo "== AMD and Intel: one device's tick from sysfs beside one rocm-smi call (bench/vendors, ~1 min)"
+bash bench/vendors/run.sh "$build"

@@ -3,7 +3,8 @@
 
 Each tree is bind-mounted over /sys in a private mount namespace (unshare -m, so the host's /sys
 is untouched) and `rocm-smi --showuse --showpower --showmeminfo vram --showtemp --json` must report
-the fixture's own values, converted to rocm-smi's units: %, W, bytes, °C. That checks the
+the fixture's own values, converted to rocm-smi's units: %, W, bytes, °C, and agree with what `gpulse dmon
+--sysfs-root TREE` reads from the same tree. That checks the
 fixtures against an independent reader of the same kernel ABI. Skipped, with the reason, when not
 root, without unshare or rocm-smi, or where mount namespaces are refused.
 
@@ -22,6 +23,31 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "testdata", "sysfs")
 COMMAND = "rocm-smi --showuse --showpower --showmeminfo vram --showtemp --json"
+GPULSE = os.environ.get("GPULSE_BIN", os.path.join(HERE, "..", "..", "build", "bin", "gpulse"))
+FIELDS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_TOTAL", "DCGM_FI_DEV_FB_USED",
+          "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP"]
+
+
+def gpulse(root):
+    """gpulse's reading of card0 of the tree, as dmon prints it (DCGM units), read from the tree
+    where it lies (gpulse takes a --sysfs-root; no mount needed)."""
+    out = subprocess.run([GPULSE, "dmon", "--sysfs-root", root, "-c", "1", "-e", ",".join(FIELDS),
+                          "--format", "csv"], capture_output=True, text=True, timeout=60, check=True)
+    header, row = out.stdout.strip().splitlines()
+    return dict(zip(header.split(","), row.split(",")))
+
+
+def agree(test, card, mine, junction_is_gpu_temp=False):
+    """rocm-smi's values (the independent reader) and gpulse's, on every reading both give."""
+    test.assertEqual(int(card["GPU use (%)"]), int(mine["DCGM_FI_DEV_GPU_UTIL"]))
+    test.assertEqual(int(card["VRAM Total Memory (B)"]) // 2**20, int(mine["DCGM_FI_DEV_FB_TOTAL"]))
+    test.assertEqual(int(card["VRAM Total Used Memory (B)"]) // 2**20, int(mine["DCGM_FI_DEV_FB_USED"]))
+    sensor = "junction" if junction_is_gpu_temp else "edge"
+    test.assertEqual(float(card[f"Temperature (Sensor {sensor}) (C)"]), float(mine["DCGM_FI_DEV_GPU_TEMP"]))
+    test.assertEqual(float(card["Temperature (Sensor memory) (C)"]), float(mine["DCGM_FI_DEV_MEMORY_TEMP"]))
+    power = card["Average Graphics Package Power (W)"]
+    if power != "N/A":
+        test.assertEqual(float(power), float(mine["DCGM_FI_DEV_POWER_USAGE"]))
 
 
 def skip_reason():
@@ -71,6 +97,7 @@ class RocmSmiReadsTheFixtures(unittest.TestCase):
         for sensor, n in (("edge", 1), ("junction", 2), ("memory", 3)):
             self.assertEqual(float(card[f"Temperature (Sensor {sensor}) (C)"]),
                              int(hwmon(root, f"temp{n}_input")) / 1000, sensor)
+        agree(self, card, gpulse(root))
 
     def test_mi300x_without_gpu_metrics(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -91,6 +118,7 @@ class RocmSmiReadsTheFixtures(unittest.TestCase):
             self.assertEqual(card["Average Graphics Package Power (W)"], "N/A")
             self.assertTrue(os.path.exists(
                 os.path.join(root, "class/drm/card0/device/hwmon/hwmon0/power1_input")))
+            agree(self, card, gpulse(root), junction_is_gpu_temp=True)
 
 
 if __name__ == "__main__":
