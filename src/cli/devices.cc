@@ -123,7 +123,7 @@ void PrintText(const SystemInfo& info) {
 }
 
 int Run(const DevicesOptions& o) {
-  auto backend = gpu::OpenBackend(o.gpu);
+  auto backend = gpu::OpenBackend(WithProcfs(o.gpu, o.visible.procfs_root));
   if (!backend && backend.error().code != ErrorCode::kUnavailable) {
     fmt::print(stderr, "gpulse devices: {}\n", backend.error().message);
     return kExitUsage;

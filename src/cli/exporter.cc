@@ -220,7 +220,7 @@ int Run(ExporterCliOptions& o) {
     fmt::print("{}", exporter::FormatCounters(**counters));
     return kExitOk;
   }
-  auto backend = gpu::OpenBackend(o.gpu);
+  auto backend = gpu::OpenBackend(WithProcfs(o.gpu, o.procfs_root));
   if (!backend) {
     fmt::print(stderr, "gpulse exporter: {}\n", backend.error().message);
     return backend.error().code == ErrorCode::kUnavailable ? kExitFailure : kExitUsage;

@@ -21,6 +21,11 @@ void AddGpuOptions(CLI::App& app, gpu::BackendOptions& options) {
       ->envname("GPULSE_SYSFS_ROOT");
 }
 
+gpu::BackendOptions WithProcfs(gpu::BackendOptions options, const std::string& procfs_root) {
+  if (!procfs_root.empty()) options.procfs_root = procfs_root;
+  return options;
+}
+
 std::string FormatValue(const FieldSpec& field, const std::optional<double>& value) {
   if (!value) return "N/A";
   switch (field.value_type) {

@@ -18,6 +18,10 @@ namespace gpulse::cli {
 
 void AddGpuOptions(CLI::App& app, gpu::BackendOptions& options);
 
+// `options` with the command's --procfs-root (when given) as the tree the backends read
+// per-process data from (NVML's driver listing, the DRM clients' fdinfo of amdgpu and i915/xe).
+gpu::BackendOptions WithProcfs(gpu::BackendOptions options, const std::string& procfs_root);
+
 // Prints a value as the catalogue says it should look ("N/A" when absent).
 std::string FormatValue(const FieldSpec& field, const std::optional<double>& value);
 

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli/agent_client.h"
+#include "cli/gpu_options.h"
 #include "cli/procfs_options.h"
 #include "core/clock.h"
 #include "exporter/live_frame.h"
@@ -137,7 +138,7 @@ class DirectSource final : public LiveSource {
 };
 
 Result<std::unique_ptr<LiveSource>> OpenDirect(const LiveSourceOptions& o, std::string why) {
-  auto backend = gpu::OpenBackend(o.gpu);
+  auto backend = gpu::OpenBackend(WithProcfs(o.gpu, o.procfs_root));
   if (!backend) return backend.error();
   auto proc = ChooseProcfs(o.procfs_root, (*backend)->info().simulated);
   if (!proc) return proc.error();

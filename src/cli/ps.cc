@@ -165,7 +165,7 @@ void PrintGroups(const PsReport& report, bool l, const PsPodNames& names) {
 }
 
 int Run(const PsOptions& o) {
-  auto backend = gpu::OpenBackend(o.gpu);
+  auto backend = gpu::OpenBackend(WithProcfs(o.gpu, o.procfs_root));
   if (!backend) {
     fmt::print(stderr, "gpulse ps: {}\n", backend.error().message);
     return backend.error().code == ErrorCode::kUnavailable ? kExitFailure : kExitUsage;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "gpu/amdgpu/amdgpu_backend.h"
@@ -73,7 +74,12 @@ Result<std::unique_ptr<Backend>> OpenBackends(const BackendOptions& options,
 }
 
 Result<std::unique_ptr<Backend>> OpenBackend(const BackendOptions& options) {
-  return OpenBackends(options, kBackends);
+  BackendOptions o = options;
+  if (o.procfs_root.empty()) {  // every backend reads per-process data from the same tree
+    const char* env = std::getenv("GPULSE_PROCFS_ROOT");
+    if (env != nullptr && *env != '\0') o.procfs_root = env;
+  }
+  return OpenBackends(o, kBackends);
 }
 
 }  // namespace gpulse::gpu

@@ -274,6 +274,36 @@ class Misbehaving(CollectTestCase):
         self.assertEqual(m["status"], "failed")
 
 
+class AmdNode(CollectTestCase):
+    """collect on a node with an AMD GPU (issue 19): the exporter reads the MI300X sysfs fixture next
+    to a simulated H200 (GPU 0 NVIDIA at 18:00.0, GPU 1 AMD at C1:00.0); a worker on both GPUs gets
+    a publishable package whose AMD samples are the fixture's power."""
+
+    def test_a_worker_on_an_amd_gpu(self):
+        mi300x = os.path.join(SOURCE_DIR, "tests", "testdata", "sysfs", "mi300x")
+        hwmon = os.path.join(os.path.realpath(os.path.join(mi300x, "class", "drm", "card0", "device")),
+                             "hwmon", "hwmon0")
+        with open(os.path.join(hwmon, "power1_input")) as f:
+            watts = int(f.read()) / 1e6
+        with open(os.path.join(mi300x, "class", "drm", "card0", "device", "unique_id")) as f:
+            uuid = "GPU-" + f.read().strip().upper()
+        with Exporter("--simulate", "1xH200", "--sysfs-root", mi300x) as e:
+            cfg = self.write_config(config_text([("node0", e.port, "/metrics")],
+                                                [("node0", [0, 1], "prefill", 0, 0)], concurrencies=(4,)))
+            p = self.collect(cfg, "sh", "-c", window_cmd(4, 2))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = self.manifest()
+        self.assertEqual(m["status"], "complete", p.stderr)
+        self.assertTrue(m["publication_valid"], json.dumps(m["window_validations"], indent=1))
+        with open(os.path.join(self.power, "samples.csv")) as f:
+            rows = [r.split(",") for r in f.read().splitlines()[1:]]
+        amd = [r for r in rows if r[4] == "1"]
+        self.assertTrue(amd)
+        self.assertEqual({(r[5], float(r[6])) for r in amd}, {(uuid, watts)})
+        v = self.validate_power("--expect-role", "prefill=2")
+        self.assertEqual(v.returncode, 0, v.stdout + v.stderr)
+
+
 class Lifecycle(CollectTestCase):
     def one_exporter_config(self, exporter, **kw):
         return self.write_config(config_text([("node0", exporter.port, "/metrics")],

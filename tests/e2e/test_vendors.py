@@ -200,6 +200,31 @@ class MixedHostTest(GpulseTestCase):
             time.sleep(0.1)
         self.fail(f"the exposition never matched: {sorted(fams)[:5]}")
 
+    def test_ps_lists_a_process_on_the_amd_gpu_from_its_drm_fdinfo(self):
+        tmp = tempfile.mkdtemp(prefix="gpulse-vendors-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        proc = os.path.join(tmp, "proc")
+        pid = os.path.join(proc, "5151")
+        os.makedirs(os.path.join(pid, "fd"))
+        os.makedirs(os.path.join(pid, "fdinfo"))
+        os.symlink("/dev/dri/renderD128", os.path.join(pid, "fd", "7"))
+        files = {
+            "fdinfo/7": "pos:\t0\nflags:\t02100002\ndrm-driver:\tamdgpu\ndrm-pdev:\t0000:c1:00.0\n"
+                        "drm-client-id:\t12\ndrm-memory-vram:\t4194304 KiB\ndrm-engine-gfx:\t123456789 ns\n",
+            "comm": "train.py\n", "status": "Name:\ttrain.py\nUid:\t0\t0\t0\t0\n",
+            "cgroup": "0::/user.slice/user-0.slice/session-3.scope\n", "cmdline": "python3\0train.py\0"}
+        for name, text in files.items():
+            with open(os.path.join(pid, name), "w", encoding="utf-8") as f:
+                f.write(text)
+        doc = json.loads(self.run_ok("ps", "--json", *self.MIXED, "--procfs-root", proc).stdout)
+        validate(doc, "ps.schema.json")
+        amd = [p for p in doc["processes"] if p["gpu"]["index"] == 1]
+        self.assertEqual([(p["pid"], p["name"], p["used_memory_bytes"]) for p in amd],
+                         [(5151, "train.py", 4194304 * 1024)])
+        self.assertEqual(amd[0]["gpu"]["uuid"], rocm_uuid(MI300X))
+        self.assertIsNone(amd[0]["sm_util"])  # one scan: no busy-time difference yet, never 0
+        self.assertTrue([p for p in doc["processes"] if p["gpu"]["index"] == 0], "the H200's processes")
+
     def test_a_cuda_mask_selects_among_nvidia_gpus_only(self):
         doc = json.loads(self.run_ok("devices", "--visible", "--json", *self.MIXED,
                                      env={"CUDA_VISIBLE_DEVICES": "0"}).stdout)
