@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -20,16 +23,37 @@ constexpr std::array kBackends = {
     BackendEntry{"intel", &intel::OpenIntelBackend},
 };
 
-// Opens one entry, turning an exception into an error.
-Result<std::unique_ptr<Backend>> OpenOne(const BackendEntry& entry, const BackendOptions& options) {
-  try {
-    return entry.open(options);
-  } catch (const std::exception& e) {
-    return Error{ErrorCode::kInternal,
-                 fmt::format("{} threw while opening: {}", entry.name, e.what())};
-  } catch (...) {
-    return Error{ErrorCode::kInternal, fmt::format("{} threw while opening", entry.name)};
+// Opens one entry on a thread of its own, waiting at most `deadline`: an exception becomes an
+// error, and an open that does not return (discovery reads sysfs, and a read of a GPU in reset
+// can block) becomes an error while the thread is left to finish, or not, on its own.
+Result<std::unique_ptr<Backend>> OpenOne(const BackendEntry& entry, const BackendOptions& options,
+                                         std::chrono::milliseconds deadline) {
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<Result<std::unique_ptr<Backend>>> result;
+  };
+  auto state = std::make_shared<State>();
+  std::thread([state, open = entry.open, name = std::string(entry.name), options] {
+    Result<std::unique_ptr<Backend>> r = Error{ErrorCode::kInternal, ""};
+    try {
+      r = open(options);
+    } catch (const std::exception& e) {
+      r = Error{ErrorCode::kInternal, fmt::format("{} threw while opening: {}", name, e.what())};
+    } catch (...) {
+      r = Error{ErrorCode::kInternal, fmt::format("{} threw while opening", name)};
+    }
+    std::lock_guard lock(state->mu);
+    state->result.emplace(std::move(r));
+    state->cv.notify_all();
+  }).detach();
+  std::unique_lock lock(state->mu);
+  if (!state->cv.wait_for(lock, deadline, [&] { return state->result.has_value(); })) {
+    return Error{ErrorCode::kIo, fmt::format("{} did not finish opening within {} ms (a GPU in reset "
+                                             "or a hung driver?)",
+                                             entry.name, deadline.count())};
   }
+  return std::move(*state->result);
 }
 
 bool IsConfigurationMistake(const Error& e) {
@@ -41,12 +65,13 @@ bool IsConfigurationMistake(const Error& e) {
 std::span<const BackendEntry> Backends() { return kBackends; }
 
 Result<std::unique_ptr<Backend>> OpenBackends(const BackendOptions& options,
-                                              std::span<const BackendEntry> entries) {
+                                              std::span<const BackendEntry> entries,
+                                              std::chrono::milliseconds open_deadline) {
   std::vector<NamedBackend> found;
   std::vector<std::string> unavailable;
   std::vector<Error> failed;  // with the backend's name in front
   for (const BackendEntry& entry : entries) {
-    auto backend = OpenOne(entry, options);
+    auto backend = OpenOne(entry, options, open_deadline);
     if (backend.ok()) {
       found.push_back({entry.name, std::move(backend).value()});
     } else if (backend.error().code == ErrorCode::kUnavailable) {

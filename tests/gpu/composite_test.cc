@@ -202,6 +202,34 @@ Result<std::unique_ptr<Backend>> OpenMistake(const BackendOptions&) {
   return Error{ErrorCode::kInvalidArgument, "--simulate nope: no such scenario"};
 }
 
+// An open that blocks until the test releases it (a discovery read of a GPU in reset).
+std::mutex g_open_mu;
+std::condition_variable g_open_cv;
+bool g_open_blocked = true;
+Result<std::unique_ptr<Backend>> OpenHanging(const BackendOptions& o) {
+  std::unique_lock lock(g_open_mu);
+  g_open_cv.wait(lock, [] { return !g_open_blocked; });
+  return OpenAmd(o);
+}
+
+TEST(Registry, ABackendThatDoesNotFinishOpeningIsLeftOutAndTheOthersAreRead) {
+  const BackendEntry entries[] = {{"nvml", &OpenNv}, {"amdgpu", &OpenHanging}};
+  auto b = OpenBackends({}, entries, std::chrono::milliseconds(50));
+  {
+    std::lock_guard lock(g_open_mu);
+    g_open_blocked = false;
+  }
+  g_open_cv.notify_all();
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  const SystemInfo& info = (*b)->info();
+  ASSERT_EQ(info.devices.size(), 1u);
+  EXPECT_EQ(info.devices[0].backend, "nvml");
+  ASSERT_EQ(info.backend_errors.size(), 1u);
+  EXPECT_EQ(info.backend_errors[0],
+            "amdgpu did not finish opening within 50 ms (a GPU in reset or a hung driver?)");
+  EXPECT_EQ(Power(**b, 0), 100.0);
+}
+
 TEST(Registry, OneBackendIsReturnedAsItIsWithItsOwnNumbers) {
   const BackendEntry entries[] = {{"nvml", &OpenNv}, {"intel", &OpenNone}};
   auto b = OpenBackends({}, entries);
