@@ -93,6 +93,22 @@ TEST(CollectConfig, ValidConfigAndDefaults) {
   EXPECT_EQ(c->exporter.command, kDefaultExporterCommand);
 }
 
+// Found by fuzz_collect_config (tests/fuzz/regressions/collect_config/
+// disabled-telemetry-without-exporter-command): an accepted config whose telemetry is disabled and
+// has no dcgm_exporter section had an empty exporter command, which does not split into words.
+TEST(CollectConfig, DisabledTelemetryWithoutTheExporterSectionKeepsTheDefaultCommand) {
+  auto c = ParseCollectConfig(R"(telemetry:
+  enabled: false
+endpoints:
+  - {hostname: n0, address: 127.0.0.1, port: 9500}
+workers:
+  - {hostname: n0, gpus: [0], worker_role: agg, worker_index: 0, worker_process: 0, het_group: 0}
+benchmark: {type: sa-bench, concurrencies: [1]}
+)");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->exporter.command, kDefaultExporterCommand);
+}
+
 TEST(CollectConfig, ADuplicatedKeyIsRefusedNamingBothLines) {
   std::string text = kConfig;
   // required: false then required: true used to run best-effort (the first value won).

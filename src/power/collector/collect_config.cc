@@ -126,6 +126,9 @@ void ParseTelemetry(const YAML::Node& t, CollectConfig& c) {
           worst));
     c.join_timeout_s = v;
   }
+  // The default holds for a config without the section too (telemetry disabled): an accepted
+  // config always has a command that splits into words (found by fuzz_collect_config).
+  c.exporter.command = std::string(kDefaultExporterCommand);
   const YAML::Node e = t["dcgm_exporter"];
   if (!e || e.IsNull()) {
     if (c.enabled) Fail("telemetry.dcgm_exporter is required when telemetry is enabled");
@@ -139,7 +142,6 @@ void ParseTelemetry(const YAML::Node& t, CollectConfig& c) {
   c.exporter.container_image = e["container_image"].Scalar();
   if (!e["port"]) Fail("telemetry.dcgm_exporter.port must be in 1..65535");
   c.exporter.port = Port(e["port"], "telemetry.dcgm_exporter.port");
-  c.exporter.command = std::string(kDefaultExporterCommand);
   if (e["command"]) c.exporter.command = NonEmpty(e["command"], "telemetry.dcgm_exporter.command");
   if (auto words = SplitCommand(c.exporter.command); !words.ok())
     Fail("telemetry.dcgm_exporter.command: " + words.error().message);
