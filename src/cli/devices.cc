@@ -95,8 +95,12 @@ void PrintText(const SystemInfo& info) {
   if (info.simulated) {
     fmt::print("Simulated GPUs: scenario {} (NVML simulator {})\n", info.scenario, info.library);
   }
-  fmt::print("Driver {}, NVML {}\n", info.driver_version.value_or("N/A"),
-             info.library_version.value_or("N/A"));
+  if (info.backend.find("nvml") != std::string::npos) {
+    fmt::print("Driver {}, NVML {}\n", info.driver_version.value_or("N/A"),
+               info.library_version.value_or("N/A"));
+  } else {  // the sysfs backends: the kernel driver's module version, where it has one
+    fmt::print("Backend {}, driver {}\n", info.backend, info.driver_version.value_or("N/A"));
+  }
   for (const auto& e : info.backend_errors) fmt::print("Backend not read: {}\n", e);
   for (const auto& d : info.devices) {
     std::string mig = !d.mig_enabled ? "MIG N/A" : (*d.mig_enabled ? "MIG on" : "MIG off");
