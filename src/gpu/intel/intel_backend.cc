@@ -13,7 +13,8 @@
 namespace gpulse::gpu::intel {
 namespace {
 
-using ReadStatus = SysfsFile::ReadStatus;
+using drm::ReadOutcome;
+using drm::SysfsFile;
 
 // The last energy counter reading of a device, for power by difference.
 struct EnergyMark {
@@ -58,13 +59,13 @@ std::optional<std::uint64_t> IntelBackend::ReadUnsigned(SysfsFile& file, FieldIn
                                                         Sample& out) {
   std::uint64_t v = 0;
   switch (file.ReadUint(v)) {
-    case ReadStatus::kOk:
+    case ReadOutcome::kOk:
       return v;
-    case ReadStatus::kMissing:
+    case ReadOutcome::kMissing:
       out.unsupported[f] = true;
       ++stats_.unsupported_calls;
       return std::nullopt;
-    case ReadStatus::kFailed:
+    case ReadOutcome::kFailed:
       ++stats_.failed_calls;
       return std::nullopt;
   }
@@ -74,13 +75,13 @@ std::optional<std::uint64_t> IntelBackend::ReadUnsigned(SysfsFile& file, FieldIn
 std::optional<std::int64_t> IntelBackend::ReadSigned(SysfsFile& file, FieldIndex f, Sample& out) {
   std::int64_t v = 0;
   switch (file.ReadInt(v)) {
-    case ReadStatus::kOk:
+    case ReadOutcome::kOk:
       return v;
-    case ReadStatus::kMissing:
+    case ReadOutcome::kMissing:
       out.unsupported[f] = true;
       ++stats_.unsupported_calls;
       return std::nullopt;
-    case ReadStatus::kFailed:
+    case ReadOutcome::kFailed:
       ++stats_.failed_calls;
       return std::nullopt;
   }
@@ -98,15 +99,15 @@ void IntelBackend::ReadEnergy(std::size_t pos, std::span<const FieldIndex> field
   IntelCard& card = cards_[pos];
   std::uint64_t uj = 0;
   switch (card.energy_uj.ReadUint(uj)) {
-    case ReadStatus::kMissing:
+    case ReadOutcome::kMissing:
       if (power) out.unsupported[*power] = true;
       if (energy) out.unsupported[*energy] = true;
       ++stats_.unsupported_calls;
       return;
-    case ReadStatus::kFailed:
+    case ReadOutcome::kFailed:
       ++stats_.failed_calls;
       return;
-    case ReadStatus::kOk:
+    case ReadOutcome::kOk:
       break;
   }
   if (energy) {

@@ -9,8 +9,12 @@
 #include <string_view>
 #include <utility>
 
+#include "gpu/drm/device_names.h"
+
 namespace gpulse::gpu::intel {
 namespace {
+
+using drm::SysfsFile;
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) {
@@ -69,33 +73,11 @@ std::string UeventValue(const std::string& uevent, std::string_view key) {
   return "";
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
-}
-
-// "0000:03:00.0" → NVML's "00000000:03:00.0" (8 hex digits of domain, upper case); "" when the
-// slot is not of that form.
-std::string NvmlBusId(std::string_view slot) {
-  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
-  char tail = 0;
-  const std::string s(slot);
-  if (std::sscanf(s.c_str(), "%x:%x:%x.%x%c", &domain, &bus, &dev, &fn, &tail) != 4) return "";
-  char out[32];
-  std::snprintf(out, sizeof out, "%08X:%02X:%02X.%X", domain, bus, dev, fn);
-  return out;
-}
-
 // Card numbers of class/drm entries named cardN (connectors such as card0-DP-1 are skipped).
 std::vector<unsigned> CardNumbers(const std::vector<std::string>& names) {
   std::vector<unsigned> out;
   for (const std::string& name : names) {
-    if (!name.starts_with("card") || name.size() == 4) continue;
-    unsigned n = 0;
-    auto [ptr, ec] = std::from_chars(name.data() + 4, name.data() + name.size(), n);
-    if (ec == std::errc() && ptr == name.data() + name.size()) out.push_back(n);
+    if (auto n = drm::CardNumber(name)) out.push_back(*n);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -180,7 +162,7 @@ std::optional<IntelCard> OpenCard(const sys::RootedFs& fs, unsigned number) {
   IntelCard card;
   std::string slot = UeventValue(uevent, "PCI_SLOT_NAME");
   if (slot.empty()) slot = LinkBasename(fs, device);
-  card.pdev = Lower(slot);
+  card.pdev = drm::LowerPciAddress(slot);
   card.integrated = card.pdev == "0000:00:02.0";
   DeviceInfo& info = card.info;
   info.index = number;
@@ -189,7 +171,7 @@ std::optional<IntelCard> OpenCard(const sys::RootedFs& fs, unsigned number) {
       "the profiling fields (DCGM_FI_PROF_*) are read through NVIDIA's GPM; i915 and xe have no "
       "equivalent in sysfs";
   info.backend = driver;
-  info.pci_bus_id = NvmlBusId(slot);
+  info.pci_bus_id = drm::NvmlPciBusId(slot);
   const unsigned device_id = ReadNumber<unsigned>(fs, device + "/device").value_or(0);
   info.name = IntelGpuName(device_id);
   // Neither driver gives a stable unique id in sysfs (Level Zero makes its UUID up from the PCI
@@ -211,7 +193,7 @@ std::optional<IntelCard> OpenCard(const sys::RootedFs& fs, unsigned number) {
   card.hwmon_dir = FindHwmon(fs, device, driver);
   OpenHwmon(fs, card, xe);
   std::uint64_t cap_uw = 0;
-  if (card.power_max_uw.ReadUint(cap_uw) == SysfsFile::ReadStatus::kOk && cap_uw > 0) {
+  if (card.power_max_uw.ReadUint(cap_uw) == drm::ReadOutcome::kOk && cap_uw > 0) {
     info.power_limit_watts = static_cast<double>(cap_uw) / 1e6;
   }
   return card;
