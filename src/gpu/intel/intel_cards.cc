@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstdio>
+#include <limits>
 #include <string_view>
 #include <utility>
 
@@ -31,20 +31,13 @@ std::optional<std::string> ReadText(const sys::RootedFs& fs, const std::string& 
   return std::string(Trim(*text));
 }
 
+// The file's one decimal or "0x" hex number (drm::ParseUint); nullopt when it
+// does not fit a T.
 template <typename T>
 std::optional<T> ReadNumber(const sys::RootedFs& fs, const std::string& rel) {
-  auto text = ReadText(fs, rel);
-  if (!text) return std::nullopt;
-  std::string_view s = *text;
-  int base = 10;
-  if (s.starts_with("0x") || s.starts_with("0X")) {
-    s.remove_prefix(2);
-    base = 16;
-  }
-  T v{};
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
+  auto v = drm::ParseUint(ReadText(fs, rel).value_or(""));
+  if (!v || *v > std::numeric_limits<T>::max()) return std::nullopt;
+  return static_cast<T>(*v);
 }
 
 // The last component of a symbolic link's target; "" when `rel` is not a link.
@@ -73,7 +66,8 @@ std::string UeventValue(const std::string& uevent, std::string_view key) {
   return "";
 }
 
-// Card numbers of class/drm entries named cardN (connectors such as card0-DP-1 are skipped).
+// Card numbers of class/drm entries named cardN (connectors such as card0-DP-1
+// are skipped).
 std::vector<unsigned> CardNumbers(const std::vector<std::string>& names) {
   std::vector<unsigned> out;
   for (const std::string& name : names) {
@@ -83,7 +77,8 @@ std::vector<unsigned> CardNumbers(const std::vector<std::string>& names) {
   return out;
 }
 
-// The device-level hwmon directory (name "i915" or "xe"), relative to the root; "" when none.
+// The device-level hwmon directory (name "i915" or "xe"), relative to the root;
+// "" when none.
 std::string FindHwmon(const sys::RootedFs& fs, const std::string& device,
                       const std::string& driver) {
   auto entries = fs.ListDir(device + "/hwmon");
@@ -101,7 +96,8 @@ bool Exists(const sys::RootedFs& fs, const std::string& rel) {
   return ::access(fs.PathOf(rel).c_str(), F_OK) == 0;
 }
 
-// The channel number of `kind` ("energy", "temp", ...) labelled `label`, 0 when none is.
+// The channel number of `kind` ("energy", "temp", ...) labelled `label`, 0 when
+// none is.
 unsigned LabelledChannel(const sys::RootedFs& fs, const std::string& hwmon, std::string_view kind,
                          std::string_view label) {
   for (unsigned n = 1; n <= 8; ++n) {
@@ -132,7 +128,8 @@ void OpenHwmon(const sys::RootedFs& fs, IntelCard& card, bool xe) {
   }
 }
 
-// xe: the VRAM of every tile (tileN/physical_vram_size_bytes), nullopt when no tile has the file.
+// xe: the VRAM of every tile (tileN/physical_vram_size_bytes), nullopt when no
+// tile has the file.
 std::optional<std::uint64_t> XeVramBytes(const sys::RootedFs& fs, const std::string& device) {
   auto entries = fs.ListDir(device);
   if (!entries.ok()) return std::nullopt;
@@ -168,14 +165,16 @@ std::optional<IntelCard> OpenCard(const sys::RootedFs& fs, unsigned number) {
   info.index = number;
   info.vendor = "intel";
   info.profiling_unsupported_reason =
-      "the profiling fields (DCGM_FI_PROF_*) are read through NVIDIA's GPM; i915 and xe have no "
+      "the profiling fields (DCGM_FI_PROF_*) are read through NVIDIA's GPM; "
+      "i915 and xe have no "
       "equivalent in sysfs";
   info.backend = driver;
   info.pci_bus_id = drm::NvmlPciBusId(slot);
   const unsigned device_id = ReadNumber<unsigned>(fs, device + "/device").value_or(0);
   info.name = IntelGpuName(device_id);
-  // Neither driver gives a stable unique id in sysfs (Level Zero makes its UUID up from the PCI
-  // address and device id), so there is no UUID rather than an invented one.
+  // Neither driver gives a stable unique id in sysfs (Level Zero makes its UUID
+  // up from the PCI address and device id), so there is no UUID rather than an
+  // invented one.
   info.uuid = "";
   if (xe) info.memory_total_bytes = XeVramBytes(fs, device);
 
