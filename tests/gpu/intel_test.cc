@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "core/fields.h"
-#include "gpu/intel/drm_fdinfo.h"
 #include "gpu/intel/intel_backend.h"
 
 namespace gpulse::gpu::intel {
@@ -512,36 +511,6 @@ TEST(IntelBackendUtilization, UnreadableProcfsIsAbsentAndCounted) {
   EXPECT_FALSE(Value(s, kGpuUtil).has_value());
   EXPECT_FALSE(Unsupported(s, kGpuUtil));
   EXPECT_EQ((*backend)->stats().failed_calls, 1u);
-}
-
-// --- The fdinfo parser ---------------------------------------------------------------------------
-
-TEST(DrmFdinfo, ParsesEnginesCyclesAndMemoryUnits) {
-  auto info = ParseDrmFdinfo(
-      "pos:\t0\ndrm-driver:\txe\ndrm-pdev:\t0000:04:00.0\ndrm-client-id:\t42\n"
-      "drm-total-cycles-rcs:\t900\ndrm-cycles-rcs:\t100\ndrm-engine-capacity-ccs:\t4\n"
-      "drm-total-vram0:\t2 MiB\ndrm-resident-vram0:\t512 KiB\ndrm-memory-gtt:\t4096\n"
-      "drm-engine-render:\t77 ns\ndrm-total-system:\t3 GiB\n");
-  ASSERT_TRUE(info.has_value());
-  EXPECT_EQ(info->driver, "xe");
-  EXPECT_EQ(info->pdev, "0000:04:00.0");
-  EXPECT_EQ(info->client_id, 42u);
-  const DrmEngineUsage* rcs = info->Engine("rcs");
-  ASSERT_NE(rcs, nullptr);
-  EXPECT_EQ(rcs->cycles, 100u);
-  EXPECT_EQ(rcs->total_cycles, 900u);
-  EXPECT_EQ(info->Engine("ccs")->capacity, 4u);
-  EXPECT_EQ(info->Engine("render")->busy_ns, 77u);
-  EXPECT_EQ(info->Region("cycles-rcs"), nullptr);  // drm-total-cycles-* is not a region
-  EXPECT_EQ(info->Region("vram0")->total_bytes, 2u << 20);
-  EXPECT_EQ(info->Region("vram0")->resident_bytes, 512u << 10);
-  EXPECT_EQ(info->Region("gtt")->resident_bytes, 4096u);          // the deprecated alias
-  EXPECT_FALSE(info->Region("system")->total_bytes.has_value());  // unknown unit: not guessed
-}
-
-TEST(DrmFdinfo, TextWithoutDrmDriverIsNotAClient) {
-  EXPECT_FALSE(ParseDrmFdinfo("pos:\t0\nflags:\t02\nmnt_id:\t15\n").has_value());
-  EXPECT_FALSE(ParseDrmFdinfo("").has_value());
 }
 
 }  // namespace

@@ -2,25 +2,16 @@
 #include "gpu/amdgpu/amdgpu_backend.h"
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 
 #include "core/clock.h"
 #include "gpu/amdgpu/sysfs_text.h"
+#include "gpu/drm/device_names.h"
 
 namespace gpulse::gpu::amdgpu {
 namespace {
 
 constexpr unsigned kAmdVendorId = 0x1002;
-
-// N for a "cardN" entry (not "card0-DP-1", a connector); nullopt otherwise.
-std::optional<unsigned> CardNumber(std::string_view name) {
-  if (!name.starts_with("card") || name.size() == 4) return std::nullopt;
-  unsigned n = 0;
-  auto [p, ec] = std::from_chars(name.data() + 4, name.data() + name.size(), n);
-  if (ec != std::errc() || p != name.data() + name.size()) return std::nullopt;
-  return n;
-}
 
 // The device's PCI name: the last component of the device link's target ("0000:c1:00.0"),
 // else PCI_SLOT_NAME from its uevent.
@@ -30,9 +21,7 @@ std::string PciAddress(const std::string& device_dir) {
   const std::string uevent = ReadText(device_dir + "/uevent").value_or("");
   const std::size_t at = uevent.find("PCI_SLOT_NAME=");
   if (at == std::string::npos) return "";
-  name = uevent.substr(at + 14, 12);
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
+  return drm::LowerPciAddress(uevent.substr(at + 14, 12));
 }
 
 }  // namespace
@@ -42,7 +31,7 @@ Result<std::unique_ptr<AmdgpuBackend>> AmdgpuBackend::Open(const std::string& sy
   const std::string drm = sysfs_root + "/class/drm";
   std::vector<unsigned> cards;
   for (const std::string& name : ListDir(drm)) {
-    if (auto n = CardNumber(name)) cards.push_back(*n);
+    if (auto n = drm::CardNumber(name)) cards.push_back(*n);
   }
   std::sort(cards.begin(), cards.end());
   std::unique_ptr<AmdgpuBackend> backend(new AmdgpuBackend(procfs_root));

@@ -9,9 +9,13 @@
 
 #include "gpu/amdgpu/gpu_metrics.h"
 #include "gpu/amdgpu/sysfs_text.h"
+#include "gpu/drm/device_names.h"
 
 namespace gpulse::gpu::amdgpu {
 namespace {
+
+using drm::ReadOutcome;
+using drm::SysfsFile;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kMicro = 1e-6;  // µW -> W, Hz -> MHz
@@ -63,7 +67,7 @@ AmdgpuDevice::AmdgpuDevice(unsigned card, std::string device_dir, std::string pc
   info_.profiling_unsupported_reason =
       "the profiling fields (DCGM_FI_PROF_*) are read through NVIDIA's GPM; amdgpu's sysfs has no "
       "equivalent";
-  info_.pci_bus_id = NvmlPciBusId(pci_address_);
+  info_.pci_bus_id = drm::NvmlPciBusId(pci_address_);
   ReadIdentity();
 }
 
@@ -123,11 +127,11 @@ void AmdgpuDevice::ReadIdentity() {
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   }
   if (hex) info_.uuid = "GPU-" + std::string(16 - unique.size(), '0') + unique;
-  if (auto total = ParseInt(ReadText(d + "mem_info_vram_total").value_or(""))) {
+  if (auto total = drm::ParseInt(ReadText(d + "mem_info_vram_total").value_or(""))) {
     info_.memory_total_bytes = static_cast<std::uint64_t>(*total);
   }
   if (!hwmon_dir_.empty()) {
-    if (auto cap = ParseInt(ReadText(hwmon_dir_ + "/power1_cap").value_or(""))) {
+    if (auto cap = drm::ParseInt(ReadText(hwmon_dir_ + "/power1_cap").value_or(""))) {
       info_.power_limit_watts = static_cast<double>(*cap) * kMicro;
     }
   }

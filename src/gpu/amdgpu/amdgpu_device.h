@@ -4,9 +4,9 @@
 // device's amdgpu hwmon (temperatures found by their labels edge/junction/mem) and the binary
 // gpu_metrics table for the energy accumulator.
 //
-// Every file is opened once and re-read with pread (SysfsFile). A file that does not exist makes
-// its fields unsupported for good; a read that fails is counted in ReadStats::failed_calls and the
-// reading is absent that tick. Read allocates nothing once the files are open.
+// Every file is opened once and re-read with pread (drm::SysfsFile). A file that does not exist
+// makes its fields unsupported for good; a read that fails is counted in ReadStats::failed_calls
+// and the reading is absent that tick. Read allocates nothing once the files are open.
 //
 // Not thread-safe: one owner thread.
 #pragma once
@@ -20,8 +20,8 @@
 #include "core/device.h"
 #include "core/fields.h"
 #include "core/result.h"
-#include "gpu/amdgpu/sysfs_file.h"
 #include "gpu/backend.h"
+#include "gpu/drm/sysfs_file.h"
 
 namespace gpulse::gpu::amdgpu {
 
@@ -79,7 +79,7 @@ class AmdgpuDevice {
   std::string pci_address_;
   std::string hwmon_dir_;
   DeviceInfo info_;
-  std::array<SysfsFile, kFileCount> files_;
+  std::array<drm::SysfsFile, kFileCount> files_;
   std::string energy_note_;
   std::array<char, 4096> metrics_buf_{};  // gpu_metrics is at most one page
 };

@@ -2,21 +2,13 @@
 #include "gpu/amdgpu/amdgpu_processes.h"
 
 #include <algorithm>
-#include <cctype>
-#include <set>
 
-#include "gpu/amdgpu/fdinfo.h"
 #include "gpu/backend.h"
+#include "gpu/drm/device_names.h"
+#include "gpu/drm/fdinfo.h"
+#include "sys/rooted_fs.h"
 
 namespace gpulse::gpu::amdgpu {
-namespace {
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-}  // namespace
 
 ProcessList AmdgpuProcessTracker::Read(const std::string& pdev, std::int64_t now_mono_ns) {
   ProcessList list;
@@ -31,7 +23,7 @@ ProcessList AmdgpuProcessTracker::Read(const std::string& pdev, std::int64_t now
   }
   list.t_mono_ns = *last_scan_ns_;
   list.utilization_source = "fdinfo drm-engine-gfx + drm-engine-compute";
-  auto it = by_pdev_.find(Lower(pdev));
+  auto it = by_pdev_.find(drm::LowerPciAddress(pdev));
   list.processes = it == by_pdev_.end() ? std::vector<GpuProcess>{} : it->second;
   return list;
 }
@@ -44,20 +36,21 @@ void AmdgpuProcessTracker::Scan(std::int64_t now_mono_ns) {
   };
   std::map<std::string, std::map<unsigned, Acc>> acc;  // pdev -> pid -> totals
   std::map<ClientKey, BusySample> current;
-  std::set<ClientKey> seen;
-  for (const DrmClientFd& c : ScanDrmClients(procfs_root_, "amdgpu")) {
-    const std::string pdev = Lower(c.info.pdev);
+  // Each client once (the scan dedupes by pdev and client id), for the first process holding it.
+  // An unreadable procfs root lists no process.
+  auto scan = drm::ScanDrmClients(sys::RootedFs(procfs_root_), "amdgpu");
+  const std::vector<drm::DrmClient> none;
+  for (const drm::DrmClient& c : scan.ok() ? *scan : none) {
+    const std::string& pdev = c.info.pdev;
     if (pdev.empty()) continue;
-    if (c.info.client_id) {
-      if (!seen.insert({pdev, *c.info.client_id}).second) continue;  // already counted
-    }
-    Acc& a = acc[pdev][c.pid];
-    a.p.pid = c.pid;
+    const unsigned pid = c.pids.front();
+    Acc& a = acc[pdev][pid];
+    a.p.pid = pid;
     if (auto vram = c.info.Resident("vram")) {
       a.p.used_memory_bytes = a.p.used_memory_bytes.value_or(0) + *vram;
     }
-    const auto gfx = c.info.Engine("gfx");
-    const auto compute = c.info.Engine("compute");
+    const auto gfx = c.info.BusyNs("gfx");
+    const auto compute = c.info.BusyNs("compute");
     if (gfx.value_or(0) > 0) a.p.graphics = true;
     if (compute.value_or(0) > 0) a.p.compute = true;
     if (!c.info.legacy_engine_percent.empty()) {

@@ -78,15 +78,4 @@ std::optional<unsigned> TopDpmLevelMhz(std::string_view table) {
   return top;
 }
 
-std::string NvmlPciBusId(std::string_view a) {
-  // dddd:bb:dd.f
-  if (a.size() != 12 || a[4] != ':' || a[7] != ':' || a[10] != '.') return "";
-  std::string out = "0000";
-  for (char c : a) {
-    if (c != ':' && c != '.' && !std::isxdigit(static_cast<unsigned char>(c))) return "";
-    out.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-  }
-  return out;
-}
-
 }  // namespace gpulse::gpu::amdgpu

@@ -18,7 +18,5 @@ std::string LinkBasename(const std::string& path);
 std::optional<unsigned> ParseHex(std::string_view text);
 // The highest clock of a pp_dpm_* table ("0: 500Mhz\n1: 2100Mhz *\n"), in MHz.
 std::optional<unsigned> TopDpmLevelMhz(std::string_view table);
-// The kernel's PCI name "0000:c1:00.0" in NVML's form "00000000:C1:00.0"; "" when malformed.
-std::string NvmlPciBusId(std::string_view pci_address);
 
 }  // namespace gpulse::gpu::amdgpu

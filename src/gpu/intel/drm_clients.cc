@@ -1,6 +1,6 @@
+// Engine utilization and processes of i915/xe DRM clients between two procfs scans
+// (drm_clients.h).
 #include "gpu/intel/drm_clients.h"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -11,25 +11,15 @@
 namespace gpulse::gpu::intel {
 namespace {
 
-bool AllDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
+using drm::DrmClient;
+using drm::DrmEngineUsage;
+using drm::DrmFdinfo;
+using drm::DrmRegionMemory;
 
-bool IsDrmDescriptor(const sys::RootedFs& proc, const std::string& pid, const std::string& fd) {
-  const std::string path = proc.PathOf(pid + "/fd/" + fd);
-  char target[64];
-  ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
-  if (n <= 0) return false;
-  return std::string_view(target, static_cast<std::size_t>(n)).starts_with("/dev/dri/");
-}
-
-bool SameClient(const DrmFdinfo& a, const DrmFdinfo& b) {
-  return a.client_id && b.client_id && *a.client_id == *b.client_id && a.pdev == b.pdev;
-}
-
+// The same client in another scan (by pdev and client id, which every listed client has).
 const DrmClient* FindClient(const DrmClientScan& scan, const DrmClient& c) {
   for (const DrmClient& p : scan.clients) {
-    if (p.pid == c.pid && SameClient(p.info, c.info)) return &p;
+    if (*p.info.client_id == *c.info.client_id && p.info.pdev == c.info.pdev) return &p;
   }
   return nullptr;
 }
@@ -110,38 +100,19 @@ bool EngineUsed(const DrmFdinfo& info, std::initializer_list<std::string_view> n
   return false;
 }
 
-}  // namespace
-
-Result<DrmClientScan> ScanDrmClients(const sys::RootedFs& proc, std::int64_t now_ns) {
-  auto pids = proc.ListDir("");
-  if (!pids.ok()) return pids.error();
+// Every i915/xe DRM client (any driver: the device's pdev selects them later) with a client id.
+Result<DrmClientScan> Scan(const sys::RootedFs& proc, std::int64_t now_ns) {
+  auto clients = drm::ScanDrmClients(proc, "");
+  if (!clients.ok()) return clients.error();
   DrmClientScan scan;
   scan.t_mono_ns = now_ns;
-  std::sort(pids->begin(), pids->end());
-  for (const std::string& pid : *pids) {
-    if (!AllDigits(pid)) continue;
-    auto fds = proc.ListDir(pid + "/fd");
-    if (!fds.ok()) continue;  // exited, or not ours to read
-    const std::size_t first = scan.clients.size();
-    for (const std::string& fd : *fds) {
-      if (!AllDigits(fd) || !IsDrmDescriptor(proc, pid, fd)) continue;
-      std::string rel = pid;
-      rel.append("/fdinfo/").append(fd);
-      auto text = proc.ReadFile(rel, 16384);
-      if (!text.ok()) continue;
-      auto info = ParseDrmFdinfo(*text);
-      if (!info || !info->client_id) continue;
-      bool seen = false;  // the same client through a dup()ed descriptor
-      for (std::size_t i = first; i < scan.clients.size() && !seen; ++i) {
-        seen = SameClient(scan.clients[i].info, *info);
-      }
-      if (!seen) {
-        scan.clients.push_back(DrmClient{static_cast<unsigned>(std::stoul(pid)), std::move(*info)});
-      }
-    }
+  for (DrmClient& c : *clients) {
+    if (c.info.client_id) scan.clients.push_back(std::move(c));
   }
   return scan;
 }
+
+}  // namespace
 
 DrmClientTracker::DrmClientTracker(std::string procfs_root) : proc_(std::move(procfs_root)) {}
 
@@ -150,7 +121,7 @@ DrmClientTracker::RefreshStatus DrmClientTracker::Refresh(std::int64_t now_ns) {
     return RefreshStatus::kCached;
   }
   utilization_.clear();
-  auto scan = ScanDrmClients(proc_, now_ns);
+  auto scan = Scan(proc_, now_ns);
   if (!scan.ok()) {
     error_ = scan.error().message;
     previous_.reset();
@@ -170,12 +141,8 @@ std::optional<double> DrmClientTracker::DeviceUtilization(std::string_view pdev)
     if (device == pdev) return percent;  // computed once per scan
   }
   ClassFractions fractions;
-  std::vector<std::uint64_t> counted;  // client ids already summed (shared after fork)
-  for (const DrmClient& c : current_->clients) {
-    if (c.info.pdev != pdev) continue;
-    if (std::find(counted.begin(), counted.end(), *c.info.client_id) != counted.end()) continue;
-    counted.push_back(*c.info.client_id);
-    AddFractions(*previous_, *current_, c, fractions);
+  for (const DrmClient& c : current_->clients) {  // each client once, shared or not
+    if (c.info.pdev == pdev) AddFractions(*previous_, *current_, c, fractions);
   }
   const double percent = BusiestPercent(fractions);
   utilization_.emplace_back(std::string(pdev), percent);
@@ -196,20 +163,22 @@ ProcessList DrmClientTracker::Processes(std::string_view pdev, bool local_memory
   std::vector<unsigned> measured;  // pids with at least one client seen in both scans
   for (const DrmClient& c : current_->clients) {
     if (c.info.pdev != pdev) continue;
-    auto it =
-        std::find_if(out.begin(), out.end(), [&](const GpuProcess& p) { return p.pid == c.pid; });
-    if (it == out.end()) {
-      out.push_back(GpuProcess{});
-      it = std::prev(out.end());
-      it->pid = c.pid;
-    }
-    if (auto bytes = ClientMemory(c.info, local_memory)) {
-      it->used_memory_bytes = it->used_memory_bytes.value_or(0) + *bytes;
-    }
-    it->compute = it->compute || EngineUsed(c.info, {"compute", "ccs"});
-    it->graphics = it->graphics || EngineUsed(c.info, {"render", "rcs"});
-    if (previous_ && AddFractions(*previous_, *current_, c, fractions[c.pid])) {
-      measured.push_back(c.pid);
+    for (unsigned pid : c.pids) {  // a client shared after fork counts for each process
+      auto it =
+          std::find_if(out.begin(), out.end(), [&](const GpuProcess& p) { return p.pid == pid; });
+      if (it == out.end()) {
+        out.push_back(GpuProcess{});
+        it = std::prev(out.end());
+        it->pid = pid;
+      }
+      if (auto bytes = ClientMemory(c.info, local_memory)) {
+        it->used_memory_bytes = it->used_memory_bytes.value_or(0) + *bytes;
+      }
+      it->compute = it->compute || EngineUsed(c.info, {"compute", "ccs"});
+      it->graphics = it->graphics || EngineUsed(c.info, {"render", "rcs"});
+      if (previous_ && AddFractions(*previous_, *current_, c, fractions[pid])) {
+        measured.push_back(pid);
+      }
     }
   }
   for (GpuProcess& p : out) {

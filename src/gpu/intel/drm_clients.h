@@ -1,10 +1,11 @@
-// The DRM clients of every process, from procfs: which processes hold a GPU open, how busy each
-// keeps each engine class, and how much memory each has (Documentation/gpu/drm-usage-stats.rst;
-// i915 prints drm-engine-<class> busy nanoseconds, xe drm-cycles-<class> over
-// drm-total-cycles-<class>, both with drm-engine-capacity-<class>).
+// The DRM clients of i915 and xe GPUs, from procfs (the scan and the fdinfo parser are
+// gpu/drm/fdinfo.h): which processes hold a GPU open, how busy each keeps each engine class, and
+// how much memory each has (Documentation/gpu/drm-usage-stats.rst; i915 prints drm-engine-<class>
+// busy nanoseconds, xe drm-cycles-<class> over drm-total-cycles-<class>, both with
+// drm-engine-capacity-<class>).
 //
 // Cost: a scan lists /proc, every process's fd/ directory, readlink()s every descriptor (only
-// those pointing into /dev/dri/ are DRM files) and reads the fdinfo of the DRM ones. On a host
+// DRM device files are read further) and reads the fdinfo of the DRM ones. On a host
 // with P processes of F descriptors each that is P·F readlink calls: measured at about 6 µs per
 // descriptor (89 processes, 600 descriptors: 4 ms), so some 300 ms on a host with 50,000 open
 // descriptors. A tracker therefore scans at most once per kProcessListMinIntervalNs (1 s), in the
@@ -16,7 +17,8 @@
 // times), xe Δcycles / Δtotal_cycles (on the GPU's clock), each divided by the class capacity.
 // Counters that go backwards keep their larger previous value (drm-usage-stats.rst). A device's
 // utilization is its busiest class's fraction summed over its clients (each client once, by
-// drm-client-id), as a percent capped at 100; a process's is the same over its own clients.
+// drm-client-id), as a percent capped at 100; a process's is the same over its own clients (a
+// client shared by several processes counts for each of them).
 //
 // Thread-safety: one thread at a time (the owning backend's).
 #pragma once
@@ -29,24 +31,15 @@
 #include <vector>
 
 #include "core/device.h"
-#include "core/result.h"
-#include "gpu/intel/drm_fdinfo.h"
+#include "gpu/drm/fdinfo.h"
 #include "sys/rooted_fs.h"
 
 namespace gpulse::gpu::intel {
 
-struct DrmClient {
-  unsigned pid = 0;
-  DrmFdinfo info;
-};
-
 struct DrmClientScan {
   std::int64_t t_mono_ns = 0;
-  std::vector<DrmClient> clients;  // each (pid, pdev, client id) once
+  std::vector<drm::DrmClient> clients;  // each (pdev, client id) once; all have a client id
 };
-
-// Every DRM client under the procfs root `proc`. Fails only when the root itself cannot be listed.
-Result<DrmClientScan> ScanDrmClients(const sys::RootedFs& proc, std::int64_t now_ns);
 
 class DrmClientTracker {
  public:

@@ -13,7 +13,8 @@
 namespace gpulse::gpu::intel {
 namespace {
 
-using ReadStatus = SysfsFile::ReadStatus;
+using drm::ReadOutcome;
+using drm::SysfsFile;
 
 // The last energy counter reading of a device, for power by difference.
 struct EnergyMark {
@@ -38,10 +39,10 @@ class IntelBackend final : public Backend {
   ProcessList Processes(std::size_t pos) override;
 
  private:
-  // Reads `file` as an unsigned integer: the value, or nullopt with the field marked unsupported
-  // (missing file) or counted as a failed call (read error).
-  std::optional<std::uint64_t> ReadUnsigned(SysfsFile& file, FieldIndex f, Sample& out);
-  std::optional<std::int64_t> ReadSigned(SysfsFile& file, FieldIndex f, Sample& out);
+  // Whether a read of field `f` gave a value; else the field is marked
+  // unsupported (missing file) or the read counted as a failed call (read
+  // error).
+  bool Accounted(ReadOutcome outcome, FieldIndex f, Sample& out);
   // The energy counter (µJ) this tick, read once however many fields want it.
   void ReadEnergy(std::size_t pos, std::span<const FieldIndex> fields, Sample& out);
   void ReadUtilization(const IntelCard& card, FieldIndex f, Sample& out);
@@ -54,37 +55,19 @@ class IntelBackend final : public Backend {
   ReadStats stats_;
 };
 
-std::optional<std::uint64_t> IntelBackend::ReadUnsigned(SysfsFile& file, FieldIndex f,
-                                                        Sample& out) {
-  std::uint64_t v = 0;
-  switch (file.ReadUint(v)) {
-    case ReadStatus::kOk:
-      return v;
-    case ReadStatus::kMissing:
+bool IntelBackend::Accounted(ReadOutcome outcome, FieldIndex f, Sample& out) {
+  switch (outcome) {
+    case ReadOutcome::kOk:
+      return true;
+    case ReadOutcome::kMissing:
       out.unsupported[f] = true;
       ++stats_.unsupported_calls;
-      return std::nullopt;
-    case ReadStatus::kFailed:
+      return false;
+    case ReadOutcome::kFailed:
       ++stats_.failed_calls;
-      return std::nullopt;
+      return false;
   }
-  return std::nullopt;
-}
-
-std::optional<std::int64_t> IntelBackend::ReadSigned(SysfsFile& file, FieldIndex f, Sample& out) {
-  std::int64_t v = 0;
-  switch (file.ReadInt(v)) {
-    case ReadStatus::kOk:
-      return v;
-    case ReadStatus::kMissing:
-      out.unsupported[f] = true;
-      ++stats_.unsupported_calls;
-      return std::nullopt;
-    case ReadStatus::kFailed:
-      ++stats_.failed_calls;
-      return std::nullopt;
-  }
-  return std::nullopt;
+  return false;
 }
 
 void IntelBackend::ReadEnergy(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) {
@@ -98,15 +81,15 @@ void IntelBackend::ReadEnergy(std::size_t pos, std::span<const FieldIndex> field
   IntelCard& card = cards_[pos];
   std::uint64_t uj = 0;
   switch (card.energy_uj.ReadUint(uj)) {
-    case ReadStatus::kMissing:
+    case ReadOutcome::kMissing:
       if (power) out.unsupported[*power] = true;
       if (energy) out.unsupported[*energy] = true;
       ++stats_.unsupported_calls;
       return;
-    case ReadStatus::kFailed:
+    case ReadOutcome::kFailed:
       ++stats_.failed_calls;
       return;
-    case ReadStatus::kOk:
+    case ReadOutcome::kOk:
       break;
   }
   if (energy) {
@@ -119,7 +102,8 @@ void IntelBackend::ReadEnergy(std::size_t pos, std::span<const FieldIndex> field
     const double seconds = static_cast<double>(out.t_mono_ns - last->t_mono_ns) / 1e9;
     out.values[*power] = joules / seconds;
   }
-  // A counter that went backwards (driver reload, reset) starts a new baseline: absent this tick.
+  // A counter that went backwards (driver reload, reset) starts a new baseline:
+  // absent this tick.
   last = EnergyMark{uj, out.t_mono_ns};
 }
 
@@ -147,30 +131,33 @@ void IntelBackend::Read(std::size_t pos, std::span<const FieldIndex> fields, Sam
   out.profiling_stuck = false;
   IntelCard& card = cards_.at(pos);
   ReadEnergy(pos, fields, out);
+  std::uint64_t u = 0;
+  std::int64_t i = 0;
   for (FieldIndex f : fields) {
     switch (FieldAt(f).intel) {
       case SysfsSource::kPower:
       case SysfsSource::kEnergy:
         break;  // ReadEnergy
       case SysfsSource::kClockGfx:
-        if (auto mhz = ReadUnsigned(card.act_freq_mhz, f, out)) {
-          out.values[f] = static_cast<double>(*mhz);
+        if (Accounted(card.act_freq_mhz.ReadUint(u), f, out)) {
+          out.values[f] = static_cast<double>(u);
         }
         break;
       case SysfsSource::kPowerCap:
-        // 0 means PL1 is disabled: there is no enforced limit to report (absent, not 0 W).
-        if (auto uw = ReadUnsigned(card.power_max_uw, f, out); uw && *uw > 0) {
-          out.values[f] = static_cast<double>(*uw) / 1e6;
+        // 0 means PL1 is disabled: there is no enforced limit to report (absent,
+        // not 0 W).
+        if (Accounted(card.power_max_uw.ReadUint(u), f, out) && u > 0) {
+          out.values[f] = static_cast<double>(u) / 1e6;
         }
         break;
       case SysfsSource::kTempGpu:
-        if (auto mc = ReadSigned(card.temp_gpu_mc, f, out)) {
-          out.values[f] = std::round(static_cast<double>(*mc) / 1000.0);
+        if (Accounted(card.temp_gpu_mc.ReadInt(i), f, out)) {
+          out.values[f] = std::round(static_cast<double>(i) / 1000.0);
         }
         break;
       case SysfsSource::kTempMemory:
-        if (auto mc = ReadSigned(card.temp_memory_mc, f, out)) {
-          out.values[f] = std::round(static_cast<double>(*mc) / 1000.0);
+        if (Accounted(card.temp_memory_mc.ReadInt(i), f, out)) {
+          out.values[f] = std::round(static_cast<double>(i) / 1000.0);
         }
         break;
       case SysfsSource::kVramTotal:
@@ -214,7 +201,8 @@ Result<std::unique_ptr<Backend>> OpenIntelBackend(const BackendOptions& options,
   std::string root = options.sysfs_root;
   std::string procfs_root = options.procfs_root;
   if (!options.simulate.empty()) {
-    // Simulated GPUs are NVML's; only a sysfs tree the user named is read beside them.
+    // Simulated GPUs are NVML's; only a sysfs tree the user named is read
+    // beside them.
     if (root.empty()) return Unavailable("i915/xe: --simulate reads only an explicit --sysfs-root");
   } else {
     if (root.empty()) root = "/sys";

@@ -4,13 +4,17 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstdio>
+#include <limits>
 #include <string_view>
 #include <utility>
 
+#include "gpu/drm/device_names.h"
+
 namespace gpulse::gpu::intel {
 namespace {
+
+using drm::SysfsFile;
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) {
@@ -27,20 +31,13 @@ std::optional<std::string> ReadText(const sys::RootedFs& fs, const std::string& 
   return std::string(Trim(*text));
 }
 
+// The file's one decimal or "0x" hex number (drm::ParseUint); nullopt when it
+// does not fit a T.
 template <typename T>
 std::optional<T> ReadNumber(const sys::RootedFs& fs, const std::string& rel) {
-  auto text = ReadText(fs, rel);
-  if (!text) return std::nullopt;
-  std::string_view s = *text;
-  int base = 10;
-  if (s.starts_with("0x") || s.starts_with("0X")) {
-    s.remove_prefix(2);
-    base = 16;
-  }
-  T v{};
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
+  auto v = drm::ParseUint(ReadText(fs, rel).value_or(""));
+  if (!v || *v > std::numeric_limits<T>::max()) return std::nullopt;
+  return static_cast<T>(*v);
 }
 
 // The last component of a symbolic link's target; "" when `rel` is not a link.
@@ -69,39 +66,19 @@ std::string UeventValue(const std::string& uevent, std::string_view key) {
   return "";
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
-}
-
-// "0000:03:00.0" → NVML's "00000000:03:00.0" (8 hex digits of domain, upper case); "" when the
-// slot is not of that form.
-std::string NvmlBusId(std::string_view slot) {
-  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
-  char tail = 0;
-  const std::string s(slot);
-  if (std::sscanf(s.c_str(), "%x:%x:%x.%x%c", &domain, &bus, &dev, &fn, &tail) != 4) return "";
-  char out[32];
-  std::snprintf(out, sizeof out, "%08X:%02X:%02X.%X", domain, bus, dev, fn);
-  return out;
-}
-
-// Card numbers of class/drm entries named cardN (connectors such as card0-DP-1 are skipped).
+// Card numbers of class/drm entries named cardN (connectors such as card0-DP-1
+// are skipped).
 std::vector<unsigned> CardNumbers(const std::vector<std::string>& names) {
   std::vector<unsigned> out;
   for (const std::string& name : names) {
-    if (!name.starts_with("card") || name.size() == 4) continue;
-    unsigned n = 0;
-    auto [ptr, ec] = std::from_chars(name.data() + 4, name.data() + name.size(), n);
-    if (ec == std::errc() && ptr == name.data() + name.size()) out.push_back(n);
+    if (auto n = drm::CardNumber(name)) out.push_back(*n);
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-// The device-level hwmon directory (name "i915" or "xe"), relative to the root; "" when none.
+// The device-level hwmon directory (name "i915" or "xe"), relative to the root;
+// "" when none.
 std::string FindHwmon(const sys::RootedFs& fs, const std::string& device,
                       const std::string& driver) {
   auto entries = fs.ListDir(device + "/hwmon");
@@ -119,7 +96,8 @@ bool Exists(const sys::RootedFs& fs, const std::string& rel) {
   return ::access(fs.PathOf(rel).c_str(), F_OK) == 0;
 }
 
-// The channel number of `kind` ("energy", "temp", ...) labelled `label`, 0 when none is.
+// The channel number of `kind` ("energy", "temp", ...) labelled `label`, 0 when
+// none is.
 unsigned LabelledChannel(const sys::RootedFs& fs, const std::string& hwmon, std::string_view kind,
                          std::string_view label) {
   for (unsigned n = 1; n <= 8; ++n) {
@@ -150,7 +128,8 @@ void OpenHwmon(const sys::RootedFs& fs, IntelCard& card, bool xe) {
   }
 }
 
-// xe: the VRAM of every tile (tileN/physical_vram_size_bytes), nullopt when no tile has the file.
+// xe: the VRAM of every tile (tileN/physical_vram_size_bytes), nullopt when no
+// tile has the file.
 std::optional<std::uint64_t> XeVramBytes(const sys::RootedFs& fs, const std::string& device) {
   auto entries = fs.ListDir(device);
   if (!entries.ok()) return std::nullopt;
@@ -180,20 +159,22 @@ std::optional<IntelCard> OpenCard(const sys::RootedFs& fs, unsigned number) {
   IntelCard card;
   std::string slot = UeventValue(uevent, "PCI_SLOT_NAME");
   if (slot.empty()) slot = LinkBasename(fs, device);
-  card.pdev = Lower(slot);
+  card.pdev = drm::LowerPciAddress(slot);
   card.integrated = card.pdev == "0000:00:02.0";
   DeviceInfo& info = card.info;
   info.index = number;
   info.vendor = "intel";
   info.profiling_unsupported_reason =
-      "the profiling fields (DCGM_FI_PROF_*) are read through NVIDIA's GPM; i915 and xe have no "
+      "the profiling fields (DCGM_FI_PROF_*) are read through NVIDIA's GPM; "
+      "i915 and xe have no "
       "equivalent in sysfs";
   info.backend = driver;
-  info.pci_bus_id = NvmlBusId(slot);
+  info.pci_bus_id = drm::NvmlPciBusId(slot);
   const unsigned device_id = ReadNumber<unsigned>(fs, device + "/device").value_or(0);
   info.name = IntelGpuName(device_id);
-  // Neither driver gives a stable unique id in sysfs (Level Zero makes its UUID up from the PCI
-  // address and device id), so there is no UUID rather than an invented one.
+  // Neither driver gives a stable unique id in sysfs (Level Zero makes its UUID
+  // up from the PCI address and device id), so there is no UUID rather than an
+  // invented one.
   info.uuid = "";
   if (xe) info.memory_total_bytes = XeVramBytes(fs, device);
 
@@ -211,7 +192,7 @@ std::optional<IntelCard> OpenCard(const sys::RootedFs& fs, unsigned number) {
   card.hwmon_dir = FindHwmon(fs, device, driver);
   OpenHwmon(fs, card, xe);
   std::uint64_t cap_uw = 0;
-  if (card.power_max_uw.ReadUint(cap_uw) == SysfsFile::ReadStatus::kOk && cap_uw > 0) {
+  if (card.power_max_uw.ReadUint(cap_uw) == drm::ReadOutcome::kOk && cap_uw > 0) {
     info.power_limit_watts = static_cast<double>(cap_uw) / 1e6;
   }
   return card;

@@ -31,7 +31,7 @@
 
 #include "core/device.h"
 #include "core/result.h"
-#include "gpu/intel/sysfs_file.h"
+#include "gpu/drm/sysfs_file.h"
 #include "sys/rooted_fs.h"
 
 namespace gpulse::gpu::intel {
@@ -41,11 +41,11 @@ struct IntelCard {
   std::string pdev;         // the PCI slot as fdinfo's drm-pdev prints it: "0000:03:00.0"
   bool integrated = false;  // at 0000:00:02.0, the integrated GPU's fixed address
   // Live attributes, opened once (not present when the driver does not expose them).
-  SysfsFile act_freq_mhz;
-  SysfsFile energy_uj;
-  SysfsFile power_max_uw;
-  SysfsFile temp_gpu_mc;
-  SysfsFile temp_memory_mc;
+  drm::SysfsFile act_freq_mhz;
+  drm::SysfsFile energy_uj;
+  drm::SysfsFile power_max_uw;
+  drm::SysfsFile temp_gpu_mc;
+  drm::SysfsFile temp_memory_mc;
   // Where each came from, for messages and docs: "" when absent.
   std::string hwmon_dir;  // relative to the sysfs root
 };
