@@ -236,25 +236,7 @@ class CudaVisible : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CudaVisible, Resolves) {
   const Case& c = GetParam();
-  Mapping m = ResolveCase(c);
-  std::vector<std::string> got;
-  for (const PhysicalDevice& p : m.ordinals) got.push_back(Describe(p));
-  EXPECT_EQ(got, c.ordinals);
-  if (c.refusal.empty()) {
-    EXPECT_FALSE(m.refusal.has_value()) << m.refusal->reason;
-  } else {
-    ASSERT_TRUE(m.refusal.has_value());
-    EXPECT_NE(m.refusal->reason.find(c.refusal), std::string::npos) << m.refusal->reason;
-  }
-  if (!c.note.empty()) {
-    bool found = false;
-    std::string all;
-    for (const auto& n : m.notes) {
-      found |= n.find(c.note) != std::string::npos;
-      all += n + " | ";
-    }
-    EXPECT_TRUE(found) << "no note with '" << c.note << "' in: " << all;
-  }
+  testing::ExpectMapping(ResolveCase(c), c.ordinals, c.refusal, c.note);
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, CudaVisible, ::testing::ValuesIn(kCases),

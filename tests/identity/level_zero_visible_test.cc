@@ -208,21 +208,7 @@ TEST_P(LevelZeroVisibleTest, ResolvesOrRefuses) {
   Environment env;
   for (const auto& [k, v] : c.env) env.Set(k, v);
   const std::vector<DeviceInfo> devices = Devices();
-  Mapping m = ResolveLevelZero(env, devices, c.api);
-  std::vector<std::string> got;
-  for (const PhysicalDevice& p : m.ordinals) got.push_back(Describe(p));
-  EXPECT_EQ(got, c.ordinals);
-  if (c.refusal.empty()) {
-    EXPECT_FALSE(m.refusal.has_value()) << m.refusal->reason;
-  } else {
-    ASSERT_TRUE(m.refusal.has_value());
-    EXPECT_NE(m.refusal->reason.find(c.refusal), std::string::npos) << m.refusal->reason;
-  }
-  if (!c.note.empty()) {
-    bool found = false;
-    for (const std::string& n : m.notes) found = found || n.find(c.note) != std::string::npos;
-    EXPECT_TRUE(found) << c.note;
-  }
+  testing::ExpectMapping(ResolveLevelZero(env, devices, c.api), c.ordinals, c.refusal, c.note);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, LevelZeroVisibleTest, ::testing::ValuesIn(kCases),
