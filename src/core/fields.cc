@@ -427,6 +427,11 @@ constexpr std::array kSelfMetrics = {
         kPodPowerEstimate, "gpulse_pod_power_estimate_watts", "watts", G,
         "The GPU's power draw apportioned to a container by its share of the GPU's SM "
         "utilization: an estimate (docs/adr/0022-per-pod-usage.md gives its error bound)."},
+    SelfMetricSpec{
+        kPodEnergyEstimate, "gpulse_pod_energy_estimate_joules_total", "joules", C,
+        "gpulse_pod_power_estimate_watts integrated over time since the container first used "
+        "the GPU or MIG instance (trapezoid rule between reads; an estimate, "
+        "docs/adr/0022-per-pod-usage.md)."},
 };
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {

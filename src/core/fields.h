@@ -219,6 +219,7 @@ enum class SelfMetric {
   kPodGpuMemoryUsed,
   kPodSmUtilization,
   kPodPowerEstimate,
+  kPodEnergyEstimate,
 };
 
 struct SelfMetricSpec {

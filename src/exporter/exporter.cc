@@ -71,12 +71,13 @@ std::shared_ptr<const Snapshot> Annotate(const SystemInfo& info,
                                          const std::vector<Entity>& entities,
                                          std::shared_ptr<const Snapshot> snap,
                                          const k8s::PodState* state, const ExporterOptions& options,
-                                         const ProcMap& procs) {
+                                         const ProcMap& procs, PodEnergyIntegrator* energy) {
   if (!WantsProcesses(snap.get(), state, options)) return snap;
   std::shared_ptr<Snapshot> out = snap.use_count() == 1 ? std::const_pointer_cast<Snapshot>(snap)
                                                         : std::make_shared<Snapshot>(*snap);
   if (state != nullptr && state->ok) {
     out->pod_usage = ComputePodUsage(info, entities, *out, state->assignments, procs);
+    if (energy != nullptr) energy->Integrate(out->pod_usage, out->start_mono_ns);
   }
   if (options.slurm_jobs) out->job_labels = JobLabels(info, entities, *out, procs);
   return out;
@@ -107,7 +108,7 @@ std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> 
   }
   ProcMap procs;
   if (WantsProcesses(snap.get(), state.get(), options)) procs = ReadProcs(*snap, options);
-  snap = Annotate(backend.info(), entities, std::move(snap), state.get(), options, procs);
+  snap = Annotate(backend.info(), entities, std::move(snap), state.get(), options, procs, nullptr);
   MetricsPage page(
       backend.info(), std::move(counters),
       {options.hostname, options.version, options.commit, options.replace_blanks_in_model_name,
@@ -241,7 +242,13 @@ std::shared_ptr<const Snapshot> Exporter::AddPodUsage(std::shared_ptr<const Snap
     std::lock_guard lock(pods_mu_);
     state = pod_state_;
   }
-  if (!WantsProcesses(snap.get(), state.get(), options_)) return snap;
+  if (!WantsProcesses(snap.get(), state.get(), options_)) {
+    // No pod usage this read (no answer from the kubelet): every pod's counter is forgotten, so a
+    // gap is never integrated across.
+    std::vector<PodUsage> none;
+    if (snap != nullptr) pod_energy_.Integrate(none, snap->start_mono_ns);
+    return snap;
+  }
   // procfs is read again only when the process lists are new (the backend lists at most once a
   // second per device); reads in between reuse what it said.
   std::vector<std::int64_t> listed;
@@ -250,7 +257,8 @@ std::shared_ptr<const Snapshot> Exporter::AddPodUsage(std::shared_ptr<const Snap
     procs_ = ReadProcs(*snap, options_);
     procs_listed_ = std::move(listed);
   }
-  return Annotate(backend_->info(), entities_, std::move(snap), state.get(), options_, procs_);
+  return Annotate(backend_->info(), entities_, std::move(snap), state.get(), options_, procs_,
+                  &pod_energy_);
 }
 
 std::shared_ptr<const MetricsPage> Exporter::page() const {

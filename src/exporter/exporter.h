@@ -22,6 +22,7 @@
 #include "exporter/counters.h"
 #include "exporter/exposition.h"
 #include "exporter/live_hub.h"
+#include "exporter/pod_usage.h"
 #include "exporter/snapshot.h"
 #include "gpu/backend.h"
 #include "identity/process_info.h"
@@ -145,6 +146,7 @@ class Exporter {
   // The probe thread's own: what procfs said of the processes of the lists taken at these times.
   std::vector<std::int64_t> procs_listed_;
   std::map<unsigned, identity::ProcessInfo> procs_;
+  PodEnergyIntegrator pod_energy_;  // the probe thread's own: per-pod energy counters
   std::unique_ptr<Probe> probe_;  // destroyed after hub_: its thread reads backend_, posts to server_
   std::unique_ptr<LiveHub> hub_;  // destroyed first: its thread reads through probe_
 };

@@ -390,6 +390,9 @@ void MetricsPage::RenderPods(const Snapshot& snap, const PodLabels& pods, std::s
   family(
       SelfMetric::kPodPowerEstimate, [](const PodUsage& u) { return u.power_watts; },
       prom::ValueFormat::kShortest);
+  family(
+      SelfMetric::kPodEnergyEstimate, [](const PodUsage& u) { return u.energy_joules; },
+      prom::ValueFormat::kShortest);
 }
 
 }  // namespace gpulse::exporter

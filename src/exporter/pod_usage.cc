@@ -95,4 +95,23 @@ std::vector<PodUsage> ComputePodUsage(const SystemInfo& info, const std::vector<
   return out;
 }
 
+void PodEnergyIntegrator::Integrate(std::vector<PodUsage>& rows, std::int64_t t_mono_ns) {
+  const bool newer = !last_t_ns_ || t_mono_ns > *last_t_ns_;
+  const double dt = newer && last_t_ns_ ? static_cast<double>(t_mono_ns - *last_t_ns_) / 1e9 : 0.0;
+  std::map<std::pair<std::size_t, std::string>, State> next;
+  for (PodUsage& row : rows) {
+    auto key = std::pair{row.entity, row.labels};
+    State s;
+    if (auto it = state_.find(key); it != state_.end()) s = it->second;
+    if (newer) {
+      if (s.last_watts && row.power_watts) s.joules += (*s.last_watts + *row.power_watts) / 2 * dt;
+      s.last_watts = row.power_watts;
+    }
+    row.energy_joules = s.joules;
+    next.emplace(std::move(key), s);
+  }
+  state_ = std::move(next);
+  if (newer) last_t_ns_ = t_mono_ns;
+}
+
 }  // namespace gpulse::exporter

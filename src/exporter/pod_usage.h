@@ -25,4 +25,25 @@ std::vector<PodUsage> ComputePodUsage(const SystemInfo& info, const std::vector<
                                       const identity::PodAssignments& assignments,
                                       const std::map<unsigned, identity::ProcessInfo>& procs);
 
+// Integrates each (entity, pod) row's power estimate over time into an energy counter, by the
+// trapezoid rule between consecutive reads (docs/adr/0022-per-pod-usage.md). A row whose power is
+// unknown at either end adds nothing for that interval. A row absent from a read is forgotten: if
+// the pod comes back its counter starts again at 0, which Prometheus's rate() reads as a reset.
+//
+// Thread-safety: one caller at a time (the exporter's reader).
+class PodEnergyIntegrator {
+ public:
+  // Fills rows[i].energy_joules for a read taken at `t_mono_ns`. A read not newer than the last
+  // one integrated (the same snapshot served again) adds nothing.
+  void Integrate(std::vector<PodUsage>& rows, std::int64_t t_mono_ns);
+
+ private:
+  struct State {
+    double joules = 0;
+    std::optional<double> last_watts;
+  };
+  std::map<std::pair<std::size_t, std::string>, State> state_;  // (entity, labels)
+  std::optional<std::int64_t> last_t_ns_;
+};
+
 }  // namespace gpulse::exporter

@@ -29,6 +29,9 @@ struct PodUsage {
   std::optional<std::uint64_t> memory_bytes;
   std::optional<double> sm_util;      // percent, capped at 100
   std::optional<double> power_watts;  // the entity's power × this holder's SM share
+  // power_watts integrated over the reads since this (entity, pod) first appeared: a counter
+  // (PodEnergyIntegrator); absent where no integrator ran (`--once`).
+  std::optional<double> energy_joules;
 };
 
 struct Snapshot {

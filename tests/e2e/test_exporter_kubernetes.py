@@ -159,6 +159,29 @@ class SharedGpu(KubeletTestCase):
         self.assertEqual(sum(mem.values()), on4)
         self.assertLessEqual(sum(mem.values()) / MIB, device("DCGM_FI_DEV_FB_USED"))
 
+    def test_per_pod_energy_counters_grow_in_the_pods_sm_shares(self):
+        steady = steady_gpu4(self.tmp.name)
+        self.kubelet.set_pods(node_pods(gpu_uuids(steady)))
+        with Exporter("--simulate", steady, "--procfs-root", PROCFS, "-k",
+                      "--pod-resources-kubelet-socket", self.sock) as e:
+            def energy():
+                fams = parse_families(e.get("/metrics")[2].decode())
+                rows = fams.get("gpulse_pod_energy_estimate_joules", [])
+                return {l["pod"]: v for l, v in rows if l["gpu"] == "4"}
+            first = {}
+            for _ in range(100):  # until the kubelet's first answer has reached a read
+                first = energy()
+                if first:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(set(first), {"vllm-0", "embed-0"})
+            time.sleep(1.2)
+            second = energy()
+        grown = {pod: second[pod] - first[pod] for pod in second}
+        self.assertGreater(grown["embed-0"], 0)
+        # Both integrate the same steady device power over the same reads, split 45:30 by SM share.
+        self.assertAlmostEqual(grown["vllm-0"] / grown["embed-0"], 45 / 30, places=6)
+
     def test_a_pod_with_two_containers_on_one_gpu_is_summed_per_pod(self):
         text = self.once().stdout
         rows = [(l, v) for l, v in samples(text, "gpulse_pod_sm_utilization_percent") if l["gpu"] == "6"]
