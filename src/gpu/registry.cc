@@ -4,11 +4,11 @@
 
 #include <array>
 #include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "gpu/amdgpu/amdgpu_backend.h"
 #include "gpu/composite_backend.h"

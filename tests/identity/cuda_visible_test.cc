@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "identity/devices_fixture.h"
+#include "identity/expect_mapping.h"
 
 namespace gpulse::identity {
 namespace {
