@@ -74,7 +74,9 @@ struct Fleet {
 };
 
 // NVIDIA at buses 0x17 and 0xC1, AMD at 0x03 and 0x85: merged order 03(amd) 17(nv) 85(amd) C1(nv).
-Fleet MakeFleet(std::chrono::milliseconds deadline = std::chrono::milliseconds(200)) {
+// Deadlines are generous: a read that is merely slow on a loaded machine must never count as a
+// hang here; only the reads the test blocks ever reach them.
+Fleet MakeFleet(std::chrono::milliseconds deadline = std::chrono::milliseconds(5000)) {
   auto nv = std::make_unique<FakeBackend>(
       "nvml", std::vector<std::string>{"00000000:17:00.0", "00000000:C1:00.0"}, 100);
   auto amd = std::make_unique<FakeBackend>(
@@ -119,7 +121,7 @@ TEST(Composite, RoutesEachReadToItsOwnBackendAndPosition) {
 }
 
 TEST(Composite, AHangingBackendIsReportedOnceAndTheOtherKeepsReading) {
-  Fleet f = MakeFleet(std::chrono::milliseconds(50));
+  Fleet f = MakeFleet(std::chrono::milliseconds(1000));
   {
     std::lock_guard lock(f.amd->mu);
     f.amd->block = true;
@@ -135,7 +137,7 @@ TEST(Composite, AHangingBackendIsReportedOnceAndTheOtherKeepsReading) {
   ASSERT_EQ(failures.size(), 1u);
   EXPECT_EQ(failures[0].backend, "amdgpu");
   EXPECT_TRUE(failures[0].stalled);
-  EXPECT_NE(failures[0].reason.find("did not return within 50 ms"), std::string::npos)
+  EXPECT_NE(failures[0].reason.find("did not return within 1000 ms"), std::string::npos)
       << failures[0].reason;
   EXPECT_GE(f.backend->stats().failed_calls, 6u);
 
@@ -170,7 +172,7 @@ TEST(Composite, ABackendThatThrowsIsFailedForGoodAndTheOtherKeepsReading) {
 }
 
 TEST(Composite, DestroyingItWhileABackendIsStuckDoesNotWaitForIt) {
-  Fleet f = MakeFleet(std::chrono::milliseconds(20));
+  Fleet f = MakeFleet(std::chrono::milliseconds(1000));
   {
     std::lock_guard lock(f.amd->mu);
     f.amd->block = true;
@@ -214,7 +216,7 @@ Result<std::unique_ptr<Backend>> OpenHanging(const BackendOptions& o) {
 
 TEST(Registry, ABackendThatDoesNotFinishOpeningIsLeftOutAndTheOthersAreRead) {
   const BackendEntry entries[] = {{"nvml", &OpenNv}, {"amdgpu", &OpenHanging}};
-  auto b = OpenBackends({}, entries, std::chrono::milliseconds(50));
+  auto b = OpenBackends({}, entries, std::chrono::milliseconds(1000));
   {
     std::lock_guard lock(g_open_mu);
     g_open_blocked = false;
@@ -226,7 +228,7 @@ TEST(Registry, ABackendThatDoesNotFinishOpeningIsLeftOutAndTheOthersAreRead) {
   EXPECT_EQ(info.devices[0].backend, "nvml");
   ASSERT_EQ(info.backend_errors.size(), 1u);
   EXPECT_EQ(info.backend_errors[0],
-            "amdgpu did not finish opening within 50 ms (a GPU in reset or a hung driver?)");
+            "amdgpu did not finish opening within 1000 ms (a GPU in reset or a hung driver?)");
   EXPECT_EQ(Power(**b, 0), 100.0);
 }
 
