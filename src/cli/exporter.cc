@@ -273,6 +273,21 @@ void AddAgentOptions(CLI::App& app, ExporterCliOptions& o) {
       ->check(CLI::Range(1, 1 << 20));
 }
 
+// The agent's Kubernetes mode: the exporter's -k and its companions, as gpulse flags (the agent is
+// not a dcgm-exporter drop-in, so no DCGM_EXPORTER_* variables).
+void AddAgentKubernetesFlags(CLI::App& app, ExporterCliOptions& o) {
+  app.add_flag("-k,--kubernetes", o.dcgm.kubernetes,
+               "Label series with the pod, namespace and container holding the GPU or MIG "
+               "instance (the kubelet's pod-resources API), and export per-pod usage");
+  app.add_option("--pod-resources-kubelet-socket", o.dcgm.pod_resources_socket,
+                 "The kubelet's pod-resources socket (with -k)")
+      ->capture_default_str();
+  app.add_option("--kubernetes-gpu-id-type", o.dcgm.kubernetes_gpu_id_type,
+                 "How the device plugin names GPUs: uid (GPU-/MIG- UUIDs) or device-name "
+                 "(nvidia0, nvidia0/gi1)")
+      ->capture_default_str();
+}
+
 Subcommand SetupServe(CLI::App& parent, bool agent) {
   auto o = std::make_shared<ExporterCliOptions>();
   o->agent = agent;
@@ -328,16 +343,15 @@ Subcommand SetupServe(CLI::App& parent, bool agent) {
       ->capture_default_str()
       ->check(CLI::Range(1, 10'000));
   AddProcfsOption(*app, o->procfs_root);
-  if (!agent) {
-    app->add_flag("--slurm-jobs", o->exp.slurm_jobs,
-                  "Label series with hpc_job: the Slurm jobs whose processes use the GPU or MIG "
-                  "instance, from their cgroups (needs the host's /proc: --procfs-root)");
-    app->add_option("--kubelet-refresh-ms", o->kubelet_refresh_ms,
-                    "With -k: ask the kubelet for its pods this often (and on SIGHUP), never on a "
-                    "scrape")
-        ->capture_default_str()
-        ->check(CLI::Range(100, 3'600'000));
-  }
+  app->add_flag("--slurm-jobs", o->exp.slurm_jobs,
+                "Label series with hpc_job: the Slurm jobs whose processes use the GPU or MIG "
+                "instance, from their cgroups (needs the host's /proc: --procfs-root)");
+  app->add_option("--kubelet-refresh-ms", o->kubelet_refresh_ms,
+                  "With -k: ask the kubelet for its pods this often (and on SIGHUP), never on a "
+                  "scrape")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 3'600'000));
+  if (agent) AddAgentKubernetesFlags(*app, *o);
   app->add_flag("--once", o->once, "Print one /metrics exposition to stdout and exit (no server)");
   app->add_flag(
       "--print-counters", o->print_counters,

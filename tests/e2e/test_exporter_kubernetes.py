@@ -131,6 +131,38 @@ class Labels(KubeletTestCase):
         self.assertEqual(self.kubelet.calls, 0)
 
 
+class AgentKubernetesMode(KubeletTestCase):
+    """`gpulse agent -k`: the node agent labels its series and exports per-pod usage as the exporter
+    does, from the same kubelet."""
+
+    def test_agent_labels_series_with_pods(self):
+        from agent_e2e import Agent
+        import urllib.request
+        d = os.path.join(self.tmp.name, "agent")
+        os.makedirs(d)
+        a = Agent(d, scenario="k8s-8xH100", args=["--procfs-root", PROCFS, "-k",
+                                                  "--pod-resources-kubelet-socket", self.sock])
+        self.addCleanup(a.close)
+        fams = {}
+        for _ in range(100):  # until the kubelet's first answer has reached a read
+            with urllib.request.urlopen(a.url + "/metrics", timeout=20) as r:
+                fams = parse_families(r.read().decode())
+            if any("pod" in labels for labels, _ in fams.get("DCGM_FI_DEV_GPU_TEMP", [])):
+                break
+            time.sleep(0.1)
+        pods = {(l["gpu"], l.get("pod")) for l, _ in fams["DCGM_FI_DEV_GPU_TEMP"]}
+        self.assertIn(("0", "train-0"), pods)
+        self.assertEqual(fams["gpulse_kubelet_up"][0][1], 1)
+        self.assertTrue(fams.get("gpulse_pod_gpu_memory_used_bytes"))
+        self.assertGreater(self.kubelet.calls, 0)
+
+    def test_agent_refuses_k_with_slurm_jobs(self):
+        p = run("agent", "--simulate", "k8s-8xH100", "-k", "--slurm-jobs", "--pod-resources-kubelet-socket",
+                self.sock, "--state-dir", self.tmp.name, "-a", "127.0.0.1:0", "--socket", "none")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("-k (Kubernetes pods) and --slurm-jobs (Slurm jobs) label the same series", p.stderr)
+
+
 class SharedGpu(KubeletTestCase):
     """Two pods time-sharing GPU 4: their own memory, SM and power series, adding up to the GPU's."""
 
