@@ -12,6 +12,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 bench="$(cd "$build" && pwd)/bin/vendor_tick_bench"
 [ -x "$bench" ] || { echo "bench/vendors: $bench is not built" >&2; exit 2; }
 command -v rocm-smi >/dev/null || { echo "bench/vendors: rocm-smi is not installed" >&2; exit 2; }
+if [ "$(id -u)" != 0 ]; then
+  echo "bench/vendors: skipped: rocm-smi reads the fixture as /sys in a private mount namespace (unshare -m), which needs root"
+  exit 0
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpulse-vendor-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 "$bench" --benchmark_repetitions=5 --benchmark_min_time=0.5 --benchmark_format=json \
