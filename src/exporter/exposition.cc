@@ -128,8 +128,13 @@ LabelList DeviceLabels(const SystemInfo& info, const DeviceInfo& d, const MigIns
     l.emplace_back("GPU_I_ID", std::to_string(mig->gpu_instance_id));
   }
   if (hostname) l.emplace_back("Hostname", *hostname);
+  // The driver and library versions are one backend's: NVML's on a host where it reads NVIDIA GPUs
+  // beside others (docs/adr/0023-vendor-registry.md). Another vendor's GPU on such a host gets no
+  // version label rather than NVIDIA's.
+  const bool versions_are_its_own = !d.backend_index || VendorOf(d) == "nvidia";
   LabelList rows;
   for (const LabelRow& r : counters.labels) {
+    if (!versions_are_its_own) continue;
     if (auto v = LabelValue(info, *r.field)) rows.emplace_back(r.name, *v);
   }
   std::sort(rows.begin(), rows.end());

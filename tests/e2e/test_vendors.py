@@ -142,6 +142,9 @@ class MixedHostTest(GpulseTestCase):
                          (rocm_uuid(MI300X), "00000000:C1:00.0", "card0", product_name(MI300X)))
         nv = [lab for lab, _ in fams["DCGM_FI_DEV_POWER_USAGE"] if lab["gpu"] == "0"][0]
         self.assertEqual(nv["device"], "nvidia0")
+        # The driver version label is NVIDIA's: the AMD GPU's series go without rather than carry it.
+        self.assertIn("DCGM_FI_DRIVER_VERSION", nv)
+        self.assertNotIn("DCGM_FI_DRIVER_VERSION", labels)
         # MI300X has no fan and no edge sensor: absent, never 0.
         self.assertEqual(gpu_samples(fams, "DCGM_FI_DEV_FAN_SPEED", 1), [])
 
