@@ -117,8 +117,7 @@ struct PciOrder {
 };
 
 // A sample of `fields` with nothing read: the member could not be asked.
-void AbsentSample(std::span<const FieldIndex> fields, Sample& out) {
-  (void)fields;
+void AbsentSample(Sample& out) {
   out.values.assign(AllFields().size(), std::nullopt);
   out.unsupported.assign(AllFields().size(), false);
   out.xid_events.clear();
@@ -164,7 +163,7 @@ class CompositeBackend final : public Backend {
   void Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) override {
     const Slot slot = devices_.at(pos);
     std::vector<FieldIndex> wanted(fields.begin(), fields.end());
-    auto sample = Call<Sample>(slot.member, DeviceName(pos), [=](Backend& b) {
+    auto sample = Call<Sample>(slot.member, names_[pos], [=](Backend& b) {
       Sample s;
       b.Read(slot.pos, wanted, s);
       return s;
@@ -172,7 +171,7 @@ class CompositeBackend final : public Backend {
     if (sample) {
       out = std::move(*sample);
     } else {
-      AbsentSample(fields, out);
+      AbsentSample(out);
     }
   }
 
@@ -180,7 +179,7 @@ class CompositeBackend final : public Backend {
                     Sample& out) override {
     const Slot slot = devices_.at(pos);
     std::vector<FieldIndex> wanted(fields.begin(), fields.end());
-    auto sample = Call<Sample>(slot.member, DeviceName(pos), [=](Backend& b) {
+    auto sample = Call<Sample>(slot.member, names_[pos], [=](Backend& b) {
       Sample s;
       b.ReadInstance(slot.pos, mig_pos, wanted, s);
       return s;
@@ -188,13 +187,13 @@ class CompositeBackend final : public Backend {
     if (sample) {
       out = std::move(*sample);
     } else {
-      AbsentSample(fields, out);
+      AbsentSample(out);
     }
   }
 
   ProcessList Processes(std::size_t pos) override {
     const Slot slot = devices_.at(pos);
-    auto list = Call<ProcessList>(slot.member, DeviceName(pos),
+    auto list = Call<ProcessList>(slot.member, names_[pos],
                                   [=](Backend& b) { return b.Processes(slot.pos); });
     if (list) return std::move(*list);
     ProcessList none;
@@ -215,7 +214,7 @@ class CompositeBackend final : public Backend {
 
   DeviceSettings ReadSettings(std::size_t pos) override {
     const Slot slot = devices_.at(pos);
-    auto s = Call<DeviceSettings>(slot.member, DeviceName(pos),
+    auto s = Call<DeviceSettings>(slot.member, names_[pos],
                                   [=](Backend& b) { return b.ReadSettings(slot.pos); });
     return s.value_or(DeviceSettings{});
   }
@@ -286,7 +285,7 @@ class CompositeBackend final : public Backend {
   Status Set(std::size_t pos, std::function<Status(Backend&, std::size_t)> fn) {
     const Slot slot = devices_.at(pos);
     auto status =
-        Call<Status>(slot.member, DeviceName(pos), [=](Backend& b) { return fn(b, slot.pos); });
+        Call<Status>(slot.member, names_[pos], [=](Backend& b) { return fn(b, slot.pos); });
     if (status) return std::move(*status);
     return Unavailable(Unanswered(slot.member));
   }
@@ -297,10 +296,6 @@ class CompositeBackend final : public Backend {
     return member.name + " did not answer in time (a GPU in reset or a hung driver?)";
   }
 
-  std::string DeviceName(std::size_t pos) const {
-    const DeviceInfo& d = info_.devices[pos];
-    return fmt::format("GPU {} ({} {})", d.index, d.backend, d.pci_bus_id);
-  }
 
   void Stalled(std::size_t m, const std::string& what) {
     Member& member = members_[m];
@@ -395,6 +390,7 @@ class CompositeBackend final : public Backend {
         }
         if (d.backend.empty()) d.backend = members_[entry.member].name;
         devices_.push_back({entry.member, *entry.device});
+        names_.push_back(fmt::format("GPU {} ({} {})", d.index, d.backend, d.pci_bus_id));
         info_.devices.push_back(std::move(d));
       } else {
         SkippedDevice s = mi.skipped[*entry.skipped];
@@ -411,6 +407,8 @@ class CompositeBackend final : public Backend {
   std::chrono::milliseconds deadline_;
   SystemInfo info_;
   std::vector<Slot> devices_;  // parallel to info_.devices
+  // Parallel too: how failure messages name each device, made once (not on every read).
+  std::vector<std::string> names_;
   ReadStats stats_;
   std::uint64_t own_failed_calls_ = 0;
   std::vector<BackendFailure> failures_;
