@@ -432,6 +432,21 @@ constexpr std::array kSelfMetrics = {
         "gpulse_pod_power_estimate_watts integrated over time since the container first used "
         "the GPU or MIG instance (trapezoid rule between reads; an estimate, "
         "docs/adr/0022-per-pod-usage.md)."},
+    SelfMetricSpec{kJobGpuMemoryUsed, "gpulse_job_gpu_memory_used_bytes", "bytes", G,
+                   "GPU memory used by a Slurm job's processes on one GPU or MIG instance (NVML's "
+                   "per-process figures summed). Only with --slurm-jobs."},
+    SelfMetricSpec{kJobSmUtilization, "gpulse_job_sm_utilization_percent", "percent", G,
+                   "SM utilization of a Slurm job's processes on one GPU or MIG instance (NVML's "
+                   "per-process samples summed, capped at 100). Only with --slurm-jobs."},
+    SelfMetricSpec{
+        kJobPowerEstimate, "gpulse_job_power_estimate_watts", "watts", G,
+        "The GPU's power draw apportioned to a Slurm job by its share of the GPU's SM "
+        "utilization: an estimate (docs/adr/0022-per-pod-usage.md gives its error bound)."},
+    SelfMetricSpec{
+        kJobEnergyEstimate, "gpulse_job_energy_estimate_joules_total", "joules", C,
+        "gpulse_job_power_estimate_watts integrated over time since the job first used the GPU "
+        "or MIG instance (trapezoid rule between reads; an estimate, "
+        "docs/adr/0022-per-pod-usage.md)."},
 };
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {

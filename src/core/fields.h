@@ -220,6 +220,10 @@ enum class SelfMetric {
   kPodSmUtilization,
   kPodPowerEstimate,
   kPodEnergyEstimate,
+  kJobGpuMemoryUsed,
+  kJobSmUtilization,
+  kJobPowerEstimate,
+  kJobEnergyEstimate,
 };
 
 struct SelfMetricSpec {

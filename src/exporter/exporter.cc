@@ -58,28 +58,34 @@ bool WantsProcesses(const Snapshot* snap, const k8s::PodState* state, const Expo
          ((state != nullptr && state->ok) || o.slurm_jobs);
 }
 
+// Only the cgroups: the exporter attributes by pod and job, never by user, so no name lookup (NSS)
+// runs on the reading thread.
 ProcMap ReadProcs(const Snapshot& snap, const ExporterOptions& options) {
   std::optional<sys::RootedFs> proc;
   if (options.procfs_root) proc.emplace(*options.procfs_root);
-  return identity::ReadListedProcesses(snap.processes, proc);
+  return identity::ReadListedProcesses(snap.processes, proc, identity::ProcFacts::kCgroupOnly);
 }
 
 // Kubernetes and Slurm modes: `snap` with each pod's share of the entities it uses (from the read's
-// process lists and the kubelet's last answer: never a kubelet call here) and the Slurm jobs on
-// each. A snapshot nobody else holds yet is completed in place, else copied.
+// process lists and the kubelet's last answer: never a kubelet call here), the Slurm jobs on each
+// and each job's share. A snapshot nobody else holds yet is completed in place, else copied.
 std::shared_ptr<const Snapshot> Annotate(const SystemInfo& info,
                                          const std::vector<Entity>& entities,
                                          std::shared_ptr<const Snapshot> snap,
                                          const k8s::PodState* state, const ExporterOptions& options,
-                                         const ProcMap& procs, PodEnergyIntegrator* energy) {
+                                         const ProcMap& procs, Integrators* energy) {
   if (!WantsProcesses(snap.get(), state, options)) return snap;
   std::shared_ptr<Snapshot> out = snap.use_count() == 1 ? std::const_pointer_cast<Snapshot>(snap)
                                                         : std::make_shared<Snapshot>(*snap);
   if (state != nullptr && state->ok) {
     out->pod_usage = ComputePodUsage(info, entities, *out, state->assignments, procs);
-    if (energy != nullptr) energy->Integrate(out->pod_usage, out->start_mono_ns);
   }
-  if (options.slurm_jobs) out->job_labels = JobLabels(info, entities, *out, procs);
+  if (energy != nullptr) energy->pods.Integrate(out->pod_usage, out->start_mono_ns);
+  if (options.slurm_jobs) {
+    out->job_labels = JobLabels(info, entities, *out, procs);
+    out->job_usage = ComputeJobUsage(info, entities, *out, procs);
+    if (energy != nullptr) energy->jobs.Integrate(out->job_usage, out->start_mono_ns);
+  }
   return out;
 }
 
@@ -236,17 +242,18 @@ std::shared_ptr<const PodLabels> Exporter::pod_labels() const {
   return pod_labels_;
 }
 
-std::shared_ptr<const Snapshot> Exporter::AddPodUsage(std::shared_ptr<const Snapshot> snap) {
+std::shared_ptr<const Snapshot> Exporter::AddUsage(std::shared_ptr<const Snapshot> snap) {
   std::shared_ptr<const k8s::PodState> state;
   {
     std::lock_guard lock(pods_mu_);
     state = pod_state_;
   }
   if (!WantsProcesses(snap.get(), state.get(), options_)) {
-    // No pod usage this read (no answer from the kubelet): every pod's counter is forgotten, so a
-    // gap is never integrated across.
-    std::vector<PodUsage> none;
-    if (snap != nullptr) pod_energy_.Integrate(none, snap->start_mono_ns);
+    // No usage this read (no answer from the kubelet, no process): every holder's counter is
+    // forgotten, so a gap is never integrated across.
+    std::vector<HolderUsage> none;
+    if (snap != nullptr) energy_.pods.Integrate(none, snap->start_mono_ns);
+    if (snap != nullptr) energy_.jobs.Integrate(none, snap->start_mono_ns);
     return snap;
   }
   // procfs is read again only when the process lists are new (the backend lists at most once a
@@ -258,7 +265,7 @@ std::shared_ptr<const Snapshot> Exporter::AddPodUsage(std::shared_ptr<const Snap
     procs_listed_ = std::move(listed);
   }
   return Annotate(backend_->info(), entities_, std::move(snap), state.get(), options_, procs_,
-                  &pod_energy_);
+                  &energy_);
 }
 
 std::shared_ptr<const MetricsPage> Exporter::page() const {
@@ -280,8 +287,8 @@ std::shared_ptr<const Snapshot> Exporter::ReadNow() {
       if (std::find(fields.begin(), fields.end(), f) == fields.end()) fields.push_back(f);
   }
   const bool processes = live || options_.kubernetes || options_.slurm_jobs;
-  if (extension_ != nullptr) return AddPodUsage(extension_->Read(fields, processes));
-  return AddPodUsage(ReadSnapshot(*backend_, entities_, fields, processes));
+  if (extension_ != nullptr) return AddUsage(extension_->Read(fields, processes));
+  return AddUsage(ReadSnapshot(*backend_, entities_, fields, processes));
 }
 
 std::shared_ptr<const Snapshot> Exporter::ReadForLive() {

@@ -122,7 +122,7 @@ class Exporter {
   void Install(std::shared_ptr<const CounterSet> counters);
   std::shared_ptr<const MetricsPage> page() const;
   std::shared_ptr<const Snapshot> ReadNow();
-  std::shared_ptr<const Snapshot> AddPodUsage(std::shared_ptr<const Snapshot> snap);
+  std::shared_ptr<const Snapshot> AddUsage(std::shared_ptr<const Snapshot> snap);
   void StartKubelet();  // Kubernetes mode: the first List, then the watcher's thread
   std::shared_ptr<const PodLabels> pod_labels() const;
 
@@ -146,7 +146,7 @@ class Exporter {
   // The probe thread's own: what procfs said of the processes of the lists taken at these times.
   std::vector<std::int64_t> procs_listed_;
   std::map<unsigned, identity::ProcessInfo> procs_;
-  PodEnergyIntegrator pod_energy_;  // the probe thread's own: per-pod energy counters
+  Integrators energy_;  // the probe thread's own: per-pod and per-job energy counters
   std::unique_ptr<Probe> probe_;  // destroyed after hub_: its thread reads backend_, posts to server_
   std::unique_ptr<LiveHub> hub_;  // destroyed first: its thread reads through probe_
 };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <utility>
 
@@ -301,6 +302,10 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std
                  static_cast<double>(snap.profiling_rejected_total), kInt);
   }
   if (pods != nullptr) RenderPods(snap, *pods, out);
+  RenderUsage(snap.job_usage,
+              {SelfMetric::kJobGpuMemoryUsed, SelfMetric::kJobSmUtilization,
+               SelfMetric::kJobPowerEstimate, SelfMetric::kJobEnergyEstimate},
+              out);
   Header(out, SelfMetric::kScrapeDuration);
   AppendSample(out, SelfMetricAt(SelfMetric::kScrapeDuration).name, "", "", snap.duration_ns / 1e9,
                kFloat);
@@ -372,31 +377,37 @@ void MetricsPage::RenderPods(const Snapshot& snap, const PodLabels& pods, std::s
   one(SelfMetric::kKubeletListsTotal, static_cast<double>(pods.lists_total));
   one(SelfMetric::kKubeletListFailuresTotal, static_cast<double>(pods.failures_total));
   one(SelfMetric::kKubeletPods, static_cast<double>(pods.pods));
-  if (snap.pod_usage.empty()) return;
+  RenderUsage(snap.pod_usage,
+              {SelfMetric::kPodGpuMemoryUsed, SelfMetric::kPodSmUtilization,
+               SelfMetric::kPodPowerEstimate, SelfMetric::kPodEnergyEstimate},
+              out);
+}
+
+void MetricsPage::RenderUsage(const std::vector<HolderUsage>& rows,
+                              const std::array<SelfMetric, 4>& families, std::string& out) const {
   auto family = [&](SelfMetric m, auto value, prom::ValueFormat format) {
     bool header = false;
-    for (const PodUsage& u : snap.pod_usage) {
+    for (const HolderUsage& u : rows) {
       std::optional<double> v = value(u);
       if (!v || u.entity >= short_labels_.size()) continue;
       if (!std::exchange(header, true)) Header(out, m);
-      AppendSample(out, SelfMetricAt(m).name, short_labels_[u.entity], u.labels, *v, format);
+      prom::AppendSample(out, SelfMetricAt(m).name, short_labels_[u.entity], u.labels, *v, format);
     }
   };
   family(
-      SelfMetric::kPodGpuMemoryUsed,
-      [](const PodUsage& u) -> std::optional<double> {
+      families[0],
+      [](const HolderUsage& u) -> std::optional<double> {
         if (!u.memory_bytes) return std::nullopt;
         return static_cast<double>(*u.memory_bytes);
       },
-      kInt);
+      prom::ValueFormat::kInteger);
   family(
-      SelfMetric::kPodSmUtilization, [](const PodUsage& u) { return u.sm_util; },
+      families[1], [](const HolderUsage& u) { return u.sm_util; }, prom::ValueFormat::kShortest);
+  family(
+      families[2], [](const HolderUsage& u) { return u.power_watts; },
       prom::ValueFormat::kShortest);
   family(
-      SelfMetric::kPodPowerEstimate, [](const PodUsage& u) { return u.power_watts; },
-      prom::ValueFormat::kShortest);
-  family(
-      SelfMetric::kPodEnergyEstimate, [](const PodUsage& u) { return u.energy_joules; },
+      families[3], [](const HolderUsage& u) { return u.energy_joules; },
       prom::ValueFormat::kShortest);
 }
 

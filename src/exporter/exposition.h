@@ -14,6 +14,7 @@
 // the snapshot appending bytes. Immutable after construction; Render is thread-safe.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -95,6 +96,9 @@ class MetricsPage {
   void RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out,
                   const PodLabels* pods = nullptr) const;
   void RenderPods(const Snapshot& snap, const PodLabels& pods, std::string& out) const;
+  // The four usage families (memory, SM, power, energy) of `rows`, in that order.
+  void RenderUsage(const std::vector<HolderUsage>& rows, const std::array<SelfMetric, 4>& families,
+                   std::string& out) const;
 
   const std::vector<Entity>& entities() const { return entities_; }
 

@@ -8,11 +8,31 @@
 namespace gpulse::exporter {
 namespace {
 
+// One GPU process on one entity, with what procfs said of it (nullptr: nothing).
 struct Use {
   std::size_t entity;
   const GpuProcess* process;
-  std::string uid;  // "" when the process is in no pod
+  const identity::CgroupPlacement* cgroup;
 };
+
+std::vector<Use> Uses(const SystemInfo& info, const std::vector<Entity>& entities,
+                      const Snapshot& snap,
+                      const std::map<unsigned, identity::ProcessInfo>& procs) {
+  std::vector<Use> uses;
+  for (std::size_t d = 0; d < snap.processes.size() && d < info.devices.size(); ++d) {
+    if (!snap.processes[d].processes) continue;
+    for (const GpuProcess& p : *snap.processes[d].processes) {
+      auto entity = identity::ProcessEntity(entities, info.devices[d].index, p);
+      if (!entity) continue;
+      const identity::CgroupPlacement* cgroup = nullptr;
+      if (auto it = procs.find(p.pid); it != procs.end() && it->second.cgroup) {
+        cgroup = &*it->second.cgroup;
+      }
+      uses.push_back({*entity, &p, cgroup});
+    }
+  }
+  return uses;
+}
 
 struct Sum {
   bool memory_known = true;
@@ -29,16 +49,6 @@ void Add(Sum& s, const GpuProcess& p) {
   if (p.sm_util) s.sm = s.sm.value_or(0) + *p.sm_util;
 }
 
-std::string Labels(const identity::PodName& pod, const std::vector<identity::PodOwner>& owners) {
-  std::set<std::string> containers;
-  for (const identity::PodOwner& o : owners) {
-    if (o.pod == pod.pod && o.ns == pod.ns) containers.insert(o.container);
-  }
-  std::vector<prom::Label> l = {{"pod", pod.pod}, {"namespace", pod.ns}};
-  if (containers.size() == 1) l.push_back({"container", *containers.begin()});
-  return prom::RenderLabels(l);
-}
-
 std::optional<double> PowerOf(const Snapshot& snap, std::size_t entity) {
   static const std::optional<FieldIndex> kPower = FindField("DCGM_FI_DEV_POWER_USAGE");
   if (!kPower || entity >= snap.entities.size()) return std::nullopt;
@@ -47,59 +57,125 @@ std::optional<double> PowerOf(const Snapshot& snap, std::size_t entity) {
   return s.values[*kPower];
 }
 
-}  // namespace
-
-std::vector<PodUsage> ComputePodUsage(const SystemInfo& info, const std::vector<Entity>& entities,
-                                      const Snapshot& snap,
-                                      const identity::PodAssignments& assignments,
-                                      const std::map<unsigned, identity::ProcessInfo>& procs) {
-  std::vector<Use> uses;
-  identity::PodUidGpus uids;
-  for (std::size_t d = 0; d < snap.processes.size() && d < info.devices.size(); ++d) {
-    if (!snap.processes[d].processes) continue;
-    for (const GpuProcess& p : *snap.processes[d].processes) {
-      auto entity = identity::ProcessEntity(entities, info.devices[d].index, p);
-      if (!entity) continue;
-      std::string uid;
-      if (auto it = procs.find(p.pid);
-          it != procs.end() && it->second.cgroup && it->second.cgroup->pod) {
-        uid = it->second.cgroup->pod->uid;
-        uids[uid].insert(*entity);
-      }
-      uses.push_back({*entity, &p, uid});
-    }
+// A row per (entity, holder): `holders[i]` is the rendered labels of uses[i]'s holder, "" when it
+// has none. Every use counts in its entity's SM total, held or not.
+std::vector<HolderUsage> Apportion(const Snapshot& snap, const std::vector<Use>& uses,
+                                   const std::vector<std::string>& holders) {
+  std::map<std::pair<std::size_t, std::string>, Sum> by_holder;
+  std::map<std::size_t, std::optional<double>> entity_sm;
+  for (std::size_t i = 0; i < uses.size(); ++i) {
+    auto& total = entity_sm[uses[i].entity];
+    if (uses[i].process->sm_util) total = total.value_or(0) + *uses[i].process->sm_util;
+    if (!holders[i].empty()) Add(by_holder[{uses[i].entity, holders[i]}], *uses[i].process);
   }
-  identity::PodNaming naming = identity::NamePods(assignments, uids);
-  std::map<std::pair<std::size_t, std::string>, Sum> by_pod;  // (entity, uid)
-  std::map<std::size_t, std::optional<double>> entity_sm;     // every process's SM on the entity
-  for (const Use& u : uses) {
-    auto& total = entity_sm[u.entity];
-    if (u.process->sm_util) total = total.value_or(0) + *u.process->sm_util;
-    if (!u.uid.empty() && naming.named.contains(u.uid)) Add(by_pod[{u.entity, u.uid}], *u.process);
-  }
-  std::vector<PodUsage> out;
-  for (const auto& [key, sum] : by_pod) {
-    const auto& [entity, uid] = key;
-    PodUsage row;
-    row.entity = entity;
-    row.labels = Labels(naming.named.at(uid), entity < assignments.by_entity.size()
-                                                  ? assignments.by_entity[entity]
-                                                  : std::vector<identity::PodOwner>{});
+  std::vector<HolderUsage> out;
+  for (const auto& [key, sum] : by_holder) {
+    HolderUsage row;
+    row.entity = key.first;
+    row.labels = key.second;
     if (sum.memory_known) row.memory_bytes = sum.memory;
     if (sum.sm) row.sm_util = std::min(100.0, *sum.sm);
-    std::optional<double> total = entity_sm[entity];
-    std::optional<double> power = PowerOf(snap, entity);
+    std::optional<double> total = entity_sm[key.first];
+    std::optional<double> power = PowerOf(snap, key.first);
     if (sum.sm && total && *total > 0 && power) row.power_watts = *power * (*sum.sm / *total);
     out.push_back(std::move(row));
   }
   return out;
 }
 
-void PodEnergyIntegrator::Integrate(std::vector<PodUsage>& rows, std::int64_t t_mono_ns) {
+// The containers of `pod` holding entity `e`, by name.
+std::set<std::string> ContainersOn(const identity::PodAssignments& assignments, std::size_t e,
+                                   const identity::PodName& pod) {
+  std::set<std::string> out;
+  if (e >= assignments.by_entity.size()) return out;
+  for (const identity::PodOwner& o : assignments.by_entity[e]) {
+    if (o.pod == pod.pod && o.ns == pod.ns) out.insert(o.container);
+  }
+  return out;
+}
+
+// Names the container IDs (from cgroups) of one pod by the same elimination as pod UIDs: the pod's
+// containers stand for the pods, its container IDs for the UIDs.
+std::map<std::string, std::string> NameContainers(const identity::PodAssignments& assignments,
+                                                  const identity::PodName& pod,
+                                                  const identity::PodUidGpus& ids) {
+  identity::PodAssignments mine;
+  mine.by_entity.resize(assignments.by_entity.size());
+  for (std::size_t e = 0; e < assignments.by_entity.size(); ++e) {
+    for (const std::string& c : ContainersOn(assignments, e, pod)) {
+      mine.by_entity[e].push_back({.pod = c, .ns = "", .container = c, .vgpu = ""});
+    }
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [id, name] : identity::NamePods(mine, ids).named) out[id] = name.pod;
+  return out;
+}
+
+}  // namespace
+
+std::vector<HolderUsage> ComputePodUsage(const SystemInfo& info,
+                                         const std::vector<Entity>& entities, const Snapshot& snap,
+                                         const identity::PodAssignments& assignments,
+                                         const std::map<unsigned, identity::ProcessInfo>& procs) {
+  std::vector<Use> uses = Uses(info, entities, snap, procs);
+  auto uid_of = [](const Use& u) { return u.cgroup && u.cgroup->pod ? u.cgroup->pod->uid : ""; };
+  identity::PodUidGpus uids;
+  std::map<std::string, identity::PodUidGpus> container_ids;  // pod UID → container ID → entities
+  for (const Use& u : uses) {
+    const std::string uid = uid_of(u);
+    if (uid.empty()) continue;
+    uids[uid].insert(u.entity);
+    if (u.cgroup->container) container_ids[uid][u.cgroup->container->id].insert(u.entity);
+  }
+  identity::PodNaming naming = identity::NamePods(assignments, uids);
+  std::map<std::string, std::map<std::string, std::string>> containers;  // pod UID → ID → name
+  for (const auto& [uid, pod] : naming.named) {
+    containers[uid] = NameContainers(assignments, pod, container_ids[uid]);
+  }
+  std::vector<std::string> holders;
+  for (const Use& u : uses) {
+    const std::string uid = uid_of(u);
+    auto named = naming.named.find(uid);
+    if (uid.empty() || named == naming.named.end()) {
+      holders.emplace_back();
+      continue;
+    }
+    const identity::PodName& pod = named->second;
+    std::vector<prom::Label> l = {{"pod", pod.pod}, {"namespace", pod.ns}};
+    std::set<std::string> on = ContainersOn(assignments, u.entity, pod);
+    const std::map<std::string, std::string>& ids = containers[uid];
+    auto id = u.cgroup->container ? ids.find(u.cgroup->container->id) : ids.end();
+    if (id != ids.end()) {
+      l.push_back({"container", id->second});
+    } else if (on.size() == 1) {
+      l.push_back({"container", *on.begin()});
+    }
+    holders.push_back(prom::RenderLabels(l));
+  }
+  return Apportion(snap, uses, holders);
+}
+
+std::vector<HolderUsage> ComputeJobUsage(const SystemInfo& info,
+                                         const std::vector<Entity>& entities, const Snapshot& snap,
+                                         const std::map<unsigned, identity::ProcessInfo>& procs) {
+  std::vector<Use> uses = Uses(info, entities, snap, procs);
+  std::vector<std::string> holders;
+  for (const Use& u : uses) {
+    if (u.cgroup == nullptr || !u.cgroup->slurm) {
+      holders.emplace_back();
+      continue;
+    }
+    prom::Label l{"hpc_job", u.cgroup->slurm->job_id};
+    holders.push_back(prom::RenderLabels({&l, 1}));
+  }
+  return Apportion(snap, uses, holders);
+}
+
+void UsageEnergyIntegrator::Integrate(std::vector<HolderUsage>& rows, std::int64_t t_mono_ns) {
   const bool newer = !last_t_ns_ || t_mono_ns > *last_t_ns_;
   const double dt = newer && last_t_ns_ ? static_cast<double>(t_mono_ns - *last_t_ns_) / 1e9 : 0.0;
   std::map<std::pair<std::size_t, std::string>, State> next;
-  for (PodUsage& row : rows) {
+  for (HolderUsage& row : rows) {
     auto key = std::pair{row.entity, row.labels};
     State s;
     if (auto it = state_.find(key); it != state_.end()) s = it->second;

@@ -1,10 +1,10 @@
-// Kubernetes mode: each pod's own use of the GPUs and MIG instances it holds, from NVML's
-// per-process data (memory, SM utilization) joined with the processes' cgroups and the kubelet's
-// answer, as `gpulse ps` computes it (identity/attribution.h): memory adds up; SM utilization adds
-// up per entity, capped at 100; power is the entity's, apportioned by SM share
+// Kubernetes and Slurm modes: each pod's (container's) or Slurm job's own use of the GPUs and MIG
+// instances it holds, from NVML's per-process data joined with the processes' cgroups (and, for
+// pods, the kubelet's answer), as `gpulse ps` computes it (identity/attribution.h): memory adds up;
+// SM utilization adds up per entity, capped at 100; power is the entity's, apportioned by SM share
 // (docs/adr/0022-per-pod-usage.md).
 //
-// Thread-safety: pure function.
+// Thread-safety: pure functions, except UsageEnergyIntegrator (one caller at a time).
 #pragma once
 
 #include <map>
@@ -18,24 +18,33 @@
 
 namespace gpulse::exporter {
 
-// One row per (entity, pod) with processes. `snap.processes` parallel to info.devices; `procs` what
-// procfs said of each PID; processes whose pod UID cannot be named are left out.
-std::vector<PodUsage> ComputePodUsage(const SystemInfo& info, const std::vector<Entity>& entities,
-                                      const Snapshot& snap,
-                                      const identity::PodAssignments& assignments,
-                                      const std::map<unsigned, identity::ProcessInfo>& procs);
+// One row per (entity, container) with processes; a row per (entity, pod), without a container
+// label, for the processes whose container cannot be told apart from the pod's other containers on
+// that entity (several containers of one pod holding it, named by elimination like pods:
+// identity::NamePods). `snap.processes` parallel to info.devices; `procs` what procfs said of each
+// PID; processes whose pod UID cannot be named are left out.
+std::vector<HolderUsage> ComputePodUsage(const SystemInfo& info,
+                                         const std::vector<Entity>& entities, const Snapshot& snap,
+                                         const identity::PodAssignments& assignments,
+                                         const std::map<unsigned, identity::ProcessInfo>& procs);
 
-// Integrates each (entity, pod) row's power estimate over time into an energy counter, by the
+// One row per (entity, Slurm job) with processes, labelled hpc_job; processes in no job's cgroup
+// are left out (their SM share still counts in the entity's total).
+std::vector<HolderUsage> ComputeJobUsage(const SystemInfo& info,
+                                         const std::vector<Entity>& entities, const Snapshot& snap,
+                                         const std::map<unsigned, identity::ProcessInfo>& procs);
+
+// Integrates each (entity, holder) row's power estimate over time into an energy counter, by the
 // trapezoid rule between consecutive reads (docs/adr/0022-per-pod-usage.md). A row whose power is
 // unknown at either end adds nothing for that interval. A row absent from a read is forgotten: if
-// the pod comes back its counter starts again at 0, which Prometheus's rate() reads as a reset.
+// the holder comes back its counter starts again at 0, which Prometheus's rate() reads as a reset.
 //
 // Thread-safety: one caller at a time (the exporter's reader).
-class PodEnergyIntegrator {
+class UsageEnergyIntegrator {
  public:
   // Fills rows[i].energy_joules for a read taken at `t_mono_ns`. A read not newer than the last
   // one integrated (the same snapshot served again) adds nothing.
-  void Integrate(std::vector<PodUsage>& rows, std::int64_t t_mono_ns);
+  void Integrate(std::vector<HolderUsage>& rows, std::int64_t t_mono_ns);
 
  private:
   struct State {
@@ -44,6 +53,12 @@ class PodEnergyIntegrator {
   };
   std::map<std::pair<std::size_t, std::string>, State> state_;  // (entity, labels)
   std::optional<std::int64_t> last_t_ns_;
+};
+
+// The exporter's counters: one integrator per kind of holder.
+struct Integrators {
+  UsageEnergyIntegrator pods;
+  UsageEnergyIntegrator jobs;
 };
 
 }  // namespace gpulse::exporter

@@ -21,16 +21,17 @@ struct DeviceReading {
   bool readable = true;            // the entity has readings of its own (a GPU or GPU instance)
 };
 
-// Kubernetes mode: one container's (or, when a pod has several on the entity, one pod's) use of one
-// GPU or GPU instance, from NVML's per-process data (docs/adr/0022-per-pod-usage.md).
-struct PodUsage {
+// Kubernetes or Slurm mode: one holder's use of one GPU or GPU instance, from NVML's per-process
+// data (docs/adr/0022-per-pod-usage.md). A holder is a container (or, where its container cannot be
+// told, a pod) in Kubernetes mode and a job in Slurm mode.
+struct HolderUsage {
   std::size_t entity = 0;  // position in BuildEntities(SystemInfo)
-  std::string labels;      // rendered: pod, namespace[, container]
+  std::string labels;      // rendered: pod, namespace[, container]; or hpc_job
   std::optional<std::uint64_t> memory_bytes;
   std::optional<double> sm_util;      // percent, capped at 100
   std::optional<double> power_watts;  // the entity's power × this holder's SM share
-  // power_watts integrated over the reads since this (entity, pod) first appeared: a counter
-  // (PodEnergyIntegrator); absent where no integrator ran (`--once`).
+  // power_watts integrated over the reads since this (entity, holder) first appeared: a counter
+  // (UsageEnergyIntegrator); absent where no integrator ran (`--once`).
   std::optional<double> energy_joules;
 };
 
@@ -49,9 +50,10 @@ struct Snapshot {
   // verdicts and policy counters), and why /health should fail ("" when it should not).
   std::string extension_exposition;
   std::string extension_health_failure;
-  std::vector<PodUsage> pod_usage;  // Kubernetes mode only
+  std::vector<HolderUsage> pod_usage;  // Kubernetes mode only
   // Slurm mode only: per entity, the rendered hpc_job label of each job using it (hpc_jobs.h).
   std::vector<std::vector<std::string>> job_labels;
+  std::vector<HolderUsage> job_usage;  // Slurm mode only: each job's use of each entity
 
   // At least one device answered (the basis of gpulse_backend_up).
   bool AnyDeviceRead() const;

@@ -133,14 +133,15 @@ PsReport Attribute(const SystemInfo& info, std::span<const ProcessList> lists,
 }
 
 std::map<unsigned, ProcessInfo> ReadListedProcesses(std::span<const ProcessList> lists,
-                                                    const std::optional<sys::RootedFs>& proc) {
+                                                    const std::optional<sys::RootedFs>& proc,
+                                                    ProcFacts facts) {
   std::map<unsigned, ProcessInfo> out;
   for (const ProcessList& list : lists) {
     if (!list.processes) continue;
     for (const GpuProcess& p : *list.processes) {
       if (out.contains(p.pid)) continue;
       if (proc) {
-        out[p.pid] = ReadProcessInfo(*proc, p.pid);
+        out[p.pid] = ReadProcessInfo(*proc, p.pid, facts);
       } else {
         ProcessInfo anonymous;
         anonymous.pid = p.pid;

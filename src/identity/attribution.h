@@ -66,9 +66,10 @@ struct PsReport {
 };
 
 // What procfs says about every PID in `lists`. Without a procfs tree (simulated GPUs list made-up
-// PIDs) each PID is anonymous and its error says why.
+// PIDs) each PID is anonymous and its error says why. `facts`: ReadProcessInfo's.
 std::map<unsigned, ProcessInfo> ReadListedProcesses(std::span<const ProcessList> lists,
-                                                    const std::optional<sys::RootedFs>& proc);
+                                                    const std::optional<sys::RootedFs>& proc,
+                                                    ProcFacts facts = ProcFacts::kAll);
 
 // `lists` is parallel to info.devices; `procs` holds what procfs said about each PID listed.
 PsReport Attribute(const SystemInfo& info, std::span<const ProcessList> lists,

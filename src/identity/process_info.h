@@ -22,6 +22,11 @@ struct ProcessInfo {
   std::string error;  // why some fact is absent ("" when all were read)
 };
 
-ProcessInfo ReadProcessInfo(const sys::RootedFs& proc, unsigned pid);
+// Which facts to read: all of them (`gpulse ps`), or only the cgroup placement (the exporter's
+// pod and job attribution: one file per process and no user-name lookup, which goes through NSS).
+enum class ProcFacts { kAll, kCgroupOnly };
+
+ProcessInfo ReadProcessInfo(const sys::RootedFs& proc, unsigned pid,
+                            ProcFacts facts = ProcFacts::kAll);
 
 }  // namespace gpulse::identity

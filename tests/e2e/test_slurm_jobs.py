@@ -4,11 +4,37 @@ slurmstepd.scope and cgroup v1 /slurm/uid_U/job_N forms) on the 8xH100 scenario.
 /usr/bin/python3."""
 import json
 import os
+import shutil
+import tempfile
+import time
 import unittest
 
 from gpulse_e2e import SOURCE_DIR, GpulseTestCase, run, validate
 
 PROCFS = os.path.join(SOURCE_DIR, "tests", "testdata", "procfs", "slurm-8xH100")
+
+
+def shared_gpu0(directory):
+    """8xH100 with GPU 0 shared by job 4242 (PID 52001, 60 % SM) and job 4244 (PID 52009, 20 %), and
+    the slurm-8xH100 procfs tree with PID 52009 in job 4244's cgroup."""
+    with open(os.path.join(SOURCE_DIR, "sim", "scenarios", "8xH100.yaml"), encoding="utf-8") as f:
+        text = f.read()
+    line = "  - {idle_temp_c: 31, processes: [{pid: 52001, used_memory_mib: 73900}]}"
+    if line not in text:
+        raise AssertionError("8xH100.yaml changed: GPU 0's line is not " + line)
+    text = text.replace(line, "  - {idle_temp_c: 31, processes: [{pid: 52001, used_memory_mib: 50000, sm_util: 60},"
+                              " {pid: 52009, used_memory_mib: 20000, sm_util: 20}]}")
+    scenario = os.path.join(directory, "8xH100-shared.yaml")
+    with open(scenario, "w", encoding="utf-8") as f:
+        f.write(text)
+    procfs = os.path.join(directory, "proc")
+    shutil.copytree(PROCFS, procfs)
+    os.makedirs(os.path.join(procfs, "52009"))
+    for name, content in (("comm", "python3\n"), ("status", "Name:\tpython3\nUid:\t1003\t1003\t1003\t1003\n"),
+                          ("cgroup", "0::/system.slice/slurmstepd.scope/job_4244/step_0/user/task_0\n")):
+        with open(os.path.join(procfs, "52009", name), "w", encoding="utf-8") as f:
+            f.write(content)
+    return scenario, procfs
 
 
 class SlurmPs(GpulseTestCase):
@@ -41,6 +67,33 @@ class SlurmExporter(GpulseTestCase):
         self.assertEqual(jobs, {0: "4242", 1: "4242", 2: "4242", 3: "4242", 4: "4243", 5: "4243", 6: "4300",
                                 7: None})
         self.assertEqual(len(temps), 8, "one series per GPU: one job each here")
+
+    def test_jobs_sharing_a_gpu_get_its_power_and_energy_in_their_sm_shares(self):
+        from exporter_e2e import Exporter, parse_families
+        with tempfile.TemporaryDirectory() as tmp:
+            scenario, procfs = shared_gpu0(tmp)
+            p = self.run_ok("exporter", "--simulate", scenario, "--procfs-root", procfs, "--slurm-jobs", "--once")
+            fams = parse_families(p.stdout)
+            power = {l["gpu"]: v for l, v in fams["DCGM_FI_DEV_POWER_USAGE"]}
+            mem = {(l["gpu"], l["hpc_job"]): v for l, v in fams["gpulse_job_gpu_memory_used_bytes"]}
+            watts = {(l["gpu"], l["hpc_job"]): v for l, v in fams["gpulse_job_power_estimate_watts"]}
+            self.assertEqual(mem[("0", "4242")], 50000 * 2**20)
+            self.assertEqual(mem[("0", "4244")], 20000 * 2**20)
+            self.assertNotIn("7", {gpu for gpu, _ in mem}, "a login session is no job")
+            self.assertAlmostEqual(watts[("0", "4242")], power["0"] * 60 / 80, places=3)
+            self.assertAlmostEqual(watts[("0", "4244")], power["0"] * 20 / 80, places=3)
+            self.assertNotIn("gpulse_job_energy_estimate_joules", fams, "--once integrates nothing")
+            with Exporter("--simulate", scenario, "--procfs-root", procfs, "--slurm-jobs") as e:
+                def energy():
+                    rows = parse_families(e.get("/metrics")[2].decode()).get("gpulse_job_energy_estimate_joules", [])
+                    return {l["hpc_job"]: v for l, v in rows if l["gpu"] == "0"}
+                first = energy()
+                time.sleep(1.2)
+                second = energy()
+        self.assertEqual(set(first), {"4242", "4244"})
+        grown = {job: second[job] - first[job] for job in second}
+        self.assertGreater(grown["4244"], 0)
+        self.assertAlmostEqual(grown["4242"] / grown["4244"], 3, places=6)
 
     def test_slurm_and_kubernetes_modes_exclude_each_other(self):
         p = run("exporter", "--simulate", "8xH100", "--slurm-jobs", "-k", "--once")

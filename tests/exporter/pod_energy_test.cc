@@ -1,4 +1,4 @@
-// The per-pod energy counter (src/exporter/pod_usage.h, PodEnergyIntegrator): the power estimate
+// The per-pod energy counter (src/exporter/pod_usage.h, UsageEnergyIntegrator): the power estimate
 // integrated by the trapezoid rule between reads, per (entity, pod).
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@ namespace {
 
 constexpr std::int64_t kSecond = 1'000'000'000;
 
-PodUsage Row(std::size_t entity, const char* labels, std::optional<double> watts) {
-  PodUsage r;
+HolderUsage Row(std::size_t entity, const char* labels, std::optional<double> watts) {
+  HolderUsage r;
   r.entity = entity;
   r.labels = labels;
   r.power_watts = watts;
@@ -18,8 +18,8 @@ PodUsage Row(std::size_t entity, const char* labels, std::optional<double> watts
 }
 
 TEST(PodEnergy, TrapezoidBetweenReadsPerEntityAndPod) {
-  PodEnergyIntegrator e;
-  std::vector<PodUsage> rows = {Row(0, "pod=\"a\"", 100), Row(0, "pod=\"b\"", 50)};
+  UsageEnergyIntegrator e;
+  std::vector<HolderUsage> rows = {Row(0, "pod=\"a\"", 100), Row(0, "pod=\"b\"", 50)};
   e.Integrate(rows, 10 * kSecond);
   EXPECT_EQ(rows[0].energy_joules, 0.0);  // a counter starts at 0
   rows = {Row(0, "pod=\"a\"", 200), Row(0, "pod=\"b\"", 50)};
@@ -32,8 +32,8 @@ TEST(PodEnergy, TrapezoidBetweenReadsPerEntityAndPod) {
 }
 
 TEST(PodEnergy, UnknownPowerAddsNothingAndAGoneRowStartsAgain) {
-  PodEnergyIntegrator e;
-  std::vector<PodUsage> rows = {Row(1, "pod=\"a\"", 100)};
+  UsageEnergyIntegrator e;
+  std::vector<HolderUsage> rows = {Row(1, "pod=\"a\"", 100)};
   e.Integrate(rows, 0);
   rows = {Row(1, "pod=\"a\"", std::nullopt)};
   e.Integrate(rows, kSecond);
@@ -44,7 +44,7 @@ TEST(PodEnergy, UnknownPowerAddsNothingAndAGoneRowStartsAgain) {
   rows = {Row(1, "pod=\"a\"", 100)};
   e.Integrate(rows, 3 * kSecond);
   EXPECT_DOUBLE_EQ(*rows[0].energy_joules, 100.0);
-  std::vector<PodUsage> none;
+  std::vector<HolderUsage> none;
   e.Integrate(none, 4 * kSecond);  // the pod left
   rows = {Row(1, "pod=\"a\"", 100)};
   e.Integrate(rows, 5 * kSecond);

@@ -114,6 +114,22 @@ TEST(ProcessInfo, V1CgroupfsDockerProcess) {
   EXPECT_FALSE(p.cgroup->pod.has_value());
 }
 
+TEST(ProcessInfo, CgroupOnlyReadsNeitherNameNorUser) {
+  TempTree t;
+  t.Process(41001, "python3", 0, "0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_0\n");
+  ProcessInfo p = ReadProcessInfo(sys::RootedFs(t.root()), 41001, ProcFacts::kCgroupOnly);
+  EXPECT_EQ(p.error, "");
+  EXPECT_FALSE(p.name.has_value());
+  EXPECT_FALSE(p.uid.has_value());
+  EXPECT_FALSE(p.user.has_value());
+  ASSERT_TRUE(p.cgroup.has_value());
+  ASSERT_TRUE(p.cgroup->slurm.has_value());
+  EXPECT_EQ(p.cgroup->slurm->job_id, "7");
+  ProcessInfo gone = ReadProcessInfo(sys::RootedFs(t.root()), 47002, ProcFacts::kCgroupOnly);
+  EXPECT_FALSE(gone.cgroup.has_value());
+  EXPECT_NE(gone.error.find("no process 47002"), std::string::npos);
+}
+
 TEST(ProcessInfo, MissingProcessHasNoFactsAndSaysWhy) {
   TempTree t;
   ProcessInfo p = ReadProcessInfo(sys::RootedFs(t.root()), 47002);
