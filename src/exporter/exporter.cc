@@ -58,33 +58,42 @@ bool WantsProcesses(const Snapshot* snap, const k8s::PodState* state, const Expo
          ((state != nullptr && state->ok) || o.slurm_jobs);
 }
 
-// Only the cgroups: the exporter attributes by pod and job, never by user, so no name lookup (NSS)
-// runs on the reading thread.
-ProcMap ReadProcs(const Snapshot& snap, const ExporterOptions& options) {
-  std::optional<sys::RootedFs> proc;
-  if (options.procfs_root) proc.emplace(*options.procfs_root);
-  return identity::ReadListedProcesses(snap.processes, proc, identity::ProcFacts::kCgroupOnly);
+std::optional<sys::RootedFs> ProcRoot(const ExporterOptions& options) {
+  if (!options.procfs_root) return std::nullopt;
+  return sys::RootedFs(*options.procfs_root);
 }
 
-// Kubernetes and Slurm modes: `snap` with each pod's share of the entities it uses (from the read's
-// process lists and the kubelet's last answer: never a kubelet call here), the Slurm jobs on each
-// and each job's share. A snapshot nobody else holds yet is completed in place, else copied.
-std::shared_ptr<const Snapshot> Annotate(const SystemInfo& info,
-                                         const std::vector<Entity>& entities,
-                                         std::shared_ptr<const Snapshot> snap,
-                                         const k8s::PodState* state, const ExporterOptions& options,
-                                         const ProcMap& procs, Integrators* energy) {
-  if (!WantsProcesses(snap.get(), state, options)) return snap;
+// Kubernetes and Slurm modes: who uses what, from the read's process lists, what procfs said of
+// their PIDs and the kubelet's last answer (never a kubelet call here). It changes only when the
+// lists or the answer do, so the exporter keeps it between reads.
+Attribution Attribute(const SystemInfo& info, const std::vector<Entity>& entities,
+                      const Snapshot& snap, const k8s::PodState* state,
+                      const ExporterOptions& options, const ProcMap& procs) {
+  Attribution a;
+  if (state != nullptr && state->ok) {
+    a.pods = ComputePodUsage(info, entities, snap, state->assignments, procs);
+  }
+  if (options.slurm_jobs) {
+    a.job_labels = JobLabels(info, entities, snap, procs);
+    a.jobs = ComputeJobUsage(info, entities, snap, procs);
+  }
+  return a;
+}
+
+// `snap` with `a`, its power apportioned from this read (and integrated into `energy`, when
+// given). A snapshot nobody else holds yet is completed in place, else copied.
+std::shared_ptr<const Snapshot> Annotate(std::shared_ptr<const Snapshot> snap, const Attribution& a,
+                                         Integrators* energy) {
   std::shared_ptr<Snapshot> out = snap.use_count() == 1 ? std::const_pointer_cast<Snapshot>(snap)
                                                         : std::make_shared<Snapshot>(*snap);
-  if (state != nullptr && state->ok) {
-    out->pod_usage = ComputePodUsage(info, entities, *out, state->assignments, procs);
-  }
-  if (energy != nullptr) energy->pods.Integrate(out->pod_usage, out->start_mono_ns);
-  if (options.slurm_jobs) {
-    out->job_labels = JobLabels(info, entities, *out, procs);
-    out->job_usage = ComputeJobUsage(info, entities, *out, procs);
-    if (energy != nullptr) energy->jobs.Integrate(out->job_usage, out->start_mono_ns);
+  out->pod_usage = a.pods;
+  out->job_usage = a.jobs;
+  out->job_labels = a.job_labels;
+  ApplyPower(out->pod_usage, *out);
+  ApplyPower(out->job_usage, *out);
+  if (energy != nullptr) {
+    energy->pods.Integrate(out->pod_usage, out->start_mono_ns);
+    energy->jobs.Integrate(out->job_usage, out->start_mono_ns);
   }
   return out;
 }
@@ -112,9 +121,12 @@ std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> 
     state = once.Current();
     pods = LabelsOf(*state);
   }
-  ProcMap procs;
-  if (WantsProcesses(snap.get(), state.get(), options)) procs = ReadProcs(*snap, options);
-  snap = Annotate(backend.info(), entities, std::move(snap), state.get(), options, procs, nullptr);
+  if (WantsProcesses(snap.get(), state.get(), options)) {
+    ProcMap procs = identity::ReadListedProcesses(snap->processes, ProcRoot(options),
+                                                  identity::ProcFacts::kCgroupOnly);
+    snap = Annotate(snap, Attribute(backend.info(), entities, *snap, state.get(), options, procs),
+                    nullptr);
+  }
   MetricsPage page(
       backend.info(), std::move(counters),
       {options.hostname, options.version, options.commit, options.replace_blanks_in_model_name,
@@ -127,7 +139,10 @@ std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> 
 Exporter::Exporter(ExporterOptions options, std::unique_ptr<gpu::Backend> backend)
     : options_(std::move(options)),
       backend_(std::move(backend)),
-      entities_(BuildEntities(backend_->info())) {}
+      entities_(BuildEntities(backend_->info())),
+      // Only the cgroups: the exporter attributes by pod and job, never by user, so no name
+      // lookup (NSS) runs on the reading thread.
+      procs_(ProcRoot(options_), identity::ProcFacts::kCgroupOnly, 30'000'000'000) {}
 
 // The hub stops first (its thread reads through the probe), then the probe finishes its read and
 // answers its callers, which may still ask the hub for its metrics: the hub goes last.
@@ -256,16 +271,18 @@ std::shared_ptr<const Snapshot> Exporter::AddUsage(std::shared_ptr<const Snapsho
     if (snap != nullptr) energy_.jobs.Integrate(none, snap->start_mono_ns);
     return snap;
   }
-  // procfs is read again only when the process lists are new (the backend lists at most once a
-  // second per device); reads in between reuse what it said.
+  // The attribution is computed again only when the process lists are new (the backend lists at
+  // most once a second per device) or the kubelet answered: reads in between apportion this
+  // read's power by the same shares. procfs is read only for PIDs not seen before.
   std::vector<std::int64_t> listed;
   for (const ProcessList& l : snap->processes) listed.push_back(l.t_mono_ns);
-  if (listed != procs_listed_) {
-    procs_ = ReadProcs(*snap, options_);
+  if (listed != procs_listed_ || state != attributed_state_) {
+    const ProcMap& procs = procs_.Update(snap->processes, MonotonicNowNs());
+    attribution_ = Attribute(backend_->info(), entities_, *snap, state.get(), options_, procs);
     procs_listed_ = std::move(listed);
+    attributed_state_ = state;
   }
-  return Annotate(backend_->info(), entities_, std::move(snap), state.get(), options_, procs_,
-                  &energy_);
+  return Annotate(std::move(snap), attribution_, &energy_);
 }
 
 std::shared_ptr<const MetricsPage> Exporter::page() const {
@@ -406,7 +423,7 @@ void Exporter::ServeMetrics(net::Respond respond) {
     net::HttpResponse r;
     r.content_type = std::string(prom::kContentType);
     r.compressible = true;
-    if (snap) page()->Render(*snap, MonotonicNowNs(), r.body, pod_labels().get());
+    if (snap) page_cache_.Render(page(), snap, pod_labels(), MonotonicNowNs(), r.body);
     if (snap) r.body += snap->extension_exposition;
     r.body += hub_->Exposition();
     respond(std::move(r));

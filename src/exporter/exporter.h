@@ -22,9 +22,11 @@
 #include "exporter/counters.h"
 #include "exporter/exposition.h"
 #include "exporter/live_hub.h"
+#include "exporter/page_cache.h"
 #include "exporter/pod_usage.h"
 #include "exporter/snapshot.h"
 #include "gpu/backend.h"
+#include "identity/attribution.h"
 #include "identity/process_info.h"
 #include "k8s/pod_resources_watcher.h"
 #include "net/http_types.h"
@@ -132,6 +134,7 @@ class Exporter {
   const std::vector<Entity> entities_;  // BuildEntities(backend_->info()), fixed at open
   mutable std::mutex mu_;               // guards page_ and fields_
   std::shared_ptr<const MetricsPage> page_;
+  PageCache page_cache_;  // the /metrics body of the last read
   std::vector<FieldIndex> fields_;
   std::unique_ptr<net::Server> server_;
   // A reload reads a file (which may be slow, or a FIFO an operator planted): never on the loop.
@@ -143,9 +146,13 @@ class Exporter {
   std::shared_ptr<const PodLabels> pod_labels_;        // Kubernetes mode: the last answer's
   std::shared_ptr<const k8s::PodState> pod_state_;     // likewise, for the per-pod usage
   std::unique_ptr<k8s::PodResourcesWatcher> kubelet_;  // destroyed after probe_ (see ~Exporter)
-  // The probe thread's own: what procfs said of the processes of the lists taken at these times.
+  // The probe thread's own: the attribution of the process lists taken at these times under this
+  // kubelet answer, and what procfs said of their PIDs (only the cgroups, read once per PID and
+  // again every 30 s).
   std::vector<std::int64_t> procs_listed_;
-  std::map<unsigned, identity::ProcessInfo> procs_;
+  std::shared_ptr<const k8s::PodState> attributed_state_;
+  Attribution attribution_;
+  identity::ListedProcessCache procs_;
   Integrators energy_;  // the probe thread's own: per-pod and per-job energy counters
   std::unique_ptr<Probe> probe_;  // destroyed after hub_: its thread reads backend_, posts to server_
   std::unique_ptr<LiveHub> hub_;  // destroyed first: its thread reads through probe_

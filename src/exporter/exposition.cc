@@ -215,13 +215,14 @@ PodLabels RenderPodLabels(const identity::PodAssignments& assignments) {
 }
 
 void MetricsPage::Render(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out,
-                         const PodLabels* pods) const {
+                         const PodLabels* pods, std::size_t* ages_at) const {
+  if (ages_at != nullptr) *ages_at = std::string::npos;
   // One allocation for the body (it is 80 KB on a MIG node), sized after the previous response.
   const std::size_t start = out.size();
   std::size_t hint = size_hint_.load(std::memory_order_relaxed);
   out.reserve(start + hint + hint / 8);
   RenderCounters(snap, out, pods);
-  RenderSelf(snap, now_mono_ns, out, pods);
+  RenderSelf(snap, now_mono_ns, out, pods, ages_at);
   size_hint_.store(out.size() - start, std::memory_order_relaxed);
 }
 
@@ -270,19 +271,36 @@ void MetricsPage::RenderCounters(const Snapshot& snap, std::string& out,
   }
 }
 
+bool MetricsPage::Lost(const Snapshot& snap, std::size_t i) const {
+  return entities_[i].state == EntityState::kLost ||
+         snap.entities[i].sample.state == DeviceState::kLost;
+}
+
+bool MetricsPage::Live(const Snapshot& snap, std::size_t i) const {
+  return exported_[i] && entities_[i].readable() && !Lost(snap, i);
+}
+
+void MetricsPage::RenderAges(const Snapshot& snap, std::int64_t now_mono_ns,
+                             std::string& out) const {
+  const std::size_t n = std::min(snap.entities.size(), entities_.size());
+  bool header = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!Live(snap, i)) continue;
+    if (!std::exchange(header, true)) Header(out, SelfMetric::kDeviceSampleAge);
+    double age = std::max<std::int64_t>(0, now_mono_ns - snap.entities[i].sample.t_mono_ns) / 1e9;
+    prom::AppendSample(out, SelfMetricAt(SelfMetric::kDeviceSampleAge).name, short_labels_[i], "",
+                       age, prom::ValueFormat::kShortest);
+  }
+}
+
 void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out,
-                             const PodLabels* pods) const {
+                             const PodLabels* pods, std::size_t* ages_at) const {
   using prom::AppendSample;
   constexpr auto kInt = prom::ValueFormat::kInteger;
   constexpr auto kFloat = prom::ValueFormat::kShortest;
   std::size_t n = std::min(snap.entities.size(), entities_.size());
-  auto lost = [&](std::size_t i) {
-    return entities_[i].state == EntityState::kLost ||
-           snap.entities[i].sample.state == DeviceState::kLost;
-  };
-  // Present entities with readings of their own, among those selected (-d). gpulse_device_lost and
-  // the XID counters stay for every GPU: they are the health of the node, not a device's readings.
-  auto live = [&](std::size_t i) { return exported_[i] && entities_[i].readable() && !lost(i); };
+  auto lost = [&](std::size_t i) { return Lost(snap, i); };
+  auto live = [&](std::size_t i) { return Live(snap, i); };
   auto gpu = [&](std::size_t i) { return entities_[i].kind == EntityKind::kGpu; };
 
   Header(out, SelfMetric::kBuildInfo);
@@ -330,12 +348,10 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std
       if (live(i))
         AppendSample(out, SelfMetricAt(SelfMetric::kDeviceInfo).name, full_labels_[i], "", 1, kInt);
     }
-    Header(out, SelfMetric::kDeviceSampleAge);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!live(i)) continue;
-      double age = std::max<std::int64_t>(0, now_mono_ns - snap.entities[i].sample.t_mono_ns) / 1e9;
-      AppendSample(out, SelfMetricAt(SelfMetric::kDeviceSampleAge).name, short_labels_[i], "", age,
-                   kFloat);
+    if (ages_at != nullptr) {
+      *ages_at = out.size();
+    } else {
+      RenderAges(snap, now_mono_ns, out);
     }
   }
   if (profiling_ && any_live) {

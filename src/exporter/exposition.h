@@ -85,16 +85,20 @@ class MetricsPage {
               PageOptions options);
 
   // Appends the exposition of `snap` to `out`; ages are measured at `now_mono_ns`. With `pods`
-  // (Kubernetes mode), an entity's series carry the labels of the containers holding it.
+  // (Kubernetes mode), an entity's series carry the labels of the containers holding it. With
+  // `ages_at`, the sample-age family is left out and *ages_at is where RenderAges would put it
+  // (npos: nowhere), so that a body can be kept and only the ages rendered per scrape.
   void Render(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out,
-              const PodLabels* pods = nullptr) const;
+              const PodLabels* pods = nullptr, std::size_t* ages_at = nullptr) const;
+  // gpulse_device_sample_age_seconds of every live entity at `now_mono_ns` (nothing when none).
+  void RenderAges(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out) const;
 
   const CounterSet& counters() const { return *counters_; }
 
   void RenderCounters(const Snapshot& snap, std::string& out,
                       const PodLabels* pods = nullptr) const;
   void RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out,
-                  const PodLabels* pods = nullptr) const;
+                  const PodLabels* pods = nullptr, std::size_t* ages_at = nullptr) const;
   void RenderPods(const Snapshot& snap, const PodLabels& pods, std::string& out) const;
   // The four usage families (memory, SM, power, energy) of `rows`, in that order.
   void RenderUsage(const std::vector<HolderUsage>& rows, const std::array<SelfMetric, 4>& families,
@@ -103,6 +107,11 @@ class MetricsPage {
   const std::vector<Entity>& entities() const { return entities_; }
 
  private:
+  bool Lost(const Snapshot& snap, std::size_t i) const;
+  // Present entities with readings of their own, among those selected (-d). gpulse_device_lost and
+  // the XID counters stay for every GPU: they are the health of the node, not a device's readings.
+  bool Live(const Snapshot& snap, std::size_t i) const;
+
   const SystemInfo& info_;
   std::shared_ptr<const CounterSet> counters_;
   PageOptions options_;

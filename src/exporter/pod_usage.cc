@@ -76,10 +76,10 @@ std::vector<HolderUsage> Apportion(const Snapshot& snap, const std::vector<Use>&
     if (sum.memory_known) row.memory_bytes = sum.memory;
     if (sum.sm) row.sm_util = std::min(100.0, *sum.sm);
     std::optional<double> total = entity_sm[key.first];
-    std::optional<double> power = PowerOf(snap, key.first);
-    if (sum.sm && total && *total > 0 && power) row.power_watts = *power * (*sum.sm / *total);
+    if (sum.sm && total && *total > 0) row.sm_share = *sum.sm / *total;
     out.push_back(std::move(row));
   }
+  ApplyPower(out, snap);
   return out;
 }
 
@@ -169,6 +169,14 @@ std::vector<HolderUsage> ComputeJobUsage(const SystemInfo& info,
     holders.push_back(prom::RenderLabels({&l, 1}));
   }
   return Apportion(snap, uses, holders);
+}
+
+void ApplyPower(std::vector<HolderUsage>& rows, const Snapshot& snap) {
+  for (HolderUsage& row : rows) {
+    std::optional<double> power = PowerOf(snap, row.entity);
+    row.power_watts.reset();
+    if (row.sm_share && power) row.power_watts = *power * *row.sm_share;
+  }
 }
 
 void UsageEnergyIntegrator::Integrate(std::vector<HolderUsage>& rows, std::int64_t t_mono_ns) {

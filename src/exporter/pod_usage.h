@@ -34,6 +34,10 @@ std::vector<HolderUsage> ComputeJobUsage(const SystemInfo& info,
                                          const std::vector<Entity>& entities, const Snapshot& snap,
                                          const std::map<unsigned, identity::ProcessInfo>& procs);
 
+// Sets each row's power_watts from `snap`: the entity's power × the row's sm_share (absent when
+// either is). The rows' shares change only with the process lists; the power with every read.
+void ApplyPower(std::vector<HolderUsage>& rows, const Snapshot& snap);
+
 // Integrates each (entity, holder) row's power estimate over time into an energy counter, by the
 // trapezoid rule between consecutive reads (docs/adr/0022-per-pod-usage.md). A row whose power is
 // unknown at either end adds nothing for that interval. A row absent from a read is forgotten: if
@@ -53,6 +57,13 @@ class UsageEnergyIntegrator {
   };
   std::map<std::pair<std::size_t, std::string>, State> state_;  // (entity, labels)
   std::optional<std::int64_t> last_t_ns_;
+};
+
+// Who uses what in one read, before its power is apportioned (ApplyPower).
+struct Attribution {
+  std::vector<HolderUsage> pods;  // Kubernetes mode
+  std::vector<HolderUsage> jobs;  // Slurm mode
+  std::vector<std::vector<std::string>> job_labels;  // Slurm mode: JobLabels
 };
 
 // The exporter's counters: one integrator per kind of holder.

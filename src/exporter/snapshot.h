@@ -29,7 +29,8 @@ struct HolderUsage {
   std::string labels;      // rendered: pod, namespace[, container]; or hpc_job
   std::optional<std::uint64_t> memory_bytes;
   std::optional<double> sm_util;      // percent, capped at 100
-  std::optional<double> power_watts;  // the entity's power × this holder's SM share
+  std::optional<double> sm_share;     // this holder's SM over every process's on the entity
+  std::optional<double> power_watts;  // the entity's power × sm_share (ApplyPower)
   // power_watts integrated over the reads since this (entity, holder) first appeared: a counter
   // (UsageEnergyIntegrator); absent where no integrator ran (`--once`).
   std::optional<double> energy_joules;

@@ -132,6 +132,19 @@ PsReport Attribute(const SystemInfo& info, std::span<const ProcessList> lists,
   return report;
 }
 
+namespace {
+
+// What procfs says of one listed PID; without a procfs tree, an anonymous process saying why.
+ProcessInfo ReadListed(const std::optional<sys::RootedFs>& proc, unsigned pid, ProcFacts facts) {
+  if (proc) return ReadProcessInfo(*proc, pid, facts);
+  ProcessInfo anonymous;
+  anonymous.pid = pid;
+  anonymous.error = "simulated PID: give a procfs tree (--procfs-root) to attribute it";
+  return anonymous;
+}
+
+}  // namespace
+
 std::map<unsigned, ProcessInfo> ReadListedProcesses(std::span<const ProcessList> lists,
                                                     const std::optional<sys::RootedFs>& proc,
                                                     ProcFacts facts) {
@@ -139,18 +152,35 @@ std::map<unsigned, ProcessInfo> ReadListedProcesses(std::span<const ProcessList>
   for (const ProcessList& list : lists) {
     if (!list.processes) continue;
     for (const GpuProcess& p : *list.processes) {
-      if (out.contains(p.pid)) continue;
-      if (proc) {
-        out[p.pid] = ReadProcessInfo(*proc, p.pid, facts);
-      } else {
-        ProcessInfo anonymous;
-        anonymous.pid = p.pid;
-        anonymous.error = "simulated PID: give a procfs tree (--procfs-root) to attribute it";
-        out[p.pid] = std::move(anonymous);
-      }
+      if (!out.contains(p.pid)) out[p.pid] = ReadListed(proc, p.pid, facts);
     }
   }
   return out;
+}
+
+const std::map<unsigned, ProcessInfo>& ListedProcessCache::Update(
+    std::span<const ProcessList> lists, std::int64_t now_ns) {
+  std::map<unsigned, ProcessInfo> listed;
+  last_reads_ = 0;
+  for (const ProcessList& list : lists) {
+    if (!list.processes) continue;
+    for (const GpuProcess& p : *list.processes) {
+      if (listed.contains(p.pid)) continue;
+      auto kept = procs_.find(p.pid);
+      auto at = read_at_ns_.find(p.pid);
+      if (kept != procs_.end() && kept->second.error.empty() && at != read_at_ns_.end() &&
+          now_ns - at->second < max_age_ns_) {
+        listed.emplace(p.pid, std::move(kept->second));
+        continue;
+      }
+      listed.emplace(p.pid, ReadListed(proc_, p.pid, facts_));
+      read_at_ns_[p.pid] = now_ns;
+      ++last_reads_;
+    }
+  }
+  std::erase_if(read_at_ns_, [&](const auto& e) { return !listed.contains(e.first); });
+  procs_ = std::move(listed);
+  return procs_;
 }
 
 }  // namespace gpulse::identity

@@ -71,6 +71,32 @@ std::map<unsigned, ProcessInfo> ReadListedProcesses(std::span<const ProcessList>
                                                     const std::optional<sys::RootedFs>& proc,
                                                     ProcFacts facts = ProcFacts::kAll);
 
+// ReadListedProcesses for a reader that lists processes again and again (the exporter): what procfs
+// said of a PID is kept while the PID stays listed, so only new PIDs are read, and a kept one again
+// once it is `max_age_ns` old (bounding how long a reused PID could keep its predecessor's facts);
+// a PID whose read said something is missing (it had exited, a file was unreadable) is read again
+// the next time; a PID no longer listed is forgotten.
+//
+// Thread-safety: one caller at a time.
+class ListedProcessCache {
+ public:
+  ListedProcessCache(std::optional<sys::RootedFs> proc, ProcFacts facts, std::int64_t max_age_ns)
+      : proc_(std::move(proc)), facts_(facts), max_age_ns_(max_age_ns) {}
+
+  // What procfs says of every PID in `lists` at `now_ns`; reads counts the PIDs read this time.
+  const std::map<unsigned, ProcessInfo>& Update(std::span<const ProcessList> lists,
+                                                std::int64_t now_ns);
+  std::size_t last_reads() const { return last_reads_; }
+
+ private:
+  std::optional<sys::RootedFs> proc_;
+  ProcFacts facts_;
+  std::int64_t max_age_ns_;
+  std::map<unsigned, ProcessInfo> procs_;
+  std::map<unsigned, std::int64_t> read_at_ns_;
+  std::size_t last_reads_ = 0;
+};
+
 // `lists` is parallel to info.devices; `procs` holds what procfs said about each PID listed.
 PsReport Attribute(const SystemInfo& info, std::span<const ProcessList> lists,
                    const std::map<unsigned, ProcessInfo>& procs);

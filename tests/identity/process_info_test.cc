@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "identity/attribution.h"
 #include "identity/environment.h"
 #include "identity/temp_tree.h"
 #include "sys/procfs.h"
@@ -146,6 +147,53 @@ TEST(ProcessInfo, MalformedCgroupLeavesPlacementAbsent) {
   EXPECT_EQ(p.name, "x");
   EXPECT_FALSE(p.cgroup.has_value());
   EXPECT_NE(p.error.find("8/cgroup"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpulse::identity
+
+namespace gpulse::identity {
+namespace {
+
+std::vector<ProcessList> Listing(std::vector<unsigned> pids) {
+  ProcessList l;
+  l.processes.emplace();
+  for (unsigned pid : pids) {
+    GpuProcess p;
+    p.pid = pid;
+    l.processes->push_back(p);
+  }
+  return {l};
+}
+
+std::string JobOf(const std::map<unsigned, ProcessInfo>& procs, unsigned pid) {
+  const ProcessInfo& p = procs.at(pid);
+  return p.cgroup && p.cgroup->slurm ? p.cgroup->slurm->job_id : "";
+}
+
+TEST(ListedProcessCache, ReadsNewPidsOnlyAgainAfterMaxAgeAndForgetsUnlisted) {
+  constexpr std::int64_t kSecond = 1'000'000'000;
+  testing::TempTree t;
+  auto job = [&](unsigned pid, const char* n) {
+    t.Process(pid, "x", 0, std::string("0::/system.slice/slurmstepd.scope/job_") + n + "/step_0\n");
+  };
+  job(1, "10");
+  job(2, "20");
+  ListedProcessCache cache(sys::RootedFs(t.root()), ProcFacts::kCgroupOnly, 30 * kSecond);
+  EXPECT_EQ(JobOf(cache.Update(Listing({1, 2}), 0), 1), "10");
+  EXPECT_EQ(cache.last_reads(), 2u);
+  job(1, "11");  // what procfs says changes: the kept entry is used until it is 30 s old
+  const auto& second = cache.Update(Listing({1, 2, 3}), kSecond);
+  EXPECT_EQ(cache.last_reads(), 1u) << "only the new PID 3";
+  EXPECT_EQ(JobOf(second, 1), "10");
+  EXPECT_NE(second.at(3).error.find("no process 3"), std::string::npos);
+  job(3, "30");  // PID 3 had not appeared yet: a failed read is not kept
+  EXPECT_EQ(JobOf(cache.Update(Listing({1, 3}), 2 * kSecond), 3), "30");
+  EXPECT_EQ(cache.last_reads(), 1u);
+  EXPECT_EQ(JobOf(cache.Update(Listing({1, 3}), 31 * kSecond), 1), "11");
+  EXPECT_EQ(cache.last_reads(), 1u) << "PID 1 again at 30 s, PID 3 not yet";
+  EXPECT_EQ(cache.Update(Listing({1, 2}), 32 * kSecond).size(), 2u);
+  EXPECT_EQ(cache.last_reads(), 1u) << "PID 2 was unlisted, so it is read as new";
 }
 
 }  // namespace
