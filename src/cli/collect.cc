@@ -2,7 +2,6 @@
 // head-node power collector (docs/power-contract.md). Exit: 2 for a bad config or flags; otherwise
 // non-zero whenever an operational failure happened (either mode) or, with telemetry.required, the
 // package is unpublishable; else the benchmark's own exit code.
-#include <malloc.h>
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +17,7 @@
 #include "power/collector/child_process.h"
 #include "power/collector/collect_session.h"
 #include "power/readers/json_io.h"
+#include "sys/heap.h"
 
 namespace gpulse::cli {
 namespace {
@@ -45,15 +45,9 @@ void RaiseFileLimit(size_t endpoints) {
   ::setrlimit(RLIMIT_NOFILE, &lim);
 }
 
-// Every scrape allocates its response body (about 50 kB for 8 GPUs) and frees it once parsed. By
-// default glibc gives the top of the heap back to the kernel as soon as 128 kB are free, so at
-// thousands of scrapes a second every body landed in freshly faulted pages: the page faults and
-// the copy into cold memory were most of the collector's CPU (bench/RESULTS.md, issue 14). Keep
-// freed memory for reuse instead (bounded by the bodies in flight at once).
-void KeepFreedMemory() {
-  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
-}
+// Every scrape allocates its response body (about 50 kB for 8 GPUs) and frees it once parsed: keep
+// freed memory for reuse (bounded by the bodies in flight at once; sys/heap.h).
+void KeepFreedMemory() { sys::KeepFreedMemory(256 << 20, 32 << 20); }
 
 int RunCollectCommand(const CollectCliOptions& o) {
   auto config = power::LoadCollectConfig(o.config);
