@@ -140,6 +140,7 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
   std::function<void(FetchResult)> done;
   uint64_t gen = 0;
   bool reused = false, retried = false;
+  bool send = true;  // false: Connect, which only opens the connection
 
   bool Current(uint64_t g) const { return g == gen && done != nullptr; }
 
@@ -168,10 +169,12 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
     Finish(std::move(r));
   }
 
-  void Start(std::chrono::milliseconds timeout, std::function<void(FetchResult)> cb) {
+  void Start(std::chrono::milliseconds timeout, std::function<void(FetchResult)> cb,
+             bool request) {
     done = std::move(cb);
     uint64_t g = ++gen;
     retried = false;
+    send = request;
     timer.expires_after(timeout);
     timer.async_wait([self = shared_from_this(), g](const boost::system::error_code& ec) {
       if (ec || !self->Current(g)) return;
@@ -182,6 +185,7 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
     });
     if (sock && sock->is_open()) {
       reused = true;
+      if (!send) return Finish(FetchResult{});
       Write(g);
     } else {
       Connect(g);
@@ -211,6 +215,7 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
       if (ec) return self->Fail("ConnectionError", ec);
       boost::system::error_code ignored;
       self->sock->set_option(tcp::no_delay(true), ignored);
+      if (!self->send) return self->Finish(FetchResult{});
       self->Write(g);
     });
   }
@@ -297,7 +302,11 @@ HttpTarget::~HttpTarget() {
 bool HttpTarget::busy() const { return impl_->done != nullptr; }
 
 void HttpTarget::Get(std::chrono::milliseconds timeout, std::function<void(FetchResult)> done) {
-  impl_->Start(timeout, std::move(done));
+  impl_->Start(timeout, std::move(done), true);
+}
+
+void HttpTarget::Connect(std::chrono::milliseconds timeout, std::function<void(FetchResult)> done) {
+  impl_->Start(timeout, std::move(done), false);
 }
 
 void HttpTarget::Cancel() {

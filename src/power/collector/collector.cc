@@ -99,6 +99,7 @@ struct Collector::State {
   std::deque<std::unique_ptr<Cycle>> pending;
   Clock::time_point t0{};
   double t0_unix = 0;
+  std::size_t connecting = 0;  // connections Preconnect still waits for
   int64_t next_slot = 0;
   int64_t next_seq = 0;
   uint64_t grid_timer = 0;
@@ -143,6 +144,27 @@ struct Collector::State {
     }
     sum.missed_ranges.push_back(
         {host, seq, seq, slot_unix, slot_unix, {std::string(reason::kSampleScheduleOverrun)}});
+  }
+
+  // Opens every endpoint's connection before the first slot, then starts the grid: otherwise the
+  // first cycle also connects to every endpoint, which at 4,096 endpoints made its requests start
+  // 0.9 s late and the next slot find them all still in flight (bench/RESULTS.md, issue 14). Each
+  // connect is bounded by the request timeout; one that fails is tried again by its first request.
+  void Preconnect() {
+    connecting = targets.size();
+    if (connecting == 0) return BeginGrid();
+    for (auto& t : targets) {
+      t->Connect(Timeout(), [this](const net::FetchResult&) {
+        if (--connecting == 0) BeginGrid();
+      });
+    }
+  }
+
+  void BeginGrid() {
+    if (stopping) return MaybeFinish();
+    t0 = Clock::now();
+    t0_unix = UnixNow();
+    OnSlot(t0);
   }
 
   void ScheduleSlot() {
@@ -365,7 +387,7 @@ struct Collector::State {
   }
 
   void MaybeFinish() {
-    if (!stopping || !pending.empty() || final_started) return;
+    if (!stopping || !pending.empty() || final_started || connecting > 0) return;
     final_started = true;
     StartCycle(std::nullopt, std::nullopt, true);
   }
@@ -395,11 +417,9 @@ Collector::~Collector() {
 
 void Collector::Start() {
   State& s = *state_;
-  s.t0 = Clock::now();
-  s.t0_unix = UnixNow();
-  s.startup_deadline = s.t0 + std::chrono::duration_cast<Clock::duration>(
-                                  std::chrono::duration<double>(s.config.startup_timeout_s));
-  s.loop.Post([&s] { s.OnSlot(s.t0); });
+  s.startup_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(s.config.startup_timeout_s));
+  s.loop.Post([&s] { s.Preconnect(); });
   s.thread = std::thread([&s] { s.loop.Run(); });
 }
 
