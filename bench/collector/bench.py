@@ -38,7 +38,8 @@ def check_free(base, count):
                 sys.exit(f"bench: port {port} is not free ({e}); pass another --base-port")
 
 
-def start_endpoints(tmp, exposition, base, count, per_proc, lifetime):
+def start_endpoints(tmp, exposition, base, count, per_proc, lifetime, program=None):
+    """`program`: the C++ endpoint server (collector_endpoints); None: endpoints.py."""
     procs, ready = [], []
     for first in range(0, count, per_proc):
         n = min(per_proc, count - first)
@@ -46,7 +47,8 @@ def start_endpoints(tmp, exposition, base, count, per_proc, lifetime):
         # At nice 10: the endpoints stand in for exporters on other machines, so they yield the two
         # cores to the contender measured (the collector or Prometheus alike) instead of diluting its
         # share with one runnable process per 256 ports.
-        procs.append(subprocess.Popen(["nice", "-n", "10", "/usr/bin/python3", os.path.join(HERE, "endpoints.py"),
+        server = [program] if program else ["/usr/bin/python3", os.path.join(HERE, "endpoints.py")]
+        procs.append(subprocess.Popen(["nice", "-n", "10", *server,
                                        exposition, str(base + first), str(n), rf, str(lifetime)]))
         ready.append(rf)
     deadline = time.monotonic() + 60
@@ -178,6 +180,9 @@ def main():
     ap.add_argument("--per-process", type=int, default=256, help="ports served by one endpoint process")
     ap.add_argument("--base-port", type=int, default=20000)  # below the ephemeral range (32768-)
     ap.add_argument("--prometheus-port", type=int, default=19999)
+    ap.add_argument("--endpoint-server", choices=("cpp", "python"), default="cpp",
+                    help="cpp: BUILD/bin/collector_endpoints (bench/collector/endpoints.cc), one epoll loop per "
+                         "process; python: endpoints.py (asyncio), the server of the runs before 2026-12-02")
     ap.add_argument("--warmup", type=float, default=15)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--contenders", default="collector,prometheus_power_only,prometheus_all",
@@ -195,8 +200,14 @@ def main():
         contenders = args.contenders.split(",")
         phases = len(contenders)
         lifetime = phases * (args.warmup + args.seconds + 60) + 60
-        servers = start_endpoints(tmp, expo, args.base_port, args.endpoints, args.per_process, lifetime)
-        out = {"endpoints": args.endpoints, "gpus_per_endpoint": 8, "exposition_bytes": os.path.getsize(expo),
+        program = None
+        if args.endpoint_server == "cpp":
+            program = os.path.join(os.path.dirname(args.gpulse), "collector_endpoints")
+            if not os.access(program, os.X_OK):
+                sys.exit(f"bench: no {program}: build it (make build), or --endpoint-server python")
+        servers = start_endpoints(tmp, expo, args.base_port, args.endpoints, args.per_process, lifetime, program)
+        out = {"endpoints": args.endpoints, "endpoint_server": args.endpoint_server,
+               "gpus_per_endpoint": 8, "exposition_bytes": os.path.getsize(expo),
                "measured_seconds": args.seconds, "warmup_seconds": args.warmup}
         runners = {"collector": lambda: run_collector(args, tmp, servers),
                    "prometheus_power_only": lambda: run_prometheus(args, tmp, servers, True),
