@@ -42,19 +42,25 @@ class GpulseTestCase(unittest.TestCase):
         return p
 
 
-def k8s_with_workload(directory, name="k8s-8xH100-workload"):
-    """The k8s-8xH100 scenario with one more process on GPU 0, `pid: workload` (512 MiB, 40 % SM),
-    which the simulator lists as every process of the workload gpulse started (sim/README.md).
-    Written to DIRECTORY; returns its path."""
-    with open(os.path.join(SOURCE_DIR, "sim", "scenarios", "k8s-8xH100.yaml"), encoding="utf-8") as f:
+def scenario_variant(directory, scenario, old, new, name):
+    """sim/scenarios/SCENARIO.yaml with the text OLD (which must be there) replaced by NEW and the
+    scenario renamed NAME, written to DIRECTORY/NAME.yaml; returns its path."""
+    with open(os.path.join(SOURCE_DIR, "sim", "scenarios", scenario + ".yaml"), encoding="utf-8") as f:
         text = f.read()
-    marker = "processes: [{pid: 41001, used_memory_mib: 70000, sm_util: 93, mem_util: 61}]"
-    if marker not in text:
-        raise AssertionError("k8s-8xH100.yaml changed: GPU 0's process line is not " + marker)
-    text = text.replace(marker, "processes: [{pid: 41001, used_memory_mib: 70000, sm_util: 93, mem_util: 61},"
-                                " {pid: workload, used_memory_mib: 512, sm_util: 40}]")
-    text = text.replace("name: k8s-8xH100", "name: " + name)
+    if old not in text:
+        raise AssertionError(f"{scenario}.yaml changed: it no longer has " + old)
+    text = text.replace(old, new).replace("name: " + scenario, "name: " + name)
     path = os.path.join(directory, name + ".yaml")
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return path
+
+
+def k8s_with_workload(directory, name="k8s-8xH100-workload"):
+    """The k8s-8xH100 scenario with one more process on GPU 0, `pid: workload` (512 MiB, 40 % SM),
+    which the simulator lists as every process of the workload gpulse started (sim/README.md).
+    Written to DIRECTORY; returns its path."""
+    marker = "processes: [{pid: 41001, used_memory_mib: 70000, sm_util: 93, mem_util: 61}]"
+    return scenario_variant(directory, "k8s-8xH100", marker,
+                            "processes: [{pid: 41001, used_memory_mib: 70000, sm_util: 93, mem_util: 61},"
+                            " {pid: workload, used_memory_mib: 512, sm_util: 40}]", name)

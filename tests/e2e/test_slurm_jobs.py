@@ -9,7 +9,7 @@ import tempfile
 import time
 import unittest
 
-from gpulse_e2e import SOURCE_DIR, GpulseTestCase, run, validate
+from gpulse_e2e import SOURCE_DIR, GpulseTestCase, run, scenario_variant, validate
 
 PROCFS = os.path.join(SOURCE_DIR, "tests", "testdata", "procfs", "slurm-8xH100")
 
@@ -17,16 +17,9 @@ PROCFS = os.path.join(SOURCE_DIR, "tests", "testdata", "procfs", "slurm-8xH100")
 def shared_gpu0(directory):
     """8xH100 with GPU 0 shared by job 4242 (PID 52001, 60 % SM) and job 4244 (PID 52009, 20 %), and
     the slurm-8xH100 procfs tree with PID 52009 in job 4244's cgroup."""
-    with open(os.path.join(SOURCE_DIR, "sim", "scenarios", "8xH100.yaml"), encoding="utf-8") as f:
-        text = f.read()
-    line = "  - {idle_temp_c: 31, processes: [{pid: 52001, used_memory_mib: 73900}]}"
-    if line not in text:
-        raise AssertionError("8xH100.yaml changed: GPU 0's line is not " + line)
-    text = text.replace(line, "  - {idle_temp_c: 31, processes: [{pid: 52001, used_memory_mib: 50000, sm_util: 60},"
-                              " {pid: 52009, used_memory_mib: 20000, sm_util: 20}]}")
-    scenario = os.path.join(directory, "8xH100-shared.yaml")
-    with open(scenario, "w", encoding="utf-8") as f:
-        f.write(text)
+    scenario = scenario_variant(directory, "8xH100", "  - {idle_temp_c: 31, processes: [{pid: 52001, used_memory_mib: 73900}]}",
+                                "  - {idle_temp_c: 31, processes: [{pid: 52001, used_memory_mib: 50000, sm_util: 60},"
+                                " {pid: 52009, used_memory_mib: 20000, sm_util: 20}]}", "8xH100-shared")
     procfs = os.path.join(directory, "proc")
     shutil.copytree(PROCFS, procfs)
     os.makedirs(os.path.join(procfs, "52009"))
