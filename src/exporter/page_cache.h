@@ -1,7 +1,7 @@
 // The /metrics body of the last read, kept until the next one: the scrapes a read serves (every
-// scrape within --min-refresh-ms of it, and every request a live view or a health check shares it
-// with) copy the body instead of rendering every series again. Only the sample ages, which depend
-// on the moment of the scrape, are rendered per scrape.
+// scrape that joins it or comes within --min-refresh-ms of its start) copy the body instead of
+// rendering every series again. Only the sample ages, which depend on the moment of the scrape,
+// are rendered per scrape.
 //
 // Thread-safety: Render may be called from any thread.
 #pragma once
