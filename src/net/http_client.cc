@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <future>
 #include <map>
 #include <sstream>
@@ -141,7 +140,6 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
   std::function<void(FetchResult)> done;
   uint64_t gen = 0;
   bool reused = false, retried = false;
-  bool send = true;  // false: Connect, which only opens the connection
 
   bool Current(uint64_t g) const { return g == gen && done != nullptr; }
 
@@ -170,12 +168,10 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
     Finish(std::move(r));
   }
 
-  void Start(std::chrono::milliseconds timeout, std::function<void(FetchResult)> cb,
-             bool request) {
+  void Start(std::chrono::milliseconds timeout, std::function<void(FetchResult)> cb) {
     done = std::move(cb);
     uint64_t g = ++gen;
     retried = false;
-    send = request;
     timer.expires_after(timeout);
     timer.async_wait([self = shared_from_this(), g](const boost::system::error_code& ec) {
       if (ec || !self->Current(g)) return;
@@ -186,7 +182,6 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
     });
     if (sock && sock->is_open()) {
       reused = true;
-      if (!send) return Finish(FetchResult{});
       Write(g);
     } else {
       Connect(g);
@@ -216,13 +211,6 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
       if (ec) return self->Fail("ConnectionError", ec);
       boost::system::error_code ignored;
       self->sock->set_option(tcp::no_delay(true), ignored);
-      if (!self->send) {
-        // Touch the receive buffer now, off the schedule: otherwise the first read of every
-        // endpoint faults in 64 kB of fresh pages on the loop thread inside the first cycle.
-        auto room = self->buf.prepare(kReadChunk);
-        std::memset(room.data(), 0, room.size());
-        return self->Finish(FetchResult{});
-      }
       self->Write(g);
     });
   }
@@ -309,11 +297,7 @@ HttpTarget::~HttpTarget() {
 bool HttpTarget::busy() const { return impl_->done != nullptr; }
 
 void HttpTarget::Get(std::chrono::milliseconds timeout, std::function<void(FetchResult)> done) {
-  impl_->Start(timeout, std::move(done), true);
-}
-
-void HttpTarget::Connect(std::chrono::milliseconds timeout, std::function<void(FetchResult)> done) {
-  impl_->Start(timeout, std::move(done), false);
+  impl_->Start(timeout, std::move(done));
 }
 
 void HttpTarget::Cancel() {

@@ -65,10 +65,6 @@ class HttpTarget {
   bool busy() const;
   // Starts a GET; `done` runs once on the loop thread. REQUIRES: !busy().
   void Get(std::chrono::milliseconds timeout, std::function<void(FetchResult)> done);
-  // Opens the connection the next Get will use (nothing to do when one is open); `done` runs once
-  // on the loop thread, ok when connected. A Get after a failed Connect tries again. REQUIRES:
-  // !busy().
-  void Connect(std::chrono::milliseconds timeout, std::function<void(FetchResult)> done);
   // Abandons the request in flight (its `done` runs with error_type "Cancelled").
   void Cancel();
 

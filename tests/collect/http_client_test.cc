@@ -143,30 +143,6 @@ TEST_F(ClientFixture, KeepAliveReusesOneConnection) {
   EXPECT_EQ(server.connections(), 1);
 }
 
-TEST_F(ClientFixture, ConnectOpensTheConnectionTheFirstGetUses) {
-  std::atomic<int> requests{0};
-  ScriptedServer server([&](int fd) {
-    while (ReadRequest(fd)) {
-      ++requests;
-      WriteAll(fd, Response(200, "up 1\n"));
-    }
-  });
-  Target(server.port());
-  std::promise<FetchResult> connected;
-  loop_.Post([&] {
-    target_->Connect(5000ms, [&](FetchResult r) { connected.set_value(std::move(r)); });
-  });
-  FetchResult c = connected.get_future().get();
-  ASSERT_TRUE(c.ok()) << c.error_type << ": " << c.error_message;
-  EXPECT_FALSE(c.http_status.has_value()) << "no request was sent";
-  EXPECT_EQ(requests, 0);
-  FetchResult r = Get();
-  ASSERT_TRUE(r.ok()) << r.error_type << ": " << r.error_message;
-  EXPECT_EQ(r.body, "up 1\n");
-  EXPECT_EQ(server.connections(), 1);
-  EXPECT_EQ(requests, 1);
-}
-
 TEST_F(ClientFixture, IdleConnectionClosedByThePeerIsRetriedOnAFreshOne) {
   ScriptedServer server([](int fd) {
     if (ReadRequest(fd)) WriteAll(fd, Response(200, "ok\n"));  // then close, unannounced

@@ -99,7 +99,7 @@ struct Collector::State {
   std::deque<std::unique_ptr<Cycle>> pending;
   Clock::time_point t0{};
   double t0_unix = 0;
-  std::size_t connecting = 0;  // connections Preconnect still waits for
+  std::size_t priming = 0;  // priming requests (Prime) still in flight
   int64_t next_slot = 0;
   int64_t next_seq = 0;
   uint64_t grid_timer = 0;
@@ -146,16 +146,18 @@ struct Collector::State {
         {host, seq, seq, slot_unix, slot_unix, {std::string(reason::kSampleScheduleOverrun)}});
   }
 
-  // Opens every endpoint's connection before the first slot, then starts the grid: otherwise the
-  // first cycle also connects to every endpoint, which at 4,096 endpoints made its requests start
-  // 0.9 s late and the next slot find them all still in flight (bench/RESULTS.md, issue 14). Each
-  // connect is bounded by the request timeout; one that fails is tried again by its first request.
-  void Preconnect() {
-    connecting = targets.size();
-    if (connecting == 0) return BeginGrid();
+  // One request to every endpoint before the first slot, its answer dropped: it opens the
+  // connections and pays what a first exchange costs (send buffers that start small and grow, the
+  // heap the bodies come from), so the first cycle runs like every other one. At 4,096 endpoints
+  // the first exchange took about 1.1 s, which made the next cycle start late (bench/RESULTS.md,
+  // issue 14). Each is bounded by the request timeout; one that fails is not recorded: the first
+  // cycle's request reports the endpoint.
+  void Prime() {
+    priming = targets.size();
+    if (priming == 0) return BeginGrid();
     for (auto& t : targets) {
-      t->Connect(Timeout(), [this](const net::FetchResult&) {
-        if (--connecting == 0) BeginGrid();
+      t->Get(Timeout(), [this](const net::FetchResult&) {
+        if (--priming == 0) BeginGrid();
       });
     }
   }
@@ -387,7 +389,7 @@ struct Collector::State {
   }
 
   void MaybeFinish() {
-    if (!stopping || !pending.empty() || final_started || connecting > 0) return;
+    if (!stopping || !pending.empty() || final_started || priming > 0) return;
     final_started = true;
     StartCycle(std::nullopt, std::nullopt, true);
   }
@@ -419,7 +421,7 @@ void Collector::Start() {
   State& s = *state_;
   s.startup_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                           std::chrono::duration<double>(s.config.startup_timeout_s));
-  s.loop.Post([&s] { s.Preconnect(); });
+  s.loop.Post([&s] { s.Prime(); });
   s.thread = std::thread([&s] { s.loop.Run(); });
 }
 
