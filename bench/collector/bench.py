@@ -96,6 +96,27 @@ def measure(pid, others, warmup, seconds):
     return (c1 - c0) / (t1 - t0), (o1 - o0) / (t1 - t0), t1 - t0, peak_rss_mib(pid)
 
 
+def per_cycle(timings):
+    """Per scrape cycle, from the package's scrape-timings.jsonl: requests started, their schedule lag
+    p50/p99 and request duration p50/max, in ms (the figures behind a late cycle)."""
+    lag, dur = {}, {}
+    with open(timings) as f:
+        for line in f:
+            d = json.loads(line)
+            if d.get("event", "scrape") != "scrape" or d.get("schedule_lag_seconds") is None:
+                continue
+            lag.setdefault(d["scrape_seq"], []).append(d["schedule_lag_seconds"] * 1000)
+            if d.get("request_duration_seconds") is not None:
+                dur.setdefault(d["scrape_seq"], []).append(d["request_duration_seconds"] * 1000)
+    out = []
+    for seq in sorted(lag):
+        v, w = sorted(lag[seq]), sorted(dur.get(seq, [0]))
+        out.append({"cycle": seq, "requests": len(v), "lag_p50_ms": round(v[len(v) // 2], 1),
+                    "lag_p99_ms": round(v[int(len(v) * 0.99)], 1), "duration_p50_ms": round(w[len(w) // 2], 1),
+                    "duration_max_ms": round(w[-1], 1)})
+    return out
+
+
 def run_collector(args, tmp, servers):
     cfg = os.path.join(tmp, "collect.yaml")
     with open(cfg, "w") as f:
@@ -122,7 +143,8 @@ def run_collector(args, tmp, servers):
             "steady_lag_p50_ms": float(steady[1]), "steady_lag_p99_ms": float(steady[2]),
             "steady_lag_max_ms": float(steady[3]), "timer_anchor": timer,
             "missed_slots": m["missed_sample_count"], "cycles": m["scrape_count"], "rows": rows,
-            "max_scrape_duration_s": m["max_scrape_duration_seconds"], "summary": err.strip().splitlines()[-1]}
+            "max_scrape_duration_s": m["max_scrape_duration_seconds"], "summary": err.strip().splitlines()[-1],
+            **({"per_cycle": per_cycle(os.path.join(logs, "power", "scrape-timings.jsonl"))} if args.per_cycle else {})}
 
 
 def prometheus_config(base, count, power_only):
@@ -183,6 +205,8 @@ def main():
     ap.add_argument("--endpoint-server", choices=("cpp", "python"), default="cpp",
                     help="cpp: BUILD/bin/collector_endpoints (bench/collector/endpoints.cc), one epoll loop per "
                          "process; python: endpoints.py (asyncio), the server of the runs before 2026-12-02")
+    ap.add_argument("--per-cycle", action="store_true",
+                    help="also give the collector's lag and request durations per cycle (scrape-timings.jsonl)")
     ap.add_argument("--warmup", type=float, default=15)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--contenders", default="collector,prometheus_power_only,prometheus_all",
