@@ -5,16 +5,20 @@
 # Prints each target's executions per second and total executions; exits 1 naming every target
 # that crashed and its reproducer (build-fuzz/fuzz/<target>/artifacts/).
 #
-# Usage: tests/fuzz/run.sh [--build] [--seconds N] [--runs N] [--only T1,T2,...]
+# Usage: tests/fuzz/run.sh [--build] [--seconds N] [--runs N] [--only T1,T2,...] [--out DIR]
 #   --build     configure (cmake --preset fuzz) when needed and build build-fuzz/ first
 #   --seconds   fuzzing time per target (default $FUZZ_SECONDS, else 60); 0 runs the regressions only
 #   --runs      also stop a target after N executions (the long runs of bench/RESULTS.md)
 #   --only      these targets (names without fuzz_), default all of them
+#   --out       logs, reproducers and summary.tsv under DIR/<target>/ instead of build-fuzz/fuzz/
+#               (the corpus stays shared): a long run beside `make test`, whose fuzz_smoke runs
+#               every target briefly, then keeps its own log
 # Exit 77 (ctest "skipped") when clang++ or libFuzzer is not installed.
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD="$SRC/build-fuzz"
 OUT="$BUILD/fuzz"
+CORPORA="$BUILD/fuzz"
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 BUILD_FIRST=0
 ONLY=""
@@ -25,7 +29,8 @@ while [[ $# -gt 0 ]]; do
     --seconds) SECONDS_EACH=$2; shift ;;
     --runs) RUNS=$2; shift ;;
     --only) ONLY=$2; shift ;;
-    *) echo "usage: $0 [--build] [--seconds N] [--runs N] [--only T1,T2,...]" >&2; exit 2 ;;
+    --out) OUT=$(mkdir -p "$2" && cd "$2" && pwd) || exit 2; shift ;;
+    *) echo "usage: $0 [--build] [--seconds N] [--runs N] [--only T1,T2,...] [--out DIR]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -61,7 +66,8 @@ for t in "${TARGETS[@]}"; do
   bin="$BUILD/bin/fuzz_$t"
   [[ -x "$bin" ]] || { echo "no $bin: build with --build (or make fuzz)" >&2; exit 1; }
   work="$OUT/$t"
-  mkdir -p "$work/corpus" "$work/artifacts"
+  corpus="$CORPORA/$t/corpus"
+  mkdir -p "$corpus" "$work/artifacts"
   flags=(-rss_limit_mb=2048 -timeout=10 -error_exitcode=1 -timeout_exitcode=1
          -max_len="${MAX_LEN[$t]:-4096}" -artifact_prefix="$work/artifacts/")
 
@@ -76,7 +82,7 @@ for t in "${TARGETS[@]}"; do
 
   before=$(ls "$work/artifacts" | wc -l)
   "$bin" "${flags[@]}" -max_total_time="$SECONDS_EACH" -runs="$RUNS" -print_final_stats=1 \
-    "$work/corpus" "$SRC/tests/fuzz/corpus/$t" > "$work/fuzz.log" 2>&1
+    "$corpus" "$SRC/tests/fuzz/corpus/$t" > "$work/fuzz.log" 2>&1
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log" | tail -n 1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/fuzz.log" | tail -n 1)
