@@ -1,6 +1,7 @@
 #include "k8s/pod_resources_client.h"
 
 #include <fmt/format.h>
+#include <google/protobuf/arena.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
 
@@ -57,7 +58,14 @@ Result<std::vector<identity::PodResources>> ListPodResources(const ListOptions& 
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + options.timeout);
   ::v1::ListPodResourcesRequest request;
-  ::v1::ListPodResourcesResponse response;
+  // The answer is parsed into an arena: a node's thousands of pods are tens of thousands of small
+  // messages and strings, and one malloc each was 40% of a List's CPU at 5,000 pods
+  // (bench/RESULTS.md, issue 20). The arena starts at 1 MiB and is freed at once on return.
+  google::protobuf::ArenaOptions arena_options;
+  arena_options.start_block_size = 1 << 20;
+  arena_options.max_block_size = 8 << 20;
+  google::protobuf::Arena arena(arena_options);
+  auto& response = *google::protobuf::Arena::CreateMessage<::v1::ListPodResourcesResponse>(&arena);
   grpc::Status status = stub->List(&context, request, &response);
   if (!status.ok()) {
     std::string what = fmt::format("kubelet {} List: {} (gRPC code {})", options.socket_path,
