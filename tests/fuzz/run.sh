@@ -6,6 +6,7 @@
 # that crashed and its reproducer (build-fuzz/fuzz/<target>/artifacts/).
 #
 # Usage: tests/fuzz/run.sh [--build] [--seconds N] [--runs N] [--only T1,T2,...] [--out DIR]
+#                         [--timeout S]
 #   --build     configure (cmake --preset fuzz) when needed and build build-fuzz/ first
 #   --seconds   fuzzing time per target (default $FUZZ_SECONDS, else 60); 0 runs the regressions only
 #   --runs      also stop a target after N executions (the long runs of bench/RESULTS.md)
@@ -13,6 +14,9 @@
 #   --out       logs, reproducers and summary.tsv under DIR/<target>/ instead of build-fuzz/fuzz/
 #               (the corpus stays shared): a long run beside `make test`, whose fuzz_smoke runs
 #               every target briefly, then keeps its own log
+#   --timeout   seconds one input may run before it counts as a hang (default 10). libFuzzer's
+#               clock is the wall clock: a long run at nice 19 beside builds on every core can be
+#               starved past 10 s on an input that takes milliseconds, so give such runs more
 # Exit 77 (ctest "skipped") when clang++ or libFuzzer is not installed.
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,6 +27,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-60}
 BUILD_FIRST=0
 ONLY=""
 RUNS=-1
+TIMEOUT=10
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD_FIRST=1 ;;
@@ -30,7 +35,8 @@ while [[ $# -gt 0 ]]; do
     --runs) RUNS=$2; shift ;;
     --only) ONLY=$2; shift ;;
     --out) OUT=$(mkdir -p "$2" && cd "$2" && pwd) || exit 2; shift ;;
-    *) echo "usage: $0 [--build] [--seconds N] [--runs N] [--only T1,T2,...] [--out DIR]" >&2; exit 2 ;;
+    --timeout) TIMEOUT=$2; shift ;;
+    *) echo "usage: $0 [--build] [--seconds N] [--runs N] [--only T1,T2,...] [--out DIR] [--timeout S]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -68,7 +74,7 @@ for t in "${TARGETS[@]}"; do
   work="$OUT/$t"
   corpus="$CORPORA/$t/corpus"
   mkdir -p "$corpus" "$work/artifacts"
-  flags=(-rss_limit_mb=2048 -timeout=10 -error_exitcode=1 -timeout_exitcode=1
+  flags=(-rss_limit_mb=2048 -timeout="$TIMEOUT" -error_exitcode=1 -timeout_exitcode=1
          -max_len="${MAX_LEN[$t]:-4096}" -artifact_prefix="$work/artifacts/")
 
   regressions=("$SRC/tests/fuzz/regressions/$t"/*)
