@@ -168,11 +168,13 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
     Finish(std::move(r));
   }
 
-  void Start(std::chrono::milliseconds timeout, std::function<void(FetchResult)> cb) {
+  // A new request until `deadline`; returns its generation.
+  uint64_t Begin(std::chrono::steady_clock::time_point deadline,
+                 std::function<void(FetchResult)> cb) {
     done = std::move(cb);
     uint64_t g = ++gen;
     retried = false;
-    timer.expires_after(timeout);
+    timer.expires_at(deadline);
     timer.async_wait([self = shared_from_this(), g](const boost::system::error_code& ec) {
       if (ec || !self->Current(g)) return;
       FetchResult r;
@@ -180,6 +182,18 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
       r.error_message = "no complete response within the request timeout";
       self->Finish(std::move(r));
     });
+    return g;
+  }
+
+  void StartWritten(std::chrono::steady_clock::time_point written_at,
+                    std::chrono::milliseconds timeout, std::function<void(FetchResult)> cb) {
+    uint64_t g = Begin(written_at + timeout, std::move(cb));
+    reused = true;
+    Read(g);
+  }
+
+  void Start(std::chrono::milliseconds timeout, std::function<void(FetchResult)> cb) {
+    uint64_t g = Begin(std::chrono::steady_clock::now() + timeout, std::move(cb));
     if (sock && sock->is_open()) {
       reused = true;
       Write(g);
@@ -295,6 +309,23 @@ HttpTarget::~HttpTarget() {
 }
 
 bool HttpTarget::busy() const { return impl_->done != nullptr; }
+
+int HttpTarget::IdleSocket() const {
+  if (impl_->done || !impl_->sock || !impl_->sock->is_open()) return -1;
+  return impl_->sock->native_handle();
+}
+
+std::string_view HttpTarget::RequestBytes() const { return impl_->wire; }
+
+void HttpTarget::DropConnection() {
+  if (!impl_->done) impl_->Close();
+}
+
+void HttpTarget::GetWritten(std::chrono::steady_clock::time_point written_at,
+                            std::chrono::milliseconds timeout,
+                            std::function<void(FetchResult)> done) {
+  impl_->StartWritten(written_at, timeout, std::move(done));
+}
 
 void HttpTarget::Get(std::chrono::milliseconds timeout, std::function<void(FetchResult)> done) {
   impl_->Start(timeout, std::move(done));

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/result.h"
 
@@ -65,6 +66,23 @@ class HttpTarget {
   bool busy() const;
   // Starts a GET; `done` runs once on the loop thread. REQUIRES: !busy().
   void Get(std::chrono::milliseconds timeout, std::function<void(FetchResult)> done);
+
+  // For a poller that writes thousands of requests at one instant from several threads (the power
+  // collector): the request's bytes never change, so another thread may write them to the socket of
+  // an idle connection while the loop thread leaves this target alone, and GetWritten then awaits
+  // the answer. Loop thread only, like everything above.
+  //
+  // The socket of a kept-alive connection with no request in flight; -1 when there is none.
+  int IdleSocket() const;
+  // The bytes of one request (valid as long as the target).
+  std::string_view RequestBytes() const;
+  // Closes the connection: after the request was written to IdleSocket() only in part.
+  void DropConnection();
+  // Starts a GET whose request was written in full to IdleSocket() at `written_at`: only the answer
+  // is awaited, until `written_at + timeout`. A connection the peer had closed while it was idle is
+  // retried once on a fresh one, as with Get. REQUIRES: !busy().
+  void GetWritten(std::chrono::steady_clock::time_point written_at,
+                  std::chrono::milliseconds timeout, std::function<void(FetchResult)> done);
   // Abandons the request in flight (its `done` runs with error_type "Cancelled").
   void Cancel();
 

@@ -1,14 +1,16 @@
 // Unit tests of the collector's pieces: the scrape parser's reasons, the config rules, the
-// samples.csv writer and the window writer.
+// samples.csv writer, the window writer and the threads that write a cycle's requests.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -16,6 +18,7 @@
 #include "power/collector/collect_config.h"
 #include "power/collector/collect_session.h"
 #include "power/collector/diagnostics.h"
+#include "power/collector/parallel_for.h"
 #include "power/collector/scrape_parse.h"
 #include "power/collector/window_writer.h"
 #include "power/readers/contract.h"
@@ -241,6 +244,38 @@ TEST(DiagnosticsWriter, OverflowDropsRecordsAndCountsThem) {
   ASSERT_EQ(records.size(), 10 - dropped + 1) << text;
   for (size_t i = 0; i + 1 < records.size(); ++i) EXPECT_EQ(records[i].at("scrape_seq"), i);
   EXPECT_EQ(records.back(), (Json{{"event", "diagnostic_summary"}, {"dropped_records", dropped}}));
+}
+
+TEST(ParallelFor, EveryIndexOnceInOneContiguousPartPerThreadSmallRangesOnTheCaller) {
+  ParallelFor pf(3);
+  ASSERT_EQ(pf.threads(), 3u);
+  const auto caller = std::this_thread::get_id();
+  for (int round = 0; round < 3; ++round) {  // the helpers are reused
+    for (size_t n : {0u, 1u, 63u, 64u, 95u, 96u, 1000u, 4096u}) {
+      std::vector<std::atomic<int>> hits(n);
+      std::vector<std::thread::id> by(n);
+      pf.Run(n, 32, [&](size_t i) {
+        ++hits[i];
+        by[i] = std::this_thread::get_id();
+      });
+      std::set<std::thread::id> threads(by.begin(), by.end());
+      size_t changes = 0;
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(hits[i].load(), 1) << "index " << i << " of " << n;
+        if (i > 0 && by[i] != by[i - 1]) ++changes;
+      }
+      size_t parts = std::min<size_t>(3, n / 32);
+      EXPECT_EQ(threads.size(), std::max<size_t>(parts, n > 0 ? 1 : 0)) << n;
+      EXPECT_EQ(changes + (n > 0 ? 1 : 0), threads.size()) << "one contiguous part per thread";
+      if (n > 0) EXPECT_EQ(by[0], caller) << "the first part is the caller's";
+      if (n < 64) EXPECT_EQ(threads.count(caller), threads.size()) << "a small range stays home";
+    }
+  }
+  ParallelFor one(1);
+  EXPECT_EQ(one.threads(), 1u);
+  std::set<std::thread::id> used;
+  one.Run(4096, 1, [&](size_t) { used.insert(std::this_thread::get_id()); });
+  EXPECT_EQ(used, std::set<std::thread::id>{caller});
 }
 
 TEST(CollectFaults, ParsesKnownFaultsAndRejectsOthers) {

@@ -1,6 +1,7 @@
 // Unit tests of the collector's HTTP client (src/net/http_client.h) against a scripted server on
 // 127.0.0.1: success and keep-alive reuse, a peer that closes an idle keep-alive connection,
-// connection refused, a request timeout, HTTP errors and the body size limit.
+// connection refused, a request timeout, HTTP errors and the body size limit, and a request written
+// to the idle socket by another thread (GetWritten).
 #include "net/http_client.h"
 
 #include <arpa/inet.h>
@@ -124,10 +125,99 @@ class ClientFixture : public ::testing::Test {
     return result.get_future().get();
   }
 
+  // On the loop thread, like every call of the target.
+  template <class F>
+  auto OnLoop(F f) {
+    std::promise<decltype(f())> result;
+    loop_.Post([&] { result.set_value(f()); });
+    return result.get_future().get();
+  }
+  // What the collector does at a slot: the request written to the idle connection's socket on
+  // another thread (this one), then only the answer awaited.
+  FetchResult WriteHereThenGetWritten() {
+    int fd = OnLoop([&] { return target_->IdleSocket(); });
+    std::string bytes = OnLoop([&] { return std::string(target_->RequestBytes()); });
+    EXPECT_GE(fd, 0);
+    auto written_at = std::chrono::steady_clock::now();
+    EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
+    std::promise<FetchResult> result;
+    loop_.Post([&] {
+      target_->GetWritten(written_at, 5000ms, [&](FetchResult r) { result.set_value(std::move(r)); });
+    });
+    return result.get_future().get();
+  }
+
   EventLoop loop_;
   std::unique_ptr<HttpTarget> target_;
   std::thread thread_;
 };
+
+TEST_F(ClientFixture, ARequestWrittenByAnotherThreadIsAnsweredOnTheKeptConnection) {
+  std::atomic<int> requests{0};
+  ScriptedServer server([&](int fd) {
+    while (ReadRequest(fd)) {
+      ++requests;
+      WriteAll(fd, Response(200, "up " + std::to_string(requests.load()) + "\n"));
+    }
+  });
+  Target(server.port());
+  EXPECT_EQ(OnLoop([&] { return target_->IdleSocket(); }), -1) << "no connection yet";
+  ASSERT_TRUE(Get().ok());
+  FetchResult r = WriteHereThenGetWritten();
+  ASSERT_TRUE(r.ok()) << r.error_type << ": " << r.error_message;
+  EXPECT_EQ(r.body, "up 2\n");
+  EXPECT_EQ(requests.load(), 2);
+  EXPECT_EQ(server.connections(), 1);
+  ASSERT_TRUE(Get().ok()) << "the connection stays usable";
+  EXPECT_EQ(server.connections(), 1);
+}
+
+TEST_F(ClientFixture, NoIdleSocketWhileARequestIsInFlight) {
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  ScriptedServer server([released](int fd) {
+    if (ReadRequest(fd)) WriteAll(fd, Response(200, "ok\n"));
+    if (ReadRequest(fd)) released.wait();  // the second request waits
+  });
+  Target(server.port());
+  ASSERT_TRUE(Get().ok());
+  std::promise<FetchResult> second;
+  loop_.Post([&] { target_->Get(5000ms, [&](FetchResult r) { second.set_value(std::move(r)); }); });
+  EXPECT_EQ(OnLoop([&] { return target_->IdleSocket(); }), -1);
+  EXPECT_TRUE(OnLoop([&] { return target_->busy(); }));
+  release.set_value();
+  auto done = second.get_future();
+  done.wait();
+}
+
+TEST_F(ClientFixture, AWrittenRequestOnAConnectionThePeerClosedIsRetriedOnAFreshOne) {
+  ScriptedServer server([](int fd) {
+    if (ReadRequest(fd)) WriteAll(fd, Response(200, "ok\n"));  // then close, unannounced
+  });
+  Target(server.port());
+  ASSERT_TRUE(Get().ok());
+  FetchResult r = WriteHereThenGetWritten();
+  ASSERT_TRUE(r.ok()) << r.error_type << ": " << r.error_message;
+  EXPECT_EQ(r.body, "ok\n");
+  EXPECT_EQ(server.connections(), 2);
+}
+
+TEST_F(ClientFixture, DropConnectionClosesTheIdleConnection) {
+  ScriptedServer server([](int fd) {
+    while (ReadRequest(fd)) WriteAll(fd, Response(200, "ok\n"));
+  });
+  Target(server.port());
+  ASSERT_TRUE(Get().ok());
+  EXPECT_GE(OnLoop([&] { return target_->IdleSocket(); }), 0);
+  OnLoop([&] {
+    target_->DropConnection();
+    return 0;
+  });
+  EXPECT_EQ(OnLoop([&] { return target_->IdleSocket(); }), -1);
+  ASSERT_TRUE(Get().ok());
+  EXPECT_EQ(server.connections(), 2);
+}
 
 TEST_F(ClientFixture, KeepAliveReusesOneConnection) {
   ScriptedServer server([](int fd) {

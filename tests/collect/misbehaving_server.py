@@ -1,6 +1,6 @@
 """A deliberately misbehaving Prometheus endpoint for the collector tests (loopback only).
 
-Paths: /ok (one good GPU), /http500, /garbage, /dup (gpu 0 twice), /mig (MIG labels), /nan,
+Paths: /ok (one good GPU), /ok/NAME (the same, its UUID GPU-NAME), /http500, /garbage, /dup (gpu 0 twice), /mig (MIG labels), /nan,
 /noindex, /nouuid, /nometric, /slow (answers after SLOW_SECONDS), /flaky (HTTP 500 for the first
 FLAKY_FAILURES requests, then good). Every path serves one GPU with index 0. Run with Debian's
 /usr/bin/python3: `misbehaving_server.py PORT_FILE` writes its port to PORT_FILE and serves until
@@ -67,11 +67,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_body(200, BODIES["/ok"](host))
         if path in BODIES:
             return self.send_body(200, BODIES[path](host))
+        if path.startswith("/ok/"):
+            return self.send_body(200, BODIES["/ok"](path[len("/ok/"):]))
         return self.send_body(404, "no such path\n")
 
 
+class Server(http.server.ThreadingHTTPServer):
+    request_queue_size = 256  # not socketserver's 5: tests connect dozens of endpoints at once
+
+
 def main():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     with open(sys.argv[1] + ".tmp", "w") as f:
         f.write(str(server.server_address[1]))

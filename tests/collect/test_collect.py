@@ -2,6 +2,7 @@
 processes on loopback as endpoints, a misbehaving local HTTP server, and the package checked by
 `gpulse validate-power` and the JSON Schema. Run with Debian's /usr/bin/python3."""
 import hashlib
+import csv
 import json
 import os
 import resource
@@ -248,6 +249,33 @@ class Misbehaving(CollectTestCase):
         self.assertEqual(hosts, {"ok", "flaky"}, "an endpoint recovers on a later cycle; a timeout never reuses stale power")
         validate(m, "power-manifest.schema.json")
         self.assertEqual(self.validate_power().returncode, 1)
+
+    def test_a_cycle_of_many_endpoints_is_written_by_several_threads_each_answer_to_its_endpoint(self):
+        # 80 endpoints: on a machine with two CPUs or more, each cycle's requests are written by the
+        # loop thread and a writer thread, 40 each (docs/power-contract.md, "How collection works").
+        port = self.start_bad_server()
+        hosts = [f"h{i}" for i in range(80)]
+        eps = [(h, port, f"/ok/{h}") for h in hosts]
+        workers = [(h, [0], "agg", i, None) for i, h in enumerate(hosts)]
+        cfg = self.write_config(config_text(eps, workers, interval_ms=500, required=False, startup=20,
+                                            request_timeout=2).replace("het_group: None", "het_group: null"))
+        p = self.collect(cfg, "sh", "-c", "sleep 2")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = self.manifest()
+        for code in ["endpoint_http_error", "endpoint_timeout", "endpoint_parse_error", "gpu_uuid_changed",
+                     "exporter_startup_timeout", "expected_device_missing"]:
+            self.assertNotIn(code, m["reason_codes"], p.stderr)
+        self.assertIn("schedule lag p50", p.stderr)
+        with open(os.path.join(self.power, "samples.csv")) as f:
+            rows = list(csv.DictReader(f))
+        seen = {}
+        for r in rows:
+            seen.setdefault(r["hostname"], set()).add(r["gpu_uuid"])
+        self.assertEqual(set(seen), set(hosts), "every endpoint answered")
+        for h in hosts:
+            self.assertEqual(seen[h], {f"GPU-{h}"}, f"{h}'s rows carry {h}'s answer, never another endpoint's")
+        scrapes = [r for r in rows if r["hostname"] == "h0"]
+        self.assertGreaterEqual(len({r["scrape_seq"] for r in scrapes}), 3, "several cycles ran")
 
     def test_required_startup_failure_blocks_the_benchmark(self):
         port = self.start_bad_server()

@@ -1,6 +1,8 @@
 // The power collector: polls every exporter endpoint on one event loop, on a fixed slot grid of one
 // steady clock, parses DCGM_FI_DEV_POWER_USAGE and appends each cycle's rows to samples.csv (one
-// flush per cycle), with scrape-timings.jsonl diagnostics beside it.
+// flush per cycle), with scrape-timings.jsonl diagnostics beside it. At a slot the requests on idle
+// keep-alive connections are written by the loop thread and a few writer threads at once (ADR
+// 0006's amendment); everything else happens on the loop thread.
 //
 // Cycle k is scheduled at t0 + k * interval. An endpoint whose previous request is still in flight
 // at a slot is recorded as missed for that slot (sample_schedule_overrun), never doubled up. Each

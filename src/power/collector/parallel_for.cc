@@ -1,0 +1,58 @@
+#include "power/collector/parallel_for.h"
+
+#include <algorithm>
+
+namespace gpulse::power {
+
+ParallelFor::ParallelFor(unsigned threads) {
+  for (unsigned k = 1; k < std::max(1u, threads); ++k) helpers_.emplace_back([this, k] { Helper(k); });
+}
+
+ParallelFor::~ParallelFor() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  start_cv_.notify_all();
+  for (auto& t : helpers_) t.join();
+}
+
+void ParallelFor::Run(std::size_t n, std::size_t min_part,
+                      const std::function<void(std::size_t)>& fn) {
+  std::size_t parts = std::min<std::size_t>(threads(), n / std::max<std::size_t>(1, min_part));
+  if (parts <= 1) {
+    for (std::size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    cuts_.assign(threads() + 1, n);  // helpers past `parts` get empty parts
+    for (std::size_t k = 0; k <= parts; ++k) cuts_[k] = n * k / parts;
+    fn_ = &fn;
+    busy_ = static_cast<unsigned>(helpers_.size());
+    ++round_;
+  }
+  start_cv_.notify_all();
+  for (std::size_t i = cuts_[0]; i < cuts_[1]; ++i) fn(i);  // part 0 on the caller
+  std::unique_lock lock(mu_);
+  done_cv_.wait(lock, [&] { return busy_ == 0; });
+  fn_ = nullptr;
+}
+
+void ParallelFor::Helper(unsigned k) {
+  unsigned long long seen = 0;
+  std::unique_lock lock(mu_);
+  while (true) {
+    start_cv_.wait(lock, [&] { return stop_ || round_ != seen; });
+    if (stop_) return;
+    seen = round_;
+    const auto& fn = *fn_;
+    std::size_t begin = cuts_[k], end = cuts_[k + 1];
+    lock.unlock();
+    for (std::size_t i = begin; i < end; ++i) fn(i);
+    lock.lock();
+    if (--busy_ == 0) done_cv_.notify_one();
+  }
+}
+
+}  // namespace gpulse::power

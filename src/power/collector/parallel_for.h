@@ -1,0 +1,46 @@
+// Runs one index range at a time across the calling thread and a few helper threads kept for the
+// object's lifetime: the collector writes a cycle's requests with it, so that the last of thousands
+// starts a fraction of the time after its slot that one thread would take (docs/power-contract.md).
+// A kept thread costs one wake-up per range instead of a thread start, which matters once a second.
+//
+// Thread-safety: Run from one thread at a time (the collector's loop thread).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gpulse::power {
+
+class ParallelFor {
+ public:
+  // `threads` counts the caller: 1 runs everything on the caller, no helper is started.
+  explicit ParallelFor(unsigned threads);
+  ~ParallelFor();
+  ParallelFor(const ParallelFor&) = delete;
+  ParallelFor& operator=(const ParallelFor&) = delete;
+
+  unsigned threads() const { return static_cast<unsigned>(helpers_.size()) + 1; }
+
+  // fn(i) once for every i in [0, n), in contiguous parts, one per thread, each in ascending order;
+  // a thread gets no part smaller than `min_part` (so small ranges stay on the caller). Returns once
+  // every call has returned. `fn` must not throw.
+  void Run(std::size_t n, std::size_t min_part, const std::function<void(std::size_t)>& fn);
+
+ private:
+  void Helper(unsigned k);
+
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
+  const std::function<void(std::size_t)>* fn_ = nullptr;  // the range being run
+  std::vector<std::size_t> cuts_;  // part k is [cuts_[k], cuts_[k + 1])
+  unsigned long long round_ = 0;   // bumped for every range handed to the helpers
+  unsigned busy_ = 0;              // helpers still running the current range
+  bool stop_ = false;
+  std::vector<std::thread> helpers_;
+};
+
+}  // namespace gpulse::power
