@@ -188,6 +188,7 @@ struct HttpTarget::Impl : std::enable_shared_from_this<HttpTarget::Impl> {
   void StartWritten(std::chrono::steady_clock::time_point written_at,
                     std::chrono::milliseconds timeout, std::function<void(FetchResult)> cb) {
     uint64_t g = Begin(written_at + timeout, std::move(cb));
+    if (!sock || !sock->is_open()) return Connect(g);  // nothing to await on: send it afresh
     reused = true;
     Read(g);
   }

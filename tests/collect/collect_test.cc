@@ -267,8 +267,12 @@ TEST(ParallelFor, EveryIndexOnceInOneContiguousPartPerThreadSmallRangesOnTheCall
       size_t parts = std::min<size_t>(3, n / 32);
       EXPECT_EQ(threads.size(), std::max<size_t>(parts, n > 0 ? 1 : 0)) << n;
       EXPECT_EQ(changes + (n > 0 ? 1 : 0), threads.size()) << "one contiguous part per thread";
-      if (n > 0) EXPECT_EQ(by[0], caller) << "the first part is the caller's";
-      if (n < 64) EXPECT_EQ(threads.count(caller), threads.size()) << "a small range stays home";
+      if (n > 0) {
+        EXPECT_EQ(by[0], caller) << "the first part is the caller's";
+      }
+      if (n < 64) {
+        EXPECT_EQ(threads.count(caller), threads.size()) << "a small range stays home";
+      }
     }
   }
   ParallelFor one(1);

@@ -48,10 +48,11 @@ bool ReadRequest(int fd) {
   return true;
 }
 
+// Without SIGPIPE: a client that gave up may have closed the connection.
 void WriteAll(int fd, const std::string& s) {
   size_t off = 0;
   while (off < s.size()) {
-    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
     if (n <= 0) return;
     off += static_cast<size_t>(n);
   }
@@ -169,8 +170,32 @@ TEST_F(ClientFixture, ARequestWrittenByAnotherThreadIsAnsweredOnTheKeptConnectio
   EXPECT_EQ(r.body, "up 2\n");
   EXPECT_EQ(requests.load(), 2);
   EXPECT_EQ(server.connections(), 1);
-  ASSERT_TRUE(Get().ok()) << "the connection stays usable";
+  FetchResult third = Get();
+  ASSERT_TRUE(third.ok()) << "the connection stays usable";
+  EXPECT_EQ(third.body, "up 3\n") << "GetWritten sent nothing of its own";
   EXPECT_EQ(server.connections(), 1);
+}
+
+TEST_F(ClientFixture, AWrittenRequestsDeadlineCountsFromItsWrite) {
+  ScriptedServer server([](int fd) {
+    if (ReadRequest(fd)) WriteAll(fd, Response(200, "ok\n"));
+    if (ReadRequest(fd)) {
+      std::this_thread::sleep_for(1s);  // answers, but after the deadline of a write 10 s ago
+      WriteAll(fd, Response(200, "late\n"));
+    }
+  });
+  Target(server.port());
+  ASSERT_TRUE(Get().ok());
+  int fd = OnLoop([&] { return target_->IdleSocket(); });
+  std::string bytes = OnLoop([&] { return std::string(target_->RequestBytes()); });
+  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  std::promise<FetchResult> result;
+  loop_.Post([&] {
+    target_->GetWritten(std::chrono::steady_clock::now() - 10s, 5000ms,
+                        [&](FetchResult r) { result.set_value(std::move(r)); });
+  });
+  FetchResult r = result.get_future().get();
+  EXPECT_EQ(r.error_type, "Timeout") << "the deadline is the write's time plus the timeout";
 }
 
 TEST_F(ClientFixture, NoIdleSocketWhileARequestIsInFlight) {

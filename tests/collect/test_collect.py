@@ -277,6 +277,38 @@ class Misbehaving(CollectTestCase):
         scrapes = [r for r in rows if r["hostname"] == "h0"]
         self.assertGreaterEqual(len({r["scrape_seq"] for r in scrapes}), 3, "several cycles ran")
 
+    def test_no_file_descriptor_left_for_any_socket_fails_each_request_without_a_crash(self):
+        # The lowest open-file limit gpulse collect starts under leaves it no descriptor for a socket:
+        # every request then fails inside the call that starts it. Before the fix its cycle settled
+        # and was freed under the loop that was still starting requests (a crash, SIGSEGV).
+        port = self.start_bad_server()
+        hosts = [f"h{i}" for i in range(8)]
+        eps = [(h, port, f"/ok/{h}") for h in hosts]
+        workers = [(h, [0], "agg", i, None) for i, h in enumerate(hosts)]
+        cfg = self.write_config(config_text(eps, workers, interval_ms=300, required=False, startup=1,
+                                            request_timeout=1).replace("het_group: None", "het_group: null"))
+        for limit in range(4, 64):
+            shutil.rmtree(self.logs)
+            os.makedirs(os.path.join(self.logs, "results"))
+            p = self.collect(cfg, "sh", "-c", "sleep 1",
+                             preexec=lambda n=limit: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)))
+            self.assertGreaterEqual(p.returncode, 0, f"killed by signal {-p.returncode} at limit {limit}: {p.stderr}")
+            if "gpulse collect: status" in p.stderr:
+                break
+        self.assertIn("Too many open files", p.stderr, f"limit {limit}: {p.stderr}")
+        m = self.manifest()
+        self.assertIn("endpoint_http_error", m["reason_codes"])
+        self.assertEqual(m["status"], "complete", p.stderr)
+        per_cycle = {}
+        with open(os.path.join(self.power, "scrape-timings.jsonl")) as f:
+            for line in f:
+                d = json.loads(line)
+                if d.get("event", "scrape") == "scrape":
+                    per_cycle.setdefault(d["scrape_seq"], set()).add(d["hostname"])
+        self.assertTrue(per_cycle, "cycles ran")
+        for seq, seen in per_cycle.items():
+            self.assertEqual(seen, set(hosts), f"cycle {seq} records every endpoint's failed request")
+
     def test_required_startup_failure_blocks_the_benchmark(self):
         port = self.start_bad_server()
         cfg = self.write_config(config_text([("a", port, "/http500")], [("a", [0], "agg", 0, 0)],

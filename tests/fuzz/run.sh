@@ -11,9 +11,9 @@
 #   --seconds   fuzzing time per target (default $FUZZ_SECONDS, else 60); 0 runs the regressions only
 #   --runs      also stop a target after N executions (the long runs of bench/RESULTS.md)
 #   --only      these targets (names without fuzz_), default all of them
-#   --out       logs, reproducers and summary.tsv under DIR/<target>/ instead of build-fuzz/fuzz/
-#               (the corpus stays shared): a long run beside `make test`, whose fuzz_smoke runs
-#               every target briefly, then keeps its own log
+#   --out       logs and reproducers under DIR/<target>/ and summary.tsv in DIR instead of
+#               build-fuzz/fuzz/ (the corpus stays shared): a long run beside `make test`, whose
+#               fuzz_smoke runs every target briefly, then keeps its own log
 #   --timeout   seconds one input may run before it counts as a hang (default 10). libFuzzer's
 #               clock is the wall clock: a long run at nice 19 beside builds on every core can be
 #               starved past 10 s on an input that takes milliseconds, so give such runs more
@@ -79,7 +79,8 @@ for t in "${TARGETS[@]}"; do
 
   regressions=("$SRC/tests/fuzz/regressions/$t"/*)
   if [[ -e "${regressions[0]}" ]]; then
-    if ! "$bin" "${flags[@]}" "${regressions[@]}" > "$work/regressions.log" 2>&1; then
+    # Every check of a target on every regression file (a target may sample its costly checks).
+    if ! GPULSE_FUZZ_EVERY_CHECK=1 "$bin" "${flags[@]}" "${regressions[@]}" > "$work/regressions.log" 2>&1; then
       tail -n 40 "$work/regressions.log"
       failures+=("$t: a regression file fails again (log: $work/regressions.log)")
     fi

@@ -214,6 +214,9 @@ struct Collector::State {
       sum.scrape_count = next_seq;
     }
     pending.push_back(std::move(cycle));
+    // Held until every request is started: a request that fails at once (no file descriptor left for
+    // its socket) answers inside Get, and its cycle must not settle and be freed under this loop.
+    ++c->outstanding;
     std::vector<size_t> idle, others;  // kept-alive connections, and the rest
     for (size_t e = 0; e < endpoints.size(); ++e) {
       if (targets[e]->busy()) {
@@ -224,6 +227,7 @@ struct Collector::State {
     }
     WriteRequests(c, idle);
     for (size_t e : others) StartRequest(c, e);
+    --c->outstanding;
     auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(config.cycle_deadline_s()));
     c->deadline_timer = loop.At(deadline, [this, c] { OnDeadline(c); });

@@ -5,16 +5,25 @@
 namespace gpulse::power {
 
 ParallelFor::ParallelFor(unsigned threads) {
-  for (unsigned k = 1; k < std::max(1u, threads); ++k) helpers_.emplace_back([this, k] { Helper(k); });
+  try {
+    for (unsigned k = 1; k < std::max(1u, threads); ++k)
+      helpers_.emplace_back([this, k] { Helper(k); });
+  } catch (...) {  // a thread that could not start: stop the ones that did
+    Stop();
+    throw;
+  }
 }
 
-ParallelFor::~ParallelFor() {
+ParallelFor::~ParallelFor() { Stop(); }
+
+void ParallelFor::Stop() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
   start_cv_.notify_all();
-  for (auto& t : helpers_) t.join();
+  for (auto& t : helpers_)
+    if (t.joinable()) t.join();
 }
 
 void ParallelFor::Run(std::size_t n, std::size_t min_part,
@@ -26,10 +35,10 @@ void ParallelFor::Run(std::size_t n, std::size_t min_part,
   }
   {
     std::lock_guard lock(mu_);
-    cuts_.assign(threads() + 1, n);  // helpers past `parts` get empty parts
+    cuts_.assign(parts + 1, n);
     for (std::size_t k = 0; k <= parts; ++k) cuts_[k] = n * k / parts;
     fn_ = &fn;
-    busy_ = static_cast<unsigned>(helpers_.size());
+    busy_ = static_cast<unsigned>(parts - 1);  // helpers 1 .. parts-1; the others sit this one out
     ++round_;
   }
   start_cv_.notify_all();
@@ -46,6 +55,7 @@ void ParallelFor::Helper(unsigned k) {
     start_cv_.wait(lock, [&] { return stop_ || round_ != seen; });
     if (stop_) return;
     seen = round_;
+    if (k + 1 >= cuts_.size()) continue;  // no part for this helper in this round
     const auto& fn = *fn_;
     std::size_t begin = cuts_[k], end = cuts_[k + 1];
     lock.unlock();

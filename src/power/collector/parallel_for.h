@@ -32,13 +32,14 @@ class ParallelFor {
 
  private:
   void Helper(unsigned k);
+  void Stop();  // ends and joins the helpers
 
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
   const std::function<void(std::size_t)>* fn_ = nullptr;  // the range being run
-  std::vector<std::size_t> cuts_;  // part k is [cuts_[k], cuts_[k + 1])
+  std::vector<std::size_t> cuts_;  // part k is [cuts_[k], cuts_[k + 1]), one entry per part and one more
   unsigned long long round_ = 0;   // bumped for every range handed to the helpers
-  unsigned busy_ = 0;              // helpers still running the current range
+  unsigned busy_ = 0;              // helpers with a part that are still running it
   bool stop_ = false;
   std::vector<std::thread> helpers_;
 };
