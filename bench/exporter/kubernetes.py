@@ -3,12 +3,15 @@ more pods known to a fake kubelet (tests/e2e/fake_kubelet.py: a List answer over
 the same exporter without -k and with -k against a kubelet of only the node's 4 GPU pods, side by side
 in one run, both loaded by the same paced wrk run
 (10 ms between requests) on loopback, alternating ROUNDS times; medians compared. Also: each
-exporter's CPU time per 1,000 scrapes (utime + stime from /proc/PID/stat over its wrk runs), and the
+exporter's CPU time per 1,000 scrapes (utime + stime from /proc/PID/stat over its wrk runs), the
+TCP segments this host sends per scrape (nstat's TcpOutSegs over 300 sequential scrapes on one
+connection: loopback carries at most 64 KiB per segment, so a larger page takes more), and the
 kubelet's List calls against the number of scrapes (the kubelet is never called on the scrape path:
 only at start and every --kubelet-refresh-ms, default 5 s).
 
 Usage: /usr/bin/python3 bench/exporter/kubernetes.py BUILD_DIR [--duration SECONDS] [--rounds N]
 """
+import http.client
 import os
 import subprocess
 import sys
@@ -61,6 +64,26 @@ def node_pods(u):
             ("batch", "batch-0", [("worker-a", [(gpu, [u[6] + "::0"])]), ("worker-b", [(gpu, [u[6] + "::1"])])])]
 
 
+def tcp_out_segments():
+    out = subprocess.run(["nstat", "-az", "TcpOutSegs"], capture_output=True, text=True, check=True).stdout
+    return int(out.split("TcpOutSegs")[1].split()[0])
+
+
+def segments_per_scrape(port, n=300):
+    """TCP segments sent by this host (both ends are here) per scrape of /metrics, request and
+    acknowledgements included."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    for _ in range(20):
+        c.request("GET", "/metrics")
+        c.getresponse().read()
+    before = tcp_out_segments()
+    for _ in range(n):
+        c.request("GET", "/metrics")
+        c.getresponse().read()
+    c.close()
+    return (tcp_out_segments() - before) / n
+
+
 def series(body):
     return sum(1 for line in body.splitlines() if line and not line.startswith("#"))
 
@@ -96,6 +119,7 @@ def main():
                 runs[k].append(r)
         calls, elapsed = kubelet.calls - calls_before, time.monotonic() - t0
         bodies = {k: fetch(url)[1] for k, url in urls.items()}
+        segments = {k: segments_per_scrape(int(url.split(":")[2].split("/")[0])) for k, url in urls.items()}
         rss = {k: rss_kib(p.pid)[0] for k, p in procs.items()}
     finally:
         for p in procs.values():
@@ -109,11 +133,11 @@ def main():
     print(f"paced: wrk -t1 -c1 -d{a.duration}s --latency -s bench/exporter/paced.lua (10 ms between requests), "
           f"{a.rounds} alternating rounds, medians; loopback, {os.cpu_count()} CPUs, load average at start {load}; "
           f"fake kubelet answer {answer:,} B ({PODS + 4:,} pods)\n")
-    print("| exporter | series | body | paced p50 | paced p99 (runs) | p99 vs without -k | CPU per 1,000 scrapes | RSS |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| exporter | series | body | TCP segments per scrape | paced p50 | paced p99 (runs) | p99 vs without -k | CPU per 1,000 scrapes | RSS |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k, m in med.items():
         body = bodies[k]
-        print(f"| gpulse {k} | {series(body)} | {len(body):,} B | {m['p50']:.3f} ms | {m['p99']:.3f} ms ({m['all_p99']}) | "
+        print(f"| gpulse {k} | {series(body)} | {len(body):,} B | {segments[k]:.1f} | {m['p50']:.3f} ms | {m['p99']:.3f} ms ({m['all_p99']}) | "
               f"{m['p99'] / med[base]['p99']:.2f}x | {1000 * cpu[k] / max(1, scrapes[k]):.3f} s | {rss[k] / 1024:.1f} MiB |")
     k8s = "-k, 5,004 pods"
     print(f"\nkubelet List calls during the {elapsed:.0f} s of paced runs: {calls} "
