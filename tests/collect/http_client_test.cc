@@ -134,12 +134,12 @@ class ClientFixture : public ::testing::Test {
     return result.get_future().get();
   }
   // What the collector does at a slot: the request written to the idle connection's socket on
-  // another thread (this one), then only the answer awaited.
-  FetchResult WriteHereThenGetWritten() {
+  // another thread (this one), then only the answer awaited; `backdate` moves the write's time back.
+  FetchResult WriteHereThenGetWritten(std::chrono::steady_clock::duration backdate = {}) {
     int fd = OnLoop([&] { return target_->IdleSocket(); });
     std::string bytes = OnLoop([&] { return std::string(target_->RequestBytes()); });
     EXPECT_GE(fd, 0);
-    auto written_at = std::chrono::steady_clock::now();
+    auto written_at = std::chrono::steady_clock::now() - backdate;
     EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
               static_cast<ssize_t>(bytes.size()));
     std::promise<FetchResult> result;
@@ -186,15 +186,7 @@ TEST_F(ClientFixture, AWrittenRequestsDeadlineCountsFromItsWrite) {
   });
   Target(server.port());
   ASSERT_TRUE(Get().ok());
-  int fd = OnLoop([&] { return target_->IdleSocket(); });
-  std::string bytes = OnLoop([&] { return std::string(target_->RequestBytes()); });
-  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
-  std::promise<FetchResult> result;
-  loop_.Post([&] {
-    target_->GetWritten(std::chrono::steady_clock::now() - 10s, 5000ms,
-                        [&](FetchResult r) { result.set_value(std::move(r)); });
-  });
-  FetchResult r = result.get_future().get();
+  FetchResult r = WriteHereThenGetWritten(10s);  // written "10 s ago" with a 5 s timeout
   EXPECT_EQ(r.error_type, "Timeout") << "the deadline is the write's time plus the timeout";
 }
 

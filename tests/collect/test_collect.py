@@ -250,15 +250,19 @@ class Misbehaving(CollectTestCase):
         validate(m, "power-manifest.schema.json")
         self.assertEqual(self.validate_power().returncode, 1)
 
+    def good_endpoints(self, n, **config):
+        """n endpoints h0..h(n-1) of one misbehaving server, each with one good GPU whose UUID is
+        GPU-<host>, and a best-effort config of them: (hosts, config path)."""
+        port = self.start_bad_server()
+        hosts = [f"h{i}" for i in range(n)]
+        eps = [(h, port, f"/ok/{h}") for h in hosts]
+        workers = [(h, [0], "agg", i, "null") for i, h in enumerate(hosts)]
+        return hosts, self.write_config(config_text(eps, workers, required=False, **config))
+
     def test_a_cycle_of_many_endpoints_is_written_by_several_threads_each_answer_to_its_endpoint(self):
         # 80 endpoints: on a machine with two CPUs or more, each cycle's requests are written by the
         # loop thread and a writer thread, 40 each (docs/power-contract.md, "How collection works").
-        port = self.start_bad_server()
-        hosts = [f"h{i}" for i in range(80)]
-        eps = [(h, port, f"/ok/{h}") for h in hosts]
-        workers = [(h, [0], "agg", i, None) for i, h in enumerate(hosts)]
-        cfg = self.write_config(config_text(eps, workers, interval_ms=500, required=False, startup=20,
-                                            request_timeout=2).replace("het_group: None", "het_group: null"))
+        hosts, cfg = self.good_endpoints(80, interval_ms=500, startup=20, request_timeout=2)
         p = self.collect(cfg, "sh", "-c", "sleep 2")
         self.assertEqual(p.returncode, 0, p.stderr)
         m = self.manifest()
@@ -281,12 +285,7 @@ class Misbehaving(CollectTestCase):
         # The lowest open-file limit gpulse collect starts under leaves it no descriptor for a socket:
         # every request then fails inside the call that starts it. Before the fix its cycle settled
         # and was freed under the loop that was still starting requests (a crash, SIGSEGV).
-        port = self.start_bad_server()
-        hosts = [f"h{i}" for i in range(8)]
-        eps = [(h, port, f"/ok/{h}") for h in hosts]
-        workers = [(h, [0], "agg", i, None) for i, h in enumerate(hosts)]
-        cfg = self.write_config(config_text(eps, workers, interval_ms=300, required=False, startup=1,
-                                            request_timeout=1).replace("het_group: None", "het_group: null"))
+        hosts, cfg = self.good_endpoints(8, interval_ms=300, startup=1, request_timeout=1)
         for limit in range(4, 64):
             shutil.rmtree(self.logs)
             os.makedirs(os.path.join(self.logs, "results"))
