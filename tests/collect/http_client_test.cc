@@ -134,7 +134,7 @@ class ClientFixture : public ::testing::Test {
     return result.get_future().get();
   }
   // What the collector does at a slot: the request written to the idle connection's socket on
-  // another thread (this one), then only the answer awaited; `backdate` moves the write's time back.
+  // another thread (this one), then only the answer awaited. `backdate` dates the write earlier.
   FetchResult WriteHereThenGetWritten(std::chrono::steady_clock::duration backdate = {}) {
     int fd = OnLoop([&] { return target_->IdleSocket(); });
     std::string bytes = OnLoop([&] { return std::string(target_->RequestBytes()); });
@@ -144,7 +144,8 @@ class ClientFixture : public ::testing::Test {
               static_cast<ssize_t>(bytes.size()));
     std::promise<FetchResult> result;
     loop_.Post([&] {
-      target_->GetWritten(written_at, 5000ms, [&](FetchResult r) { result.set_value(std::move(r)); });
+      target_->GetWritten(written_at, 5000ms,
+                          [&](FetchResult r) { result.set_value(std::move(r)); });
     });
     return result.get_future().get();
   }

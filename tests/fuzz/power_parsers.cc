@@ -1,9 +1,9 @@
 // The power-package parsers: the samples.csv reader (the fast path and the general parser must
 // agree exactly, and so must one and two threads; one and three threads must agree on the results
 // that do not depend on summation order), and the manifest / window JSON readers with every rule
-// that walks them. The first input byte picks the parser. For samples.csv the thread comparisons run
-// on one input in sixteen, chosen by an FNV-1a hash of the input (so a mutation anywhere can move an
-// input in or out, and a reproducer always takes the same path), and on every input when
+// that walks them. The first input byte picks the parser. For samples.csv the thread comparisons
+// run on one input in sixteen, chosen by an FNV-1a hash of the input (so a mutation anywhere can
+// move an input in or out, and a reproducer always takes the same path), and on every input when
 // GPULSE_FUZZ_EVERY_CHECK is set (run.sh sets it for the regression files): every threaded scan
 // starts and ends one to three threads, and under ASan each thread's end unmaps its stacks, a TLB
 // shootdown across every CPU; on every input they held the target at a few hundred executions a

@@ -214,7 +214,7 @@ struct Collector::State {
       sum.scrape_count = next_seq;
     }
     pending.push_back(std::move(cycle));
-    // Held until every request is started: a request that fails at once (no file descriptor left for
+    // Held until every request is started: a request that fails at once (no descriptor left for
     // its socket) answers inside Get, and its cycle must not settle and be freed under this loop.
     ++c->outstanding;
     std::vector<size_t> idle, others;  // kept-alive connections, and the rest
@@ -484,8 +484,9 @@ Collector::~Collector() {
 
 void Collector::Start() {
   State& s = *state_;
-  s.startup_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>(s.config.startup_timeout_s));
+  s.startup_deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(s.config.startup_timeout_s));
   s.loop.Post([&s] { s.Prime(); });
   s.thread = std::thread([&s] { s.loop.Run(); });
 }

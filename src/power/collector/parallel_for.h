@@ -26,8 +26,8 @@ class ParallelFor {
   unsigned threads() const { return static_cast<unsigned>(helpers_.size()) + 1; }
 
   // fn(i) once for every i in [0, n), in contiguous parts, one per thread, each in ascending order;
-  // a thread gets no part smaller than `min_part` (so small ranges stay on the caller). Returns once
-  // every call has returned. `fn` must not throw.
+  // a thread gets no part smaller than `min_part` (so small ranges stay on the caller). Returns
+  // once every call has returned. `fn` must not throw.
   void Run(std::size_t n, std::size_t min_part, const std::function<void(std::size_t)>& fn);
 
  private:
@@ -37,9 +37,10 @@ class ParallelFor {
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
   const std::function<void(std::size_t)>* fn_ = nullptr;  // the range being run
-  std::vector<std::size_t> cuts_;  // part k is [cuts_[k], cuts_[k + 1]), one entry per part and one more
-  unsigned long long round_ = 0;   // bumped for every range handed to the helpers
-  unsigned busy_ = 0;              // helpers with a part that are still running it
+  // Part k is [cuts_[k], cuts_[k + 1]): one entry per part and one more.
+  std::vector<std::size_t> cuts_;
+  unsigned long long round_ = 0;  // bumped for every range handed to the helpers
+  unsigned busy_ = 0;             // helpers with a part that are still running it
   bool stop_ = false;
   std::vector<std::thread> helpers_;
 };
