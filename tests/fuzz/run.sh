@@ -6,7 +6,7 @@
 # that crashed and its reproducer (build-fuzz/fuzz/<target>/artifacts/).
 #
 # Usage: tests/fuzz/run.sh [--build] [--seconds N] [--runs N] [--only T1,T2,...] [--out DIR]
-#                         [--timeout S]
+#                         [--timeout S] [--fork N]
 #   --build     configure (cmake --preset fuzz) when needed and build build-fuzz/ first
 #   --seconds   fuzzing time per target (default $FUZZ_SECONDS, else 60); 0 runs the regressions only
 #   --runs      also stop a target after N executions (the long runs of bench/RESULTS.md)
@@ -17,6 +17,10 @@
 #   --timeout   seconds one input may run before it counts as a hang (default 10). libFuzzer's
 #               clock is the wall clock: a long run at nice 19 beside builds on every core can be
 #               starved past 10 s on an input that takes milliseconds, so give such runs more
+#   --fork      run each target as N worker processes under one libFuzzer parent (its -fork=N:
+#               one run, one corpus, the executions of every worker counted together) for a long
+#               run on N cores; the run stops at the first crash, timeout or out-of-memory as
+#               without it
 # Exit 77 (ctest "skipped") when clang++ or libFuzzer is not installed.
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,6 +32,7 @@ BUILD_FIRST=0
 ONLY=""
 RUNS=-1
 TIMEOUT=10
+FORK=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD_FIRST=1 ;;
@@ -36,7 +41,8 @@ while [[ $# -gt 0 ]]; do
     --only) ONLY=$2; shift ;;
     --out) OUT=$(mkdir -p "$2" && cd "$2" && pwd) || exit 2; shift ;;
     --timeout) TIMEOUT=$2; shift ;;
-    *) echo "usage: $0 [--build] [--seconds N] [--runs N] [--only T1,T2,...] [--out DIR] [--timeout S]" >&2; exit 2 ;;
+    --fork) FORK=$2; shift ;;
+    *) echo "usage: $0 [--build] [--seconds N] [--runs N] [--only T1,T2,...] [--out DIR] [--timeout S] [--fork N]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -88,12 +94,23 @@ for t in "${TARGETS[@]}"; do
   [[ "$SECONDS_EACH" == 0 ]] && continue
 
   before=$(ls "$work/artifacts" | wc -l)
-  "$bin" "${flags[@]}" -max_total_time="$SECONDS_EACH" -runs="$RUNS" -print_final_stats=1 \
+  fork=()
+  [[ "$FORK" != 0 ]] && fork=(-fork="$FORK" -ignore_timeouts=0 -ignore_ooms=0 -ignore_crashes=0)
+  "$bin" "${flags[@]}" "${fork[@]}" -max_total_time="$SECONDS_EACH" -runs="$RUNS" -print_final_stats=1 \
     "$corpus" "$SRC/tests/fuzz/corpus/$t" > "$work/fuzz.log" 2>&1
   rc=$?
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log" | tail -n 1)
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/fuzz.log" | tail -n 1)
-  took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$work/fuzz.log" | tail -n 1)
+  if [[ "$FORK" == 0 ]]; then
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log" | tail -n 1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/fuzz.log" | tail -n 1)
+    took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$work/fuzz.log" | tail -n 1)
+  else
+    # The parent's status lines: "#EXECS: cov: ... time: Ss job: ...", every worker's executions.
+    last=$(grep -a '^#[0-9]*: cov:' "$work/fuzz.log" | tail -n 1)
+    execs=$(sed -n 's/^#\([0-9]*\):.*/\1/p' <<< "$last")
+    took=$(sed -n 's/.* time: \([0-9]*\)s.*/\1/p' <<< "$last")
+    rate=""
+    if [[ -n "$execs" && -n "$took" && "$took" != 0 ]]; then rate=$(( execs / took )); fi
+  fi
   if [[ -z "$took" && -n "$rate" && -n "$execs" && "$rate" != 0 ]]; then took=$(( execs / rate )); fi
   [[ $t == anchor ]] && anchor_rate=$rate
   ratio=""
