@@ -46,13 +46,23 @@ std::string ToUpper(std::string_view text) {
   return out;
 }
 
+bool StartsWithIgnoringCase(std::string_view text, std::string_view prefix) {
+  if (prefix.size() > text.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (std::toupper(static_cast<unsigned char>(text[i])) !=
+        std::toupper(static_cast<unsigned char>(prefix[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 PrefixMatches MatchPrefix(std::string_view prefix, std::span<const std::string> candidates) {
   PrefixMatches m;
-  const std::string upper = ToUpper(prefix);
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (candidates[i].empty()) continue;
     if (std::string_view(candidates[i]).starts_with(prefix)) m.exact.push_back(i);
-    if (std::string_view(ToUpper(candidates[i])).starts_with(upper)) m.ignoring_case.push_back(i);
+    if (StartsWithIgnoringCase(candidates[i], prefix)) m.ignoring_case.push_back(i);
   }
   return m;
 }

@@ -31,6 +31,8 @@ struct PrefixMatches {
 PrefixMatches MatchPrefix(std::string_view prefix, std::span<const std::string> candidates);
 
 std::string ToUpper(std::string_view text);
+// Whether `text` starts with `prefix`, ignoring ASCII case (no copy of either).
+bool StartsWithIgnoringCase(std::string_view text, std::string_view prefix);
 
 // "'text'" for messages.
 std::string Quoted(std::string_view text);

@@ -34,7 +34,9 @@ Step RocrToken(std::string_view raw, std::span<const DeviceInfo> agents) {
     }
     std::vector<std::size_t> hits;
     for (std::size_t i = 0; i < agents.size(); ++i) {
-      if (!agents[i].uuid.empty() && ToUpper(agents[i].uuid).starts_with(token)) hits.push_back(i);
+      if (!agents[i].uuid.empty() && StartsWithIgnoringCase(agents[i].uuid, token)) {
+        hits.push_back(i);
+      }
     }
     if (hits.size() == 1) return {Step::kAgent, hits.front(), ""};
     return {
