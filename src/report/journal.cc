@@ -276,12 +276,12 @@ Result<Run> RecoverRun(std::string_view text, const std::string& origin) {
     try {
       nlohmann::json j = nlohmann::json::parse(line);
       if (line_no == 1) {
-        int version = j.at("gpulse_journal").get<int>();
+        int version = JsonGet<int>(j.at("gpulse_journal"));
         if (version != kJournalVersion) throw std::runtime_error("unsupported journal version " + std::to_string(version));
         run.info = ParseRunInfoJson(j.at("run"));
         for (const auto& d : j.at("devices")) run.devices.push_back(ParseDeviceJson(d));
         run.entities = ParseEntitiesJson(j.at("entities"));
-        run.clock_ticks_per_second = j.at("clock_ticks_per_second").get<long>();
+        run.clock_ticks_per_second = JsonGet<long>(j.at("clock_ticks_per_second"));
       } else {
         ApplyRecord(j, run, ended);
       }

@@ -6,7 +6,11 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "report/run.h"
@@ -25,6 +29,28 @@ void AppendInstanceSampleJson(fmt::memory_buffer& b, const InstanceSample& s);
 void AppendResourceSampleJson(fmt::memory_buffer& b, const ResourceSample& s);
 
 // Reading.
+// nlohmann's get<int>() of a JSON float is a plain cast, undefined behaviour when the number is out
+// of the integer's range ({"schema_version": 2e84}, or -1.5 for an unsigned field; found by
+// fuzzing, issue 13). Integers are read only from JSON integers that fit; anything else throws, and
+// the caller turns it into an error naming the file. Every reader of run.json and the journal takes
+// its numbers through it.
+template <typename T>
+T JsonGet(const nlohmann::json& j) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    bool fits = false;
+    if (j.is_number_unsigned()) {
+      fits = j.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+    } else if (j.is_number_integer()) {
+      std::int64_t v = j.get<std::int64_t>();
+      fits = (std::is_signed_v<T> || v >= 0) &&
+             static_cast<long double>(v) >= static_cast<long double>(std::numeric_limits<T>::min()) &&
+             static_cast<long double>(v) <= static_cast<long double>(std::numeric_limits<T>::max());
+    }
+    if (!fits) throw std::out_of_range("expected an integer that fits, got " + j.dump());
+  }
+  return j.get<T>();
+}
+
 RunInfo ParseRunInfoJson(const nlohmann::json& r);
 DeviceInfo ParseDeviceJson(const nlohmann::json& d);
 std::vector<Entity> ParseEntitiesJson(const nlohmann::json& list);

@@ -15,67 +15,46 @@ namespace {
 
 using nlohmann::json;
 
-// nlohmann's get<int>() of a JSON float is a plain cast, undefined behaviour when the number is out
-// of the integer's range ({"schema_version": 2e84}, or -1.5 for an unsigned field; found by
-// fuzzing, issue 13). Integers are read only from JSON integers that fit; anything else throws, and
-// the caller turns it into an error naming the file.
-template <typename T>
-T Get(const json& j) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    bool fits = false;
-    if (j.is_number_unsigned()) {
-      fits = j.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
-    } else if (j.is_number_integer()) {
-      std::int64_t v = j.get<std::int64_t>();
-      fits = (std::is_signed_v<T> || v >= 0) &&
-             static_cast<long double>(v) >= static_cast<long double>(std::numeric_limits<T>::min()) &&
-             static_cast<long double>(v) <= static_cast<long double>(std::numeric_limits<T>::max());
-    }
-    if (!fits) throw std::out_of_range("expected an integer that fits, got " + j.dump());
-  }
-  return j.get<T>();
-}
-
 template <typename T>
 std::optional<T> OptGet(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  return Get<T>(*it);
+  return JsonGet<T>(*it);
 }
 
 RunInfo ParseRunInfo(const json& r) {
   RunInfo i;
-  i.command = Get<std::vector<std::string>>(r.at("command"));
+  i.command = JsonGet<std::vector<std::string>>(r.at("command"));
   i.pid = OptGet<std::int64_t>(r, "pid").value_or(0);
   i.complete = OptGet<bool>(r, "complete").value_or(true);
   i.incomplete_reason = OptGet<std::string>(r, "incomplete_reason");
-  i.start_unix_ns = Get<std::int64_t>(r.at("start_unix_ns"));
-  i.end_unix_ns = Get<std::int64_t>(r.at("end_unix_ns"));
-  i.duration_ns = Get<std::int64_t>(r.at("duration_ns"));
+  i.start_unix_ns = JsonGet<std::int64_t>(r.at("start_unix_ns"));
+  i.end_unix_ns = JsonGet<std::int64_t>(r.at("end_unix_ns"));
+  i.duration_ns = JsonGet<std::int64_t>(r.at("duration_ns"));
   i.exit_code = OptGet<int>(r, "exit_code");
   i.exit_signal = OptGet<int>(r, "exit_signal");
-  i.gpulse_exit_code = Get<int>(r.at("gpulse_exit_code"));
-  i.sample_period_ns = Get<std::int64_t>(r.at("sample_period_ns"));
-  i.include_descendants = Get<bool>(r.at("include_descendants"));
-  i.simulated = Get<bool>(r.at("simulated"));
+  i.gpulse_exit_code = JsonGet<int>(r.at("gpulse_exit_code"));
+  i.sample_period_ns = JsonGet<std::int64_t>(r.at("sample_period_ns"));
+  i.include_descendants = JsonGet<bool>(r.at("include_descendants"));
+  i.simulated = JsonGet<bool>(r.at("simulated"));
   i.scenario = OptGet<std::string>(r, "scenario").value_or("");
-  i.host = Get<std::string>(r.at("host"));
-  i.gpulse_version = Get<std::string>(r.at("gpulse_version"));
+  i.host = JsonGet<std::string>(r.at("host"));
+  i.gpulse_version = JsonGet<std::string>(r.at("gpulse_version"));
   i.driver_version = OptGet<std::string>(r, "driver_version");
   i.gpu_unavailable_reason = OptGet<std::string>(r, "gpu_unavailable_reason");
   i.cuda_visible_devices = OptGet<std::string>(r, "cuda_visible_devices");
-  i.device_selection = Get<std::string>(r.at("device_selection"));
+  i.device_selection = JsonGet<std::string>(r.at("device_selection"));
   i.process_sampling_end_reason = OptGet<std::string>(r, "process_sampling_end_reason");
-  i.skipped_ticks = Get<std::int64_t>(r.at("skipped_ticks"));
+  i.skipped_ticks = JsonGet<std::int64_t>(r.at("skipped_ticks"));
   return i;
 }
 
 DeviceInfo ParseDevice(const json& d) {
   DeviceInfo i;
-  i.index = Get<unsigned>(d.at("index"));
-  i.name = Get<std::string>(d.at("name"));
-  i.uuid = Get<std::string>(d.at("uuid"));
-  i.pci_bus_id = Get<std::string>(d.at("pci_bus_id"));
+  i.index = JsonGet<unsigned>(d.at("index"));
+  i.name = JsonGet<std::string>(d.at("name"));
+  i.uuid = JsonGet<std::string>(d.at("uuid"));
+  i.pci_bus_id = JsonGet<std::string>(d.at("pci_bus_id"));
   i.memory_total_bytes = OptGet<std::uint64_t>(d, "memory_total_bytes");
   i.power_limit_watts = OptGet<double>(d, "power_limit_watts");
   i.mig_enabled = OptGet<bool>(d, "mig_enabled");
@@ -84,8 +63,8 @@ DeviceInfo ParseDevice(const json& d) {
 
 GpuSample ParseSample(const json& s) {
   GpuSample g;
-  g.elapsed_ns = Get<std::int64_t>(s.at("elapsed_ns"));
-  g.device_index = Get<std::uint32_t>(s.at("device_index"));
+  g.elapsed_ns = JsonGet<std::int64_t>(s.at("elapsed_ns"));
+  g.device_index = JsonGet<std::uint32_t>(s.at("device_index"));
   auto extra = [&](GpuSample::Extra e, const char* key, auto& field) {
     if (auto v = OptGet<std::remove_reference_t<decltype(field)>>(s, key)) {
       field = *v;
@@ -128,9 +107,9 @@ GpuSample ParseSample(const json& s) {
 
 InstanceSample ParseInstanceSample(const json& s) {
   InstanceSample g;
-  g.elapsed_ns = Get<std::int64_t>(s.at("elapsed_ns"));
-  g.device_index = Get<std::uint32_t>(s.at("device_index"));
-  g.gpu_instance_id = Get<std::uint32_t>(s.at("gpu_instance_id"));
+  g.elapsed_ns = JsonGet<std::int64_t>(s.at("elapsed_ns"));
+  g.device_index = JsonGet<std::uint32_t>(s.at("device_index"));
+  g.gpu_instance_id = JsonGet<std::uint32_t>(s.at("gpu_instance_id"));
   g.memory_used_bytes = OptGet<std::uint64_t>(s, "memory_used_bytes");
   g.memory_total_bytes = OptGet<std::uint64_t>(s, "memory_total_bytes");
   return g;
@@ -155,16 +134,16 @@ std::vector<Entity> ParseEntities(const json& list) {
   std::vector<Entity> out;
   for (const json& j : list) {
     Entity e;
-    e.kind = ParseKind(Get<std::string>(j.at("kind")));
-    e.vendor = Get<std::string>(j.at("vendor"));
-    e.gpu = Get<unsigned>(j.at("gpu"));
+    e.kind = ParseKind(JsonGet<std::string>(j.at("kind")));
+    e.vendor = JsonGet<std::string>(j.at("vendor"));
+    e.gpu = JsonGet<unsigned>(j.at("gpu"));
     e.gpu_instance_id = OptGet<unsigned>(j, "gpu_instance_id");
     e.compute_instance_id = OptGet<unsigned>(j, "compute_instance_id");
     e.profile = OptGet<std::string>(j, "profile").value_or("");
     e.name = OptGet<std::string>(j, "name").value_or("");
     e.uuid = OptGet<std::string>(j, "uuid").value_or("");
     e.pci_bus_id = OptGet<std::string>(j, "pci_bus_id").value_or("");
-    e.state = ParseState(Get<std::string>(j.at("state")));
+    e.state = ParseState(JsonGet<std::string>(j.at("state")));
     e.reason = OptGet<std::string>(j, "reason").value_or("");
     e.lost_unix_ns = OptGet<std::int64_t>(j, "lost_unix_ns");
     EntityKind up = e.kind == EntityKind::kComputeInstance ? EntityKind::kGpuInstance : EntityKind::kGpu;
@@ -196,22 +175,22 @@ InstanceSample ParseInstanceSampleJson(const json& s) { return ParseInstanceSamp
 std::vector<TimelineAbsence> ParseAbsenceListJson(const json& list) {
   std::vector<TimelineAbsence> out;
   for (const json& a : list) {
-    out.push_back({Get<std::uint32_t>(a.at("device_index")), Get<std::vector<std::string>>(a.at("unsupported")),
-                   Get<std::map<std::string, std::uint64_t>>(a.at("failed_samples"))});
+    out.push_back({JsonGet<std::uint32_t>(a.at("device_index")), JsonGet<std::vector<std::string>>(a.at("unsupported")),
+                   JsonGet<std::map<std::string, std::uint64_t>>(a.at("failed_samples"))});
   }
   return out;
 }
 XidEvent ParseXidJson(const json& x) {
-  return {Get<std::int64_t>(x.at("elapsed_ns")), Get<std::uint32_t>(x.at("device_index")),
-          Get<std::uint64_t>(x.at("xid"))};
+  return {JsonGet<std::int64_t>(x.at("elapsed_ns")), JsonGet<std::uint32_t>(x.at("device_index")),
+          JsonGet<std::uint64_t>(x.at("xid"))};
 }
 
 std::vector<GpuProcess> ParseGpuProcesses(const json& list) {
   std::vector<GpuProcess> out;
   for (const json& p : list) {
     GpuProcess g;
-    g.device_index = Get<std::uint32_t>(p.at("device_index"));
-    g.pid = Get<std::uint32_t>(p.at("pid"));
+    g.device_index = JsonGet<std::uint32_t>(p.at("device_index"));
+    g.pid = JsonGet<std::uint32_t>(p.at("pid"));
     g.name = OptGet<std::string>(p, "name").value_or("");
     g.max_memory_bytes = OptGet<std::uint64_t>(p, "max_memory_bytes");
     g.gpu_instance_id = OptGet<std::uint32_t>(p, "gpu_instance_id");
@@ -229,17 +208,17 @@ namespace {
 
 ResourceSample ParseResource(const json& s) {
   ResourceSample r;
-  r.elapsed_ns = Get<std::int64_t>(s.at("elapsed_ns"));
-  r.rss_bytes = Get<std::uint64_t>(s.at("rss_bytes"));
-  r.cpu_user_jiffies = Get<std::uint64_t>(s.at("cpu_user_jiffies"));
-  r.cpu_system_jiffies = Get<std::uint64_t>(s.at("cpu_system_jiffies"));
-  r.thread_count = Get<std::uint32_t>(s.at("thread_count"));
-  r.process_count = Get<std::uint32_t>(s.at("process_count"));
+  r.elapsed_ns = JsonGet<std::int64_t>(s.at("elapsed_ns"));
+  r.rss_bytes = JsonGet<std::uint64_t>(s.at("rss_bytes"));
+  r.cpu_user_jiffies = JsonGet<std::uint64_t>(s.at("cpu_user_jiffies"));
+  r.cpu_system_jiffies = JsonGet<std::uint64_t>(s.at("cpu_system_jiffies"));
+  r.thread_count = JsonGet<std::uint32_t>(s.at("thread_count"));
+  r.process_count = JsonGet<std::uint32_t>(s.at("process_count"));
   return r;
 }
 
 Run ParseRun(const json& j) {
-  int version = Get<int>(j.at("schema_version"));
+  int version = JsonGet<int>(j.at("schema_version"));
   if (version < 1 || version > kRunSchemaVersion) {
     throw std::runtime_error("unsupported schema_version " + std::to_string(version));
   }
@@ -257,7 +236,7 @@ Run ParseRun(const json& j) {
   }
   for (const json& x : j.at("xid_events")) run.xid_events.push_back(ParseXidJson(x));
   run.gpu_processes = ParseGpuProcesses(j.at("gpu_processes"));
-  run.clock_ticks_per_second = Get<long>(j.at("clock_ticks_per_second"));
+  run.clock_ticks_per_second = JsonGet<long>(j.at("clock_ticks_per_second"));
   return run;
 }
 

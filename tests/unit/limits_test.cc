@@ -11,6 +11,7 @@
 #include "net/web_config.h"
 #include "power/collector/collect_config.h"
 #include "power/readers/json_io.h"
+#include "report/journal.h"
 #include "report/run_json.h"
 #include "sys/strict_yaml.h"
 
@@ -56,6 +57,18 @@ TEST(JsonLimits, RunJsonIntegersMustBeIntegersThatFit) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("expected an integer that fits"), std::string::npos)
       << r.error().message;
+}
+
+// Found by fuzzing (tests/fuzz/regressions/journal/float-journal-version): the journal's header
+// read its version and clock ticks with get<int>()/get<long>(), the same undefined cast.
+TEST(JsonLimits, JournalHeaderIntegersMustBeIntegersThatFit) {
+  for (const char* header : {R"({"gpulse_journal": 1.8e109})", R"({"gpulse_journal": -1e30})"}) {
+    auto r = report::RecoverRun(std::string(header) + "\n", "run.journal");
+    ASSERT_FALSE(r.ok()) << header;
+    EXPECT_NE(r.error().message.find("run.journal: line 1: expected an integer that fits"),
+              std::string::npos)
+        << r.error().message;
+  }
 }
 
 TEST(YamlLimits, DepthAndNodeCountFromEventsBeforeANodeIsBuilt) {
