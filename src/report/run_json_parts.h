@@ -20,7 +20,8 @@ namespace gpulse::report {
 // Writing.
 nlohmann::ordered_json RunInfoJson(const RunInfo& r);
 nlohmann::ordered_json DevicesJson(const std::vector<DeviceInfo>& devices);
-nlohmann::ordered_json EntitiesJson(const std::vector<Entity>& entities, std::int64_t start_unix_ns);
+nlohmann::ordered_json EntitiesJson(const std::vector<Entity>& entities,
+                                    std::int64_t start_unix_ns);
 nlohmann::ordered_json AbsenceListJson(const std::vector<TimelineAbsence>& absences);
 nlohmann::ordered_json XidJson(const XidEvent& x);
 nlohmann::ordered_json GpuProcessesJson(const std::vector<GpuProcess>& processes);
@@ -42,9 +43,10 @@ T JsonGet(const nlohmann::json& j) {
       fits = j.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
     } else if (j.is_number_integer()) {
       std::int64_t v = j.get<std::int64_t>();
-      fits = (std::is_signed_v<T> || v >= 0) &&
-             static_cast<long double>(v) >= static_cast<long double>(std::numeric_limits<T>::min()) &&
-             static_cast<long double>(v) <= static_cast<long double>(std::numeric_limits<T>::max());
+      fits =
+          (std::is_signed_v<T> || v >= 0) &&
+          static_cast<long double>(v) >= static_cast<long double>(std::numeric_limits<T>::min()) &&
+          static_cast<long double>(v) <= static_cast<long double>(std::numeric_limits<T>::max());
     }
     if (!fits) throw std::out_of_range("expected an integer that fits, got " + j.dump());
   }
