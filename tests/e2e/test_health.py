@@ -392,8 +392,21 @@ class AlertmanagerTest(AgentTestCase):
         self.assertRegex(xid["labels"]["UUID"], r"^GPU-")
         self.assertIn("XID: 48", xid["annotations"]["summary"])
         self.assertEqual(by[("5", "power")]["labels"]["severity"], "warning")
-        sent = re.search(r"^gpulse_alerts_sent_total (\d+)$", a.tcp_request("GET", "/metrics").text, re.M)
-        self.assertEqual(int(sent.group(1)), len(EXPECTED))
+        # The sender counts a batch once it has read the Alertmanager's answer, which can be after
+        # the Alertmanager lists its alerts: wait (bounded) for the count, then check it is exact.
+        self.assertEqual(self.alerts_sent_when_at_least(a, len(EXPECTED)), len(EXPECTED))
+
+    def alerts_sent_when_at_least(self, agent, n):
+        deadline = time.monotonic() + 30
+        sent = -1
+        while time.monotonic() < deadline:
+            m = re.search(r"^gpulse_alerts_sent_total (\d+)$", agent.tcp_request("GET", "/metrics").text, re.M)
+            self.assertIsNotNone(m, "no gpulse_alerts_sent_total in /metrics")
+            sent = int(m.group(1))
+            if sent >= n:
+                break
+            time.sleep(0.1)
+        return sent
 
     def test_an_absent_alertmanager_costs_nothing_and_bad_urls_are_refused(self):
         a = self.new_agent(args=("--alertmanager", "http://127.0.0.1:9"))
