@@ -346,8 +346,9 @@ void Exporter::ReloadNow() {
     Log("reload failed, still serving the previous counters: " + set.error().message);
     return;
   }
-  Log(fmt::format("reloaded {}: {} counters", options_.counters_file, (*set)->counters.size()));
-  Install(std::move(set).value());
+  const std::size_t n = (*set)->counters.size();
+  Install(std::move(set).value());  // before the log line: whoever reads it scrapes the new set
+  Log(fmt::format("reloaded {}: {} counters", options_.counters_file, n));
 }
 
 void Exporter::Handle(const net::HttpRequest& req, net::Respond respond) {

@@ -213,7 +213,8 @@ class GpulseToUpstream(CompatTestCase):
         self.assertLess(w["benchmark_start_time_unix"], answered, "the late answer falls inside window sa-bench/4")
         self.assertLess(answered, w["benchmark_end_time_unix"])
         self.assertGreaterEqual(m["missed_sample_count"], 1, err)
-        self.assertEqual({r["hostname"] for r in m["missed_sample_ranges"]}, {"node0"})
+        # node0's late answer is recorded; a loaded machine may also make node1 miss a slot.
+        self.assertIn("node0", {r["hostname"] for r in m["missed_sample_ranges"]})
         self.assertIn("sample_schedule_overrun", m["reason_codes"] + m.get("gpulse_reason_codes", []))
         self.assertTrue(m["publication_valid"], "a missed slot alone keeps the package publishable: " + err)
         rc, report = gpulse_validate(power, logs)

@@ -316,7 +316,7 @@ class RecordTest(GpulseTestCase):
 
     def test_job_statistics_list_only_the_workloads_processes(self):
         scenario = k8s_with_workload(self.tmp)
-        out, p = self.record("--include-descendants", "--", "sh", "-c", "sleep 1.5; true", scenario=scenario)
+        out, p = self.record("--include-descendants", "--", "sh", "-c", "sleep 2.5; true", scenario=scenario)
         doc = json.loads(load(os.path.join(out, "run.json")))
         validate(doc, "run.schema.json")
         other_pods = {41001, 41002, 41003, 41004, 42001, 42002, 43001, 45001, 45002, 46001, 46501, 47001, 47002}

@@ -173,9 +173,17 @@ class RecordSchemaTest(GpulseTestCase):
     def test_a_run_recovered_from_its_journal_validates_and_says_it_is_incomplete(self):
         out = os.path.join(_tmp, "killed")
         recorder = subprocess.Popen([GPULSE, "record", "--simulate", "1xH200", "-i", "100", "-o", out, "--",
-                                     "sleep", "4"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     "sleep", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            time.sleep(2.5)  # the journal is flushed once a second
+            # The journal is flushed about once a second: wait (bounded) until it holds a sample.
+            journal = os.path.join(out, "run.journal")
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if os.path.exists(journal):
+                    with open(journal, encoding="utf-8") as f:
+                        if '{"gpu":' in f.read():
+                            break
+                time.sleep(0.05)
         finally:
             recorder.kill()  # SIGKILL: the recorder dies without writing run.json
             recorder.wait()
