@@ -23,13 +23,16 @@ IDLE_CONNECTIONS = 1000
 ROUNDS = 3
 
 
-def bench_args():
-    """The arguments every exporter bench script takes (BUILD [--duration S] [--rounds N]), the gpulse
-    binary in BUILD and the load average before the run: (args, gpulse, load)."""
+def bench_args(more=None):
+    """The arguments every exporter bench script takes (BUILD [--duration S] [--rounds N]), plus what
+    more(parser) adds, the gpulse binary in BUILD and the load average before the run:
+    (args, gpulse, load)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=ROUNDS)
+    if more:
+        more(ap)
     a = ap.parse_args()
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
@@ -95,8 +98,10 @@ def to_ms(text):
 PACED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "paced.lua")
 
 
-def wrk(url, duration, connections=WRK_CONNECTIONS, paced=False):
+def wrk(url, duration, connections=WRK_CONNECTIONS, paced=False, headers=()):
     cmd = ["wrk", f"-t{WRK_THREADS}", f"-c{connections}", f"-d{duration}s", "--latency"]
+    for h in headers:
+        cmd += ["-H", h]
     if paced:
         cmd += ["-s", PACED]
     out = subprocess.run(cmd + [url], capture_output=True, text=True, timeout=duration + 60).stdout

@@ -9,7 +9,10 @@ connection: loopback carries at most 64 KiB per segment, so a larger page takes 
 kubelet's List calls against the number of scrapes (the kubelet is never called on the scrape path:
 only at start and every --kubelet-refresh-ms, default 5 s).
 
-Usage: /usr/bin/python3 bench/exporter/kubernetes.py BUILD_DIR [--duration SECONDS] [--rounds N]
+With --gzip every scrape (wrk's, the segment count's) asks for `Accept-Encoding: gzip`, as a
+Prometheus server does by default; the body column is then the compressed size.
+
+Usage: /usr/bin/python3 bench/exporter/kubernetes.py BUILD_DIR [--duration SECONDS] [--rounds N] [--gzip]
 """
 import http.client
 import os
@@ -69,19 +72,23 @@ def tcp_out_segments():
     return int(out.split("TcpOutSegs")[1].split()[0])
 
 
-def segments_per_scrape(port, n=300):
+def scrape(c, headers):
+    """One GET /metrics on connection c: the body's size as sent."""
+    c.request("GET", "/metrics", headers=headers)
+    return len(c.getresponse().read())
+
+
+def segments_per_scrape(port, headers, n=300):
     """TCP segments sent by this host (both ends are here) per scrape of /metrics, request and
-    acknowledgements included."""
+    acknowledgements included, and the body's size as sent."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     for _ in range(20):
-        c.request("GET", "/metrics")
-        c.getresponse().read()
+        scrape(c, headers)
     before = tcp_out_segments()
     for _ in range(n):
-        c.request("GET", "/metrics")
-        c.getresponse().read()
+        size = scrape(c, headers)
     c.close()
-    return (tcp_out_segments() - before) / n
+    return (tcp_out_segments() - before) / n, size
 
 
 def series(body):
@@ -89,7 +96,9 @@ def series(body):
 
 
 def main():
-    a, gpulse, load = bench_args()
+    a, gpulse, load = bench_args(lambda ap: ap.add_argument("--gzip", action="store_true"))
+    headers = {"Accept-Encoding": "gzip"} if a.gzip else {}
+    wrk_headers = [f"{k}: {v}" for k, v in headers.items()]
     tmp = tempfile.TemporaryDirectory()
     sock = os.path.join(tmp.name, "kubelet.sock")
     small_sock = os.path.join(tmp.name, "small.sock")
@@ -105,7 +114,7 @@ def main():
             procs[name] = start(gpulse, port, extra)
             urls[name] = f"http://127.0.0.1:{port}/metrics"
         for url in urls.values():
-            wrk(url, 2, connections=1, paced=True)  # warm up
+            wrk(url, 2, connections=1, paced=True, headers=wrk_headers)  # warm up
         runs = {k: [] for k in urls}
         cpu = {k: 0.0 for k in urls}
         scrapes = {k: 0 for k in urls}
@@ -113,13 +122,13 @@ def main():
         for _ in range(a.rounds):
             for k, url in urls.items():
                 c0 = cpu_s(procs[k].pid)
-                r = wrk(url, a.duration, connections=1, paced=True)
+                r = wrk(url, a.duration, connections=1, paced=True, headers=wrk_headers)
                 cpu[k] += cpu_s(procs[k].pid) - c0
                 scrapes[k] += round(r["rps"] * a.duration)
                 runs[k].append(r)
         calls, elapsed = kubelet.calls - calls_before, time.monotonic() - t0
         bodies = {k: fetch(url)[1] for k, url in urls.items()}
-        segments = {k: segments_per_scrape(int(url.split(":")[2].split("/")[0])) for k, url in urls.items()}
+        segments = {k: segments_per_scrape(int(url.split(":")[2].split("/")[0]), headers) for k, url in urls.items()}
         rss = {k: rss_kib(p.pid)[0] for k, p in procs.items()}
     finally:
         for p in procs.values():
@@ -130,14 +139,16 @@ def main():
         tmp.cleanup()
     med = {k: median_run(v) for k, v in runs.items()}
     base = "without -k"
-    print(f"paced: wrk -t1 -c1 -d{a.duration}s --latency -s bench/exporter/paced.lua (10 ms between requests), "
+    gz = " -H 'Accept-Encoding: gzip'" if a.gzip else ""
+    print(f"paced: wrk -t1 -c1 -d{a.duration}s --latency{gz} -s bench/exporter/paced.lua (10 ms between requests), "
           f"{a.rounds} alternating rounds, medians; loopback, {os.cpu_count()} CPUs, load average at start {load}; "
           f"fake kubelet answer {answer:,} B ({PODS + 4:,} pods)\n")
-    print("| exporter | series | body | TCP segments per scrape | paced p50 | paced p99 (runs) | p99 vs without -k | CPU per 1,000 scrapes | RSS |")
+    print(f"| exporter | series | body{' (gzip)' if a.gzip else ''} | TCP segments per scrape | paced p50 | paced p99 (runs) | p99 vs without -k | CPU per 1,000 scrapes | RSS |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k, m in med.items():
         body = bodies[k]
-        print(f"| gpulse {k} | {series(body)} | {len(body):,} B | {segments[k]:.1f} | {m['p50']:.3f} ms | {m['p99']:.3f} ms ({m['all_p99']}) | "
+        segs, sent = segments[k]
+        print(f"| gpulse {k} | {series(body)} | {sent:,} B | {segs:.1f} | {m['p50']:.3f} ms | {m['p99']:.3f} ms ({m['all_p99']}) | "
               f"{m['p99'] / med[base]['p99']:.2f}x | {1000 * cpu[k] / max(1, scrapes[k]):.3f} s | {rss[k] / 1024:.1f} MiB |")
     k8s = "-k, 5,004 pods"
     print(f"\nkubelet List calls during the {elapsed:.0f} s of paced runs: {calls} "

@@ -16,6 +16,7 @@
 #include "exporter/ui_assets.h"
 #include "identity/attribution.h"
 #include "net/event_stream.h"
+#include "net/http_util.h"
 #include "prom/writer.h"
 
 namespace gpulse::exporter {
@@ -360,7 +361,7 @@ void Exporter::Handle(const net::HttpRequest& req, net::Respond respond) {
     return respond(std::move(r));
   }
   if (!own && extension_ != nullptr && extension_->Handle(req, respond)) return;
-  if (req.path == "/metrics") return ServeMetrics(std::move(respond));
+  if (req.path == "/metrics") return ServeMetrics(req.accepts_gzip, std::move(respond));
   if (req.path == "/health") return ServeHealth(std::move(respond));
   if (req.path == "/api/v1/snapshot") return ServeSnapshot(std::move(respond));
   if (req.path == "/api/v1/stream") return ServeStream(req, std::move(respond));
@@ -419,14 +420,25 @@ void Exporter::ServeFrame(net::Respond respond) {
   });
 }
 
-void Exporter::ServeMetrics(net::Respond respond) {
-  probe_->Get([this, respond = std::move(respond)](std::shared_ptr<const Snapshot> snap) {
+void Exporter::ServeMetrics(bool gzip, net::Respond respond) {
+  probe_->Get([this, gzip, respond = std::move(respond)](std::shared_ptr<const Snapshot> snap) {
     net::HttpResponse r;
     r.content_type = std::string(prom::kContentType);
     r.compressible = true;
+    std::string tail = snap ? snap->extension_exposition : std::string();
+    tail += hub_->Exposition();
+    // A client that takes gzip gets the kept body's compressed pieces (page_cache.h); should zlib
+    // fail, the server compresses the whole body as for any other answer.
+    if (gzip && snap) {
+      r.gzipped = page_cache_
+                      .RenderGzip(page(), snap, pod_labels(), MonotonicNowNs(), tail,
+                                  net::kDefaultGzipLevel, r.body)
+                      .ok();
+      if (r.gzipped) return respond(std::move(r));
+      r.body.clear();
+    }
     if (snap) page_cache_.Render(page(), snap, pod_labels(), MonotonicNowNs(), r.body);
-    if (snap) r.body += snap->extension_exposition;
-    r.body += hub_->Exposition();
+    r.body += tail;
     respond(std::move(r));
   });
 }

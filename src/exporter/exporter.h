@@ -113,7 +113,7 @@ class Exporter {
 
   Exporter(ExporterOptions options, std::unique_ptr<gpu::Backend> backend);
   void Handle(const net::HttpRequest& req, net::Respond respond);
-  void ServeMetrics(net::Respond respond);
+  void ServeMetrics(bool gzip, net::Respond respond);
   void ServeHealth(net::Respond respond);
   void ServeSnapshot(net::Respond respond);
   void ServeStream(const net::HttpRequest& req, net::Respond respond);

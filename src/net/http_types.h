@@ -38,6 +38,9 @@ struct HttpResponse {
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
   bool compressible = false;  // gzip the body when the client accepts it
+  // The body is gzip already: the handler compressed it because the request's accepts_gzip was
+  // set (a compressible answer; sent with Content-Encoding: gzip as it is).
+  bool gzipped = false;
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
   // Set: a streamed answer (event_stream.h). The head is written with `status`, `content_type`
   // and `headers`, then the stream's frames as chunks; `body` and `compressible` are ignored.

@@ -35,6 +35,9 @@ std::string PercentEncode(std::string_view text);
 // Standard base64 with padding (RFC 4648), the inverse of Base64Decode.
 std::string Base64Encode(std::string_view bytes);
 
+// The compression level of gzip answers: the fastest (a scrape pays it).
+inline constexpr int kDefaultGzipLevel = 1;
+
 // The body gzip-compressed (RFC 1952) at `level` (1 fastest .. 9 smallest).
 Result<std::string> Gzip(std::string_view body, int level);
 

@@ -31,6 +31,7 @@
 #include "core/result.h"
 #include "net/basic_auth.h"
 #include "net/http_types.h"
+#include "net/http_util.h"
 #include "net/web_config.h"
 
 namespace gpulse::net {
@@ -48,7 +49,7 @@ struct ServerOptions {
   std::chrono::milliseconds read_timeout{30'000};   // waiting for and reading each later request
   std::chrono::milliseconds write_timeout{10'000};  // writing one response
   std::chrono::milliseconds drain_timeout{5'000};  // Shutdown: longest wait for responses in flight
-  int gzip_level = 1;
+  int gzip_level = kDefaultGzipLevel;
   WebConfig web;  // TLS, basic auth, extra headers (TCP only)
   // POST, PUT and DELETE reach the handler, with their body (a management API); else 405.
   bool allow_writes = false;

@@ -133,7 +133,15 @@ class LiveTest(GpulseTestCase):
             self.assertEqual(len(sample_lines(text, "DCGM_FI_DEV_GPU_TEMP")), 8)
             status, headers, body = e.get("/metrics", {"Accept-Encoding": "gzip"})
             self.assertEqual(headers.get("Content-Encoding"), "gzip")
-            self.assertIn("DCGM_FI_DEV_GPU_TEMP", gzip.decompress(body).decode())
+            self.assertEqual(headers.get("Vary"), "Accept-Encoding")
+            unzipped = gzip.decompress(body).decode()  # checks the CRC-32 and the length
+            self.assertIn("DCGM_FI_DEV_GPU_TEMP", unzipped)
+            # The kept body's pieces and the scrape's own (ages, live-view counters): every family
+            # of the earlier plain answer (a later read may add rates, which need two reads).
+            families = lambda t: {l for l in t.splitlines() if l.startswith("# TYPE")}
+            self.assertLessEqual(families(text), families(unzipped))
+            self.assertEqual(len(sample_lines(unzipped, "gpulse_device_sample_age_seconds")), 8)
+            self.assertTrue(unzipped.endswith("gpulse_live_viewers_refused_total 0\n"), unzipped[-200:])
             status, _, body = e.get("/health")
             self.assertEqual((status, body.decode().strip()), (200, "ok"))
             status, headers, body = e.get("/api/v1/devices")

@@ -147,6 +147,23 @@ TEST_F(ServerTest, GzipOnlyWhenAccepted) {
   EXPECT_NE(p.find(std::string(5000, 'a')), std::string::npos);
 }
 
+TEST_F(ServerTest, AnAnswerGzippedByItsHandlerIsSentAsItIs) {
+  Start({}, [](const HttpRequest& r, Respond respond) {
+    HttpResponse res;
+    res.compressible = true;
+    res.gzipped = r.accepts_gzip;
+    res.body = r.accepts_gzip ? std::string("\x1f\x8b-handler-made", 16) : std::string(5000, 'a');
+    respond(std::move(res));
+  });
+  Client c(server->local_address());
+  c.Send(Get("/m", "Accept-Encoding: gzip\r\nConnection: close\r\n"));
+  std::string r = c.Receive();
+  EXPECT_NE(r.find("Content-Encoding: gzip"), std::string::npos) << r.substr(0, 300);
+  EXPECT_NE(r.find("Vary: Accept-Encoding"), std::string::npos) << r.substr(0, 300);
+  EXPECT_NE(r.find("Content-Length: 16"), std::string::npos) << r.substr(0, 300);
+  EXPECT_NE(r.find("-handler-made"), std::string::npos) << "not compressed again";
+}
+
 TEST_F(ServerTest, OversizedHeaderGets431) {
   ServerOptions o;
   o.max_header_bytes = 1024;
