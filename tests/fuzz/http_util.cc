@@ -6,7 +6,9 @@
 //   '3' ParseListenAddress(text): an accepted address written back ("[host]:port", ":port")
 //       parses to the same host and port;
 //   '4' Gzip(bytes) inflates back to bytes (zlib);
-//   '5' StatusReason(a status from the bytes).
+//   '5' StatusReason(a status from the bytes);
+//   '6' the text cut into pieces (net/gzip_pieces.h: the first byte's low four bits cuts, each
+//       at an offset from the next bytes), each deflated on its own and joined, inflates back.
 // Input: byte 0 picks the helper (its low three bits: seeds use the digits above), the rest is the
 // text.
 #include "net/http_util.h"
@@ -15,8 +17,10 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "fuzz/fuzz_util.h"
+#include "net/gzip_pieces.h"
 
 using namespace gpulse;
 
@@ -81,6 +85,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       int status = 0;
       std::memcpy(&status, text.data(), std::min(text.size(), sizeof status));
       (void)net::StatusReason(status);
+      break;
+    }
+    case 6: {
+      if (text.empty()) break;
+      const std::size_t cuts = static_cast<unsigned char>(text[0]) & 15;
+      std::vector<net::DeflatedPiece> pieces;
+      std::size_t at = 0;
+      for (std::size_t i = 0; i <= cuts; ++i) {
+        const std::size_t left = text.size() - at;
+        std::size_t n = left;
+        if (i < cuts && i + 1 < text.size())
+          n = static_cast<unsigned char>(text[i + 1]) * 97 % (left + 1);
+        auto p = net::DeflatePiece(text.substr(at, n), 1 + static_cast<int>(i % 9));
+        FUZZ_CHECK(p.ok());
+        pieces.push_back(std::move(p).value());
+        at += n;
+      }
+      std::vector<const net::DeflatedPiece*> ptrs;
+      for (const auto& p : pieces) ptrs.push_back(&p);
+      std::string gz;
+      net::GzipJoin(ptrs, gz);
+      FUZZ_CHECK(Inflate(gz) == text);
       break;
     }
     default:
