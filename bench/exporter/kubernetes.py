@@ -10,9 +10,11 @@ kubelet's List calls against the number of scrapes (the kubelet is never called 
 only at start and every --kubelet-refresh-ms, default 5 s).
 
 With --gzip every scrape (wrk's, the segment count's) asks for `Accept-Encoding: gzip`, as a
-Prometheus server does by default; the body column is then the compressed size.
+Prometheus server does by default; the body column is then the compressed size. With
+--min-refresh-ms N every exporter gets that flag (default: the exporter's 100 ms).
 
 Usage: /usr/bin/python3 bench/exporter/kubernetes.py BUILD_DIR [--duration SECONDS] [--rounds N] [--gzip]
+       [--min-refresh-ms N]
 """
 import http.client
 import os
@@ -96,7 +98,12 @@ def series(body):
 
 
 def main():
-    a, gpulse, load = bench_args(lambda ap: ap.add_argument("--gzip", action="store_true"))
+    def more(ap):
+        ap.add_argument("--gzip", action="store_true")
+        ap.add_argument("--min-refresh-ms", type=int)
+
+    a, gpulse, load = bench_args(more)
+    refresh = [] if a.min_refresh_ms is None else ["--min-refresh-ms", str(a.min_refresh_ms)]
     headers = {"Accept-Encoding": "gzip"} if a.gzip else {}
     wrk_headers = [f"{k}: {v}" for k, v in headers.items()]
     tmp = tempfile.TemporaryDirectory()
@@ -111,7 +118,7 @@ def main():
     try:
         for name, extra in modes.items():
             port = free_port()
-            procs[name] = start(gpulse, port, extra)
+            procs[name] = start(gpulse, port, extra + refresh)
             urls[name] = f"http://127.0.0.1:{port}/metrics"
         for url in urls.values():
             wrk(url, 2, connections=1, paced=True, headers=wrk_headers)  # warm up
@@ -140,7 +147,8 @@ def main():
     med = {k: median_run(v) for k, v in runs.items()}
     base = "without -k"
     gz = " -H 'Accept-Encoding: gzip'" if a.gzip else ""
-    print(f"paced: wrk -t1 -c1 -d{a.duration}s --latency{gz} -s bench/exporter/paced.lua (10 ms between requests), "
+    mr = f"; exporters with --min-refresh-ms {a.min_refresh_ms}" if refresh else ""
+    print(f"paced: wrk -t1 -c1 -d{a.duration}s --latency{gz} -s bench/exporter/paced.lua (10 ms between requests){mr}, "
           f"{a.rounds} alternating rounds, medians; loopback, {os.cpu_count()} CPUs, load average at start {load}; "
           f"fake kubelet answer {answer:,} B ({PODS + 4:,} pods)\n")
     print(f"| exporter | series | body{' (gzip)' if a.gzip else ''} | TCP segments per scrape | paced p50 | paced p99 (runs) | p99 vs without -k | CPU per 1,000 scrapes | RSS |")
