@@ -30,6 +30,9 @@ echo
 echo "== exporter in Kubernetes mode with 5,000 pods at the kubelet vs without (bench/exporter/kubernetes.py)"
 /usr/bin/python3 bench/exporter/kubernetes.py "$build"
 echo
+echo "== exporter in Kubernetes mode: each scrape timed, read-starting or kept body (bench/exporter/kubernetes_scrapes.py)"
+/usr/bin/python3 bench/exporter/kubernetes_scrapes.py "$build"
+echo
 echo "== exporter: a gzip answer against a plain one (bench/exporter/gzip_scrape.py)"
 /usr/bin/python3 bench/exporter/gzip_scrape.py "$build" --rounds 3 --duration 5
 echo
