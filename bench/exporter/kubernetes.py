@@ -93,6 +93,16 @@ def segments_per_scrape(port, headers, n=300):
     return (tcp_out_segments() - before) / n, size
 
 
+def stop_all(procs, kubelets, tmp):
+    """Stops the exporters, then the fake kubelets, and removes the temporary directory."""
+    for p in procs:
+        p.terminate()
+        p.wait(timeout=30)
+    for kubelet in kubelets:
+        kubelet.stop()
+    tmp.cleanup()
+
+
 def series(body):
     return sum(1 for line in body.splitlines() if line and not line.startswith("#"))
 
@@ -138,12 +148,7 @@ def main():
         segments = {k: segments_per_scrape(int(url.split(":")[2].split("/")[0]), headers) for k, url in urls.items()}
         rss = {k: rss_kib(p.pid)[0] for k, p in procs.items()}
     finally:
-        for p in procs.values():
-            p.terminate()
-            p.wait(timeout=30)
-        kubelet.stop()
-        small.stop()
-        tmp.cleanup()
+        stop_all(procs.values(), (kubelet, small), tmp)
     med = {k: median_run(v) for k, v in runs.items()}
     base = "without -k"
     gz = " -H 'Accept-Encoding: gzip'" if a.gzip else ""

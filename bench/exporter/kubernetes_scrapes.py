@@ -63,11 +63,7 @@ def main():
             for name in modes:
                 got[name] += scrapes(ports[name], 1000)
     finally:
-        for p in procs.values():
-            p.terminate()
-            p.wait(timeout=30)
-        kubelet.stop()
-        tmp.cleanup()
+        k8s.stop_all(procs.values(), (kubelet,), tmp)
     print(f"{a.rounds} alternating rounds of 1,000 paced scrapes (10 ms apart) per exporter; loopback, "
           f"{os.cpu_count()} CPUs, load average at start {load}\n")
     print("| exporter | all p50 | all p99 | read-starting scrapes | their p50 | their p90 | kept-body p50 | kept-body p99 | share of the slowest 1% that started a read |")
