@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 namespace gpulse::net {
 namespace {
@@ -22,6 +23,9 @@ void AppendLittleEndian32(std::uint32_t v, std::string& out) {
 
 Result<DeflatedPiece> DeflatePiece(std::string_view data, int level) {
   if (data.empty()) return DeflatedPiece{};  // nothing to add to the stream
+  if (data.size() > std::numeric_limits<uInt>::max()) {
+    return Error{ErrorCode::kInvalidArgument, "gzip: a piece over 4 GiB"};
+  }
   const int bits = WindowBits(data.size());
   z_stream z{};
   // Negative windowBits: raw deflate, no zlib or gzip wrapper of its own.

@@ -39,7 +39,7 @@ struct HttpResponse {
   std::string body;
   bool compressible = false;  // gzip the body when the client accepts it
   // The body is gzip already: the handler compressed it because the request's accepts_gzip was
-  // set (a compressible answer; sent with Content-Encoding: gzip as it is).
+  // set. Sent as it is, with Content-Encoding: gzip and Vary: Accept-Encoding.
   bool gzipped = false;
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
   // Set: a streamed answer (event_stream.h). The head is written with `status`, `content_type`

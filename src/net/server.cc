@@ -436,8 +436,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     res_.set("X-Content-Type-Options", "nosniff");
     for (const auto& [k, v] : srv_.opt.web.headers) res_.set(k, v);
     for (const auto& [k, v] : r.headers) res_.set(k, v);
-    if (r.compressible) res_.set(http::field::vary, "Accept-Encoding");
-    if (r.compressible && r.gzipped) {
+    if (r.compressible || r.gzipped) res_.set(http::field::vary, "Accept-Encoding");
+    if (r.gzipped) {
       res_.set(http::field::content_encoding, "gzip");
     } else if (r.compressible && accepts_gzip_ && r.body.size() >= 256) {
       if (auto z = Gzip(r.body, srv_.opt.gzip_level)) {
