@@ -8,13 +8,12 @@
 #include <iterator>
 
 #include "core/clock.h"
+#include "exporter/attribution_cache.h"
 #include "exporter/health.h"
-#include "exporter/hpc_jobs.h"
 #include "exporter/json_api.h"
 #include "exporter/landing.h"
 #include "exporter/pod_usage.h"
 #include "exporter/ui_assets.h"
-#include "identity/attribution.h"
 #include "net/event_stream.h"
 #include "net/http_util.h"
 #include "prom/writer.h"
@@ -51,8 +50,6 @@ Result<std::shared_ptr<const CounterSet>> LoadCounterSet(const ExporterOptions& 
 
 namespace {
 
-using ProcMap = std::map<unsigned, identity::ProcessInfo>;
-
 // Whether a read needs its processes' procfs facts: Kubernetes mode with an answer, or Slurm mode.
 bool WantsProcesses(const Snapshot* snap, const k8s::PodState* state, const ExporterOptions& o) {
   return snap != nullptr && !snap->processes.empty() &&
@@ -62,23 +59,6 @@ bool WantsProcesses(const Snapshot* snap, const k8s::PodState* state, const Expo
 std::optional<sys::RootedFs> ProcRoot(const ExporterOptions& options) {
   if (!options.procfs_root) return std::nullopt;
   return sys::RootedFs(*options.procfs_root);
-}
-
-// Kubernetes and Slurm modes: who uses what, from the read's process lists, what procfs said of
-// their PIDs and the kubelet's last answer (never a kubelet call here). It changes only when the
-// lists or the answer do, so the exporter keeps it between reads.
-Attribution Attribute(const SystemInfo& info, const std::vector<Entity>& entities,
-                      const Snapshot& snap, const k8s::PodState* state,
-                      const ExporterOptions& options, const ProcMap& procs) {
-  Attribution a;
-  if (state != nullptr && state->ok) {
-    a.pods = ComputePodUsage(info, entities, snap, state->assignments, procs);
-  }
-  if (options.slurm_jobs) {
-    a.job_labels = JobLabels(info, entities, snap, procs);
-    a.jobs = ComputeJobUsage(info, entities, snap, procs);
-  }
-  return a;
 }
 
 // `snap` with `a`, its power apportioned from this read (and integrated into `energy`, when
@@ -123,9 +103,8 @@ std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> 
     pods = LabelsOf(*state);
   }
   if (WantsProcesses(snap.get(), state.get(), options)) {
-    ProcMap procs = identity::ReadListedProcesses(snap->processes, ProcRoot(options),
-                                                  identity::ProcFacts::kCgroupOnly);
-    snap = Annotate(snap, Attribute(backend.info(), entities, *snap, state.get(), options, procs),
+    AttributionCache once(ProcRoot(options), options.slurm_jobs);
+    snap = Annotate(snap, once.Update(backend.info(), entities, *snap, state, MonotonicNowNs()),
                     nullptr);
   }
   MetricsPage page(
@@ -141,9 +120,7 @@ Exporter::Exporter(ExporterOptions options, std::unique_ptr<gpu::Backend> backen
     : options_(std::move(options)),
       backend_(std::move(backend)),
       entities_(BuildEntities(backend_->info())),
-      // Only the cgroups: the exporter attributes by pod and job, never by user, so no name
-      // lookup (NSS) runs on the reading thread.
-      procs_(ProcRoot(options_), identity::ProcFacts::kCgroupOnly, 30'000'000'000) {}
+      attribution_(ProcRoot(options_), options_.slurm_jobs) {}
 
 // The hub stops first (its thread reads through the probe), then the probe finishes its read and
 // answers its callers, which may still ask the hub for its metrics: the hub goes last.
@@ -272,18 +249,11 @@ std::shared_ptr<const Snapshot> Exporter::AddUsage(std::shared_ptr<const Snapsho
     if (snap != nullptr) energy_.jobs.Integrate(none, snap->start_mono_ns);
     return snap;
   }
-  // The attribution is computed again only when the process lists are new (the backend lists at
-  // most once a second per device) or the kubelet answered: reads in between apportion this
-  // read's power by the same shares. procfs is read only for PIDs not seen before.
-  std::vector<std::int64_t> listed;
-  for (const ProcessList& l : snap->processes) listed.push_back(l.t_mono_ns);
-  if (listed != procs_listed_ || state != attributed_state_) {
-    const ProcMap& procs = procs_.Update(snap->processes, MonotonicNowNs());
-    attribution_ = Attribute(backend_->info(), entities_, *snap, state.get(), options_, procs);
-    procs_listed_ = std::move(listed);
-    attributed_state_ = state;
-  }
-  return Annotate(std::move(snap), attribution_, &energy_);
+  // Who holds what is worked out again only when it can have changed (attribution_cache.h);
+  // every new process list apportions its own numbers.
+  const Attribution& a =
+      attribution_.Update(backend_->info(), entities_, *snap, std::move(state), MonotonicNowNs());
+  return Annotate(std::move(snap), a, &energy_);
 }
 
 std::shared_ptr<const MetricsPage> Exporter::page() const {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "exporter/attribution_cache.h"
 #include "exporter/counters.h"
 #include "exporter/exposition.h"
 #include "exporter/live_hub.h"
@@ -26,8 +27,6 @@
 #include "exporter/pod_usage.h"
 #include "exporter/snapshot.h"
 #include "gpu/backend.h"
-#include "identity/attribution.h"
-#include "identity/process_info.h"
 #include "k8s/pod_resources_watcher.h"
 #include "net/http_types.h"
 #include "net/server.h"
@@ -146,13 +145,7 @@ class Exporter {
   std::shared_ptr<const PodLabels> pod_labels_;        // Kubernetes mode: the last answer's
   std::shared_ptr<const k8s::PodState> pod_state_;     // likewise, for the per-pod usage
   std::unique_ptr<k8s::PodResourcesWatcher> kubelet_;  // destroyed after probe_ (see ~Exporter)
-  // The probe thread's own: the attribution of the process lists taken at these times under this
-  // kubelet answer, and what procfs said of their PIDs (only the cgroups, read once per PID and
-  // again every 30 s).
-  std::vector<std::int64_t> procs_listed_;
-  std::shared_ptr<const k8s::PodState> attributed_state_;
-  Attribution attribution_;
-  identity::ListedProcessCache procs_;
+  AttributionCache attribution_;  // the probe thread's own: who holds which listed process
   Integrators energy_;  // the probe thread's own: per-pod and per-job energy counters
   std::unique_ptr<Probe> probe_;  // destroyed after hub_: its thread reads backend_, posts to server_
   std::unique_ptr<LiveHub> hub_;  // destroyed first: its thread reads through probe_

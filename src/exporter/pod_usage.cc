@@ -8,30 +8,30 @@
 namespace gpulse::exporter {
 namespace {
 
-// One GPU process on one entity, with what procfs said of it (nullptr: nothing).
+// One GPU process on one entity.
 struct Use {
   std::size_t entity;
   const GpuProcess* process;
-  const identity::CgroupPlacement* cgroup;
 };
 
 std::vector<Use> Uses(const SystemInfo& info, const std::vector<Entity>& entities,
-                      const Snapshot& snap,
-                      const std::map<unsigned, identity::ProcessInfo>& procs) {
+                      const Snapshot& snap) {
   std::vector<Use> uses;
   for (std::size_t d = 0; d < snap.processes.size() && d < info.devices.size(); ++d) {
     if (!snap.processes[d].processes) continue;
     for (const GpuProcess& p : *snap.processes[d].processes) {
       auto entity = identity::ProcessEntity(entities, info.devices[d].index, p);
-      if (!entity) continue;
-      const identity::CgroupPlacement* cgroup = nullptr;
-      if (auto it = procs.find(p.pid); it != procs.end() && it->second.cgroup) {
-        cgroup = &*it->second.cgroup;
-      }
-      uses.push_back({*entity, &p, cgroup});
+      if (entity) uses.push_back({*entity, &p});
     }
   }
   return uses;
+}
+
+// What procfs said of the cgroup of `pid` (nullptr: nothing).
+const identity::CgroupPlacement* CgroupOf(const std::map<unsigned, identity::ProcessInfo>& procs,
+                                          unsigned pid) {
+  auto it = procs.find(pid);
+  return it != procs.end() && it->second.cgroup ? &*it->second.cgroup : nullptr;
 }
 
 struct Sum {
@@ -113,62 +113,84 @@ std::map<std::string, std::string> NameContainers(const identity::PodAssignments
 
 }  // namespace
 
-std::vector<HolderUsage> ComputePodUsage(const SystemInfo& info,
-                                         const std::vector<Entity>& entities, const Snapshot& snap,
-                                         const identity::PodAssignments& assignments,
-                                         const std::map<unsigned, identity::ProcessInfo>& procs) {
-  std::vector<Use> uses = Uses(info, entities, snap, procs);
-  auto uid_of = [](const Use& u) { return u.cgroup && u.cgroup->pod ? u.cgroup->pod->uid : ""; };
+Holders PodHolders(const SystemInfo& info, const std::vector<Entity>& entities,
+                   const Snapshot& snap, const identity::PodAssignments& assignments,
+                   const std::map<unsigned, identity::ProcessInfo>& procs) {
+  std::vector<Use> uses = Uses(info, entities, snap);
+  auto uid_of = [&](const Use& u) {
+    const identity::CgroupPlacement* c = CgroupOf(procs, u.process->pid);
+    return c && c->pod ? c->pod->uid : "";
+  };
   identity::PodUidGpus uids;
   std::map<std::string, identity::PodUidGpus> container_ids;  // pod UID → container ID → entities
   for (const Use& u : uses) {
     const std::string uid = uid_of(u);
     if (uid.empty()) continue;
     uids[uid].insert(u.entity);
-    if (u.cgroup->container) container_ids[uid][u.cgroup->container->id].insert(u.entity);
+    const identity::CgroupPlacement* c = CgroupOf(procs, u.process->pid);
+    if (c->container) container_ids[uid][c->container->id].insert(u.entity);
   }
   identity::PodNaming naming = identity::NamePods(assignments, uids);
   std::map<std::string, std::map<std::string, std::string>> containers;  // pod UID → ID → name
   for (const auto& [uid, pod] : naming.named) {
     containers[uid] = NameContainers(assignments, pod, container_ids[uid]);
   }
-  std::vector<std::string> holders;
+  Holders holders;
   for (const Use& u : uses) {
     const std::string uid = uid_of(u);
     auto named = naming.named.find(uid);
-    if (uid.empty() || named == naming.named.end()) {
-      holders.emplace_back();
-      continue;
-    }
+    if (uid.empty() || named == naming.named.end()) continue;
     const identity::PodName& pod = named->second;
     std::vector<prom::Label> l = {{"pod", pod.pod}, {"namespace", pod.ns}};
     std::set<std::string> on = ContainersOn(assignments, u.entity, pod);
     const std::map<std::string, std::string>& ids = containers[uid];
-    auto id = u.cgroup->container ? ids.find(u.cgroup->container->id) : ids.end();
+    const identity::CgroupPlacement* c = CgroupOf(procs, u.process->pid);
+    auto id = c->container ? ids.find(c->container->id) : ids.end();
     if (id != ids.end()) {
       l.push_back({"container", id->second});
     } else if (on.size() == 1) {
       l.push_back({"container", *on.begin()});
     }
-    holders.push_back(prom::RenderLabels(l));
+    holders[{u.entity, u.process->pid}] = prom::RenderLabels(l);
   }
-  return Apportion(snap, uses, holders);
+  return holders;
+}
+
+Holders JobHolders(const SystemInfo& info, const std::vector<Entity>& entities,
+                   const Snapshot& snap, const std::map<unsigned, identity::ProcessInfo>& procs) {
+  Holders holders;
+  for (const Use& u : Uses(info, entities, snap)) {
+    const identity::CgroupPlacement* c = CgroupOf(procs, u.process->pid);
+    if (c == nullptr || !c->slurm) continue;
+    prom::Label l{"hpc_job", c->slurm->job_id};
+    holders[{u.entity, u.process->pid}] = prom::RenderLabels({&l, 1});
+  }
+  return holders;
+}
+
+std::vector<HolderUsage> UsageOf(const SystemInfo& info, const std::vector<Entity>& entities,
+                                 const Snapshot& snap, const Holders& holders) {
+  std::vector<Use> uses = Uses(info, entities, snap);
+  std::vector<std::string> labels;
+  labels.reserve(uses.size());
+  for (const Use& u : uses) {
+    auto it = holders.find({u.entity, u.process->pid});
+    labels.push_back(it != holders.end() ? it->second : std::string());
+  }
+  return Apportion(snap, uses, labels);
+}
+
+std::vector<HolderUsage> ComputePodUsage(const SystemInfo& info,
+                                         const std::vector<Entity>& entities, const Snapshot& snap,
+                                         const identity::PodAssignments& assignments,
+                                         const std::map<unsigned, identity::ProcessInfo>& procs) {
+  return UsageOf(info, entities, snap, PodHolders(info, entities, snap, assignments, procs));
 }
 
 std::vector<HolderUsage> ComputeJobUsage(const SystemInfo& info,
                                          const std::vector<Entity>& entities, const Snapshot& snap,
                                          const std::map<unsigned, identity::ProcessInfo>& procs) {
-  std::vector<Use> uses = Uses(info, entities, snap, procs);
-  std::vector<std::string> holders;
-  for (const Use& u : uses) {
-    if (u.cgroup == nullptr || !u.cgroup->slurm) {
-      holders.emplace_back();
-      continue;
-    }
-    prom::Label l{"hpc_job", u.cgroup->slurm->job_id};
-    holders.push_back(prom::RenderLabels({&l, 1}));
-  }
-  return Apportion(snap, uses, holders);
+  return UsageOf(info, entities, snap, JobHolders(info, entities, snap, procs));
 }
 
 void ApplyPower(std::vector<HolderUsage>& rows, const Snapshot& snap) {

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/device.h"
@@ -18,7 +20,28 @@
 
 namespace gpulse::exporter {
 
-// One row per (entity, container) with processes; a row per (entity, pod), without a container
+// Who holds each listed process: (entity, PID) → the holder's rendered labels; a process it does
+// not name is held by no one. It depends only on where each PID is listed, what procfs said of its
+// cgroup and (for pods) the kubelet's answer, never on a read's numbers, so a reader that lists the
+// same PIDs again keeps it and only apportions the new numbers (UsageOf; AttributionCache).
+using Holders = std::map<std::pair<std::size_t, unsigned>, std::string>;
+
+// The pods' (containers') holders: see ComputePodUsage.
+Holders PodHolders(const SystemInfo& info, const std::vector<Entity>& entities,
+                   const Snapshot& snap, const identity::PodAssignments& assignments,
+                   const std::map<unsigned, identity::ProcessInfo>& procs);
+
+// The Slurm jobs' holders: see ComputeJobUsage.
+Holders JobHolders(const SystemInfo& info, const std::vector<Entity>& entities,
+                   const Snapshot& snap, const std::map<unsigned, identity::ProcessInfo>& procs);
+
+// One row per (entity, holder) of `snap`'s processes as `holders` names them, their numbers and
+// power from `snap`. Processes held by no one are left out of the rows but still count in their
+// entity's SM total.
+std::vector<HolderUsage> UsageOf(const SystemInfo& info, const std::vector<Entity>& entities,
+                                 const Snapshot& snap, const Holders& holders);
+
+// UsageOf by PodHolders: one row per (entity, container) with processes; a row per (entity, pod), without a container
 // label, for the processes whose container cannot be told apart from the pod's other containers on
 // that entity (several containers of one pod holding it, named by elimination like pods:
 // identity::NamePods). `snap.processes` parallel to info.devices; `procs` what procfs said of each
@@ -28,7 +51,7 @@ std::vector<HolderUsage> ComputePodUsage(const SystemInfo& info,
                                          const identity::PodAssignments& assignments,
                                          const std::map<unsigned, identity::ProcessInfo>& procs);
 
-// One row per (entity, Slurm job) with processes, labelled hpc_job; processes in no job's cgroup
+// UsageOf by JobHolders: one row per (entity, Slurm job) with processes, labelled hpc_job; processes in no job's cgroup
 // are left out (their SM share still counts in the entity's total).
 std::vector<HolderUsage> ComputeJobUsage(const SystemInfo& info,
                                          const std::vector<Entity>& entities, const Snapshot& snap,
