@@ -30,6 +30,9 @@ echo
 echo "== exporter in Kubernetes mode with 5,000 pods at the kubelet vs without (bench/exporter/kubernetes.py)"
 /usr/bin/python3 bench/exporter/kubernetes.py "$build"
 echo
+echo "== exporter in Kubernetes mode: the work per process list, kept holders vs every list (bench/exporter/attribution_bench.cc)"
+"$build/bin/attribution_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+echo
 echo "== exporter in Kubernetes mode: each scrape timed, read-starting or kept body (bench/exporter/kubernetes_scrapes.py)"
 /usr/bin/python3 bench/exporter/kubernetes_scrapes.py "$build"
 echo
