@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/fields.h"
+#include "exporter/gpus.h"
 #include "identity/temp_tree.h"
 
 namespace gpulse::exporter {
@@ -13,19 +14,7 @@ namespace {
 
 constexpr std::int64_t kSecond = 1'000'000'000;
 
-SystemInfo TwoGpus() {
-  SystemInfo s;
-  for (unsigned i = 0; i < 2; ++i) {
-    DeviceInfo d;
-    d.index = i;
-    d.name = "NVIDIA H100";
-    d.uuid = "GPU-0000000" + std::to_string(i) + "-1111-2222-3333-444455556666";
-    d.pci_bus_id = "00000000:1" + std::to_string(i) + ":00.0";
-    d.mig_enabled = false;
-    s.devices.push_back(d);
-  }
-  return s;
-}
+SystemInfo TwoGpus() { return testing::Gpus(2); }
 
 struct Listed {
   unsigned gpu, pid;
