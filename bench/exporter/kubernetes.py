@@ -9,12 +9,17 @@ connection: loopback carries at most 64 KiB per segment, so a larger page takes 
 kubelet's List calls against the number of scrapes (the kubelet is never called on the scrape path:
 only at start and every --kubelet-refresh-ms, default 5 s).
 
+With --same-size-anchor a fourth exporter runs beside them: the exporter without -k given a
+counters file (-f) of the built-in counters plus as many more device fields as make its page at
+least as large as the 4-pod -k exporter's, so that the part of the ratio that is the page's size
+alone can be read apart from Kubernetes mode's own work.
+
 With --gzip every scrape (wrk's, the segment count's) asks for `Accept-Encoding: gzip`, as a
 Prometheus server does by default; the body column is then the compressed size. With
 --min-refresh-ms N every exporter gets that flag (default: the exporter's 100 ms).
 
 Usage: /usr/bin/python3 bench/exporter/kubernetes.py BUILD_DIR [--duration SECONDS] [--rounds N] [--gzip]
-       [--min-refresh-ms N]
+       [--min-refresh-ms N] [--same-size-anchor]
 """
 import http.client
 import os
@@ -107,10 +112,40 @@ def series(body):
     return sum(1 for line in body.splitlines() if line and not line.startswith("#"))
 
 
+def once(gpulse, extra):
+    """One /metrics page of the scenario, rendered by `gpulse exporter --once`."""
+    return subprocess.run([gpulse, "exporter", "--simulate", "k8s-8xH100", "--procfs-root", PROCFS, "--once", *extra],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def same_size_counters(gpulse, target, path):
+    """Writes to `path` the built-in counters plus device fields (no profiling ones) not among them,
+    one more at a time until the page without -k is at least `target` bytes. Returns the number of
+    fields added and the page's size."""
+    import json
+    builtin = subprocess.run([gpulse, "exporter", "--simulate", "k8s-8xH100", "--print-counters"],
+                             capture_output=True, text=True, check=True).stdout
+    have = {line.split(",")[0].strip() for line in builtin.splitlines() if line and not line.startswith("#")}
+    catalogue = json.loads(subprocess.run([gpulse, "fields", "--format", "json"], capture_output=True, text=True,
+                                          check=True).stdout)
+    extra = [f for f in catalogue if f["backends"].get("nvml") and f["name"] not in have
+             and not f["name"].startswith("DCGM_FI_PROF_") and f["prometheus_type"] in ("gauge", "counter")]
+    lines = builtin.rstrip("\n").splitlines()
+    for n, f in enumerate(extra, 1):
+        lines.append(f"{f['name']}, {f['prometheus_type']}, {f['help'].replace(',', ';')}")
+        with open(path, "w") as out:
+            out.write("\n".join(lines) + "\n")
+        size = len(once(gpulse, ["-f", path]))
+        if size >= target:
+            return n, size
+    raise SystemExit(f"the catalogue's fields make a page of {size:,} B, not {target:,} B")
+
+
 def main():
     def more(ap):
         ap.add_argument("--gzip", action="store_true")
         ap.add_argument("--min-refresh-ms", type=int)
+        ap.add_argument("--same-size-anchor", action="store_true")
 
     a, gpulse, load = bench_args(more)
     refresh = [] if a.min_refresh_ms is None else ["--min-refresh-ms", str(a.min_refresh_ms)]
@@ -130,6 +165,18 @@ def main():
             port = free_port()
             procs[name] = start(gpulse, port, extra + refresh)
             urls[name] = f"http://127.0.0.1:{port}/metrics"
+        if a.same_size_anchor:
+            # A served page has more than --once prints (the exporter's own counters): the same for
+            # both exporters without -k, so the target is the served -k page less that difference.
+            served = {k: len(fetch(urls[k])[1]) for k in ("without -k", "-k, 4 pods")}
+            target = served["-k, 4 pods"] - (served["without -k"] - len(once(gpulse, [])))
+            counters = os.path.join(tmp.name, "same-size.csv")
+            added, _ = same_size_counters(gpulse, target, counters)
+            name = f"without -k, {added} more fields"
+            port = free_port()
+            procs[name] = start(gpulse, port, ["-f", counters] + refresh)
+            order = ["without -k", name, "-k, 5,004 pods", "-k, 4 pods"]
+            urls = {k: urls[k] if k in urls else f"http://127.0.0.1:{port}/metrics" for k in order}
         for url in urls.values():
             wrk(url, 2, connections=1, paced=True, headers=wrk_headers)  # warm up
         runs = {k: [] for k in urls}

@@ -6,6 +6,11 @@
 #include <unistd.h>
 
 namespace gpulse::k8s {
+namespace {
+
+constexpr std::size_t kTrimAfterPods = 1000;
+
+}  // namespace
 
 PodResourcesWatcher::PodResourcesWatcher(WatcherOptions options, std::vector<Entity> entities,
                                          OnUpdate on_update, Log log, Lister lister)
@@ -19,7 +24,8 @@ PodResourcesWatcher::PodResourcesWatcher(WatcherOptions options, std::vector<Ent
     list.keep_resource = [extra = options_.extra_resources](std::string_view r) {
       return identity::CountedResource(r, extra);
     };
-    lister_ = [list] { return ListPodResources(list); };
+    auto client = std::make_shared<PodResourcesClient>(std::move(list));  // one channel, kept
+    lister_ = [client] { return client->List(); };
   }
 }
 
@@ -103,9 +109,10 @@ void PodResourcesWatcher::ListOnce() {
     current_ = done;
   }
   if (on_update_) on_update_(done);
-  // A large answer (megabytes of protobuf for thousands of pods) is freed by now: hand the pages
-  // back instead of letting this thread's malloc arena keep them.
-  malloc_trim(0);
+  // An answer of thousands of pods (megabytes of protobuf) leaves gRPC's receive buffers freed in
+  // its threads' heaps: hand the pages back (without it, 53 MiB RSS at 5,000 pods instead of 23).
+  // Not after a node's usual few dozen: malloc_trim locks every thread's heap while it walks it.
+  if (pods && pods->size() >= kTrimAfterPods) malloc_trim(0);
 }
 
 }  // namespace gpulse::k8s

@@ -53,7 +53,8 @@ class PodResourcesWatcher {
   using OnUpdate = std::function<void(std::shared_ptr<const PodState>)>;
   using Log = std::function<void(const std::string&)>;
 
-  // `lister` defaults to ListPodResources(options.list). The first List runs in Start.
+  // `lister` defaults to a PodResourcesClient of options.list, its channel kept between Lists.
+  // The first List runs in Start.
   PodResourcesWatcher(WatcherOptions options, std::vector<Entity> entities, OnUpdate on_update,
                       Log log, Lister lister = {});
   ~PodResourcesWatcher();  // stops and joins the thread
