@@ -39,8 +39,9 @@ PodResourcesWatcher::~PodResourcesWatcher() {
 }
 
 void PodResourcesWatcher::Start() {
-  ListOnce();
   thread_ = std::thread([this] { Loop(); });
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return listed_once_; });
 }
 
 void PodResourcesWatcher::RefreshNow() {
@@ -57,11 +58,15 @@ std::shared_ptr<const PodState> PodResourcesWatcher::Current() const {
 }
 
 void PodResourcesWatcher::Loop() {
-  // Background work: a scrape that needs the CPU while a large answer is parsed goes first (Linux
-  // applies a nice value per thread).
+  // Background work: a scrape that needs the CPU while a large answer is received and parsed goes
+  // first (Linux applies a nice value per thread). The first List runs here too, so the threads
+  // gRPC starts with the channel are this thread's children and inherit its nice value.
   setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
+  ListOnce();
   auto last = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
+  listed_once_ = true;
+  cv_.notify_all();
   while (!stop_) {
     cv_.wait_until(lock, last + options_.interval, [this] { return stop_ || wake_; });
     if (stop_) break;

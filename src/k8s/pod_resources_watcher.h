@@ -59,7 +59,8 @@ class PodResourcesWatcher {
                       Log log, Lister lister = {});
   ~PodResourcesWatcher();  // stops and joins the thread
 
-  // Lists once on the caller's thread (so the first scrape has labels), then starts the thread.
+  // Starts the thread and returns once its first List has been handed over (so the first scrape
+  // has labels).
   void Start();
   // Asks for a List now (at most once per min_interval); returns at once.
   void RefreshNow();
@@ -74,13 +75,14 @@ class PodResourcesWatcher {
   OnUpdate on_update_;
   Log log_;
   Lister lister_;
-  mutable std::mutex mu_;  // guards current_, wake_, stop_
+  mutable std::mutex mu_;  // guards current_, wake_, stop_, listed_once_
   std::condition_variable cv_;
   std::shared_ptr<const PodState> current_;
   bool wake_ = false;
   bool stop_ = false;
+  bool listed_once_ = false;  // the first List has been handed over (Start waits for it)
   std::thread thread_;
-  // The watcher thread's own (and Start's, before the thread exists).
+  // The watcher thread's own.
   std::uint64_t lists_ = 0, failures_ = 0;
   bool failing_ = false;
   std::set<std::string> logged_unmatched_;
