@@ -267,6 +267,21 @@ class Served(KubeletTestCase):
             self.assertEqual(self.kubelet.calls, before)
             self.assertEqual(before, 1, "the first List, at start")
 
+    def test_a_kubelet_restarted_at_the_same_path_is_found_by_the_next_list(self):
+        # The watcher keeps its gRPC channel between Lists; the restart breaks it, and the List
+        # after the failed one connects to the new kubelet.
+        with self.start("--kubelet-refresh-ms", "3600000") as e:
+            self.wait_for(e, lambda t: 'pod="train-0"' in t)
+            self.kubelet.stop()
+            e.signal(signal.SIGHUP)
+            self.wait_for(e, lambda t: "gpulse_kubelet_up 0" in t)
+            renamed = [(ns, "train-1" if pod == "train-0" else pod, c) for ns, pod, c in node_pods(self.uuids)]
+            self.kubelet = FakeKubelet(self.sock, renamed)
+            e.signal(signal.SIGHUP)
+            text = self.wait_for(e, lambda t: 'pod="train-1"' in t)
+            self.assertIn("gpulse_kubelet_up 1", text)
+            self.assertNotIn('pod="train-0"', text)
+
     def test_refreshed_on_a_timer(self):
         with self.start("--kubelet-refresh-ms", "200") as e:
             self.kubelet.set_pods([p for p in node_pods(self.uuids) if p[1] != "train-0"])
