@@ -105,7 +105,8 @@ for t in "${TARGETS[@]}"; do
     took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$work/fuzz.log" | tail -n 1)
   else
     # The parent's status lines: "#EXECS: cov: ... time: Ss job: ...", every worker's executions.
-    last=$(grep -a '^#[0-9]*: cov:' "$work/fuzz.log" | tail -n 1)
+    # -o: a worker's NEW_FUNC lines can leave the parent's last status line without its newline.
+    last=$(grep -a -o '#[0-9]*: cov: [^#]* time: [0-9]*s' "$work/fuzz.log" | tail -n 1)
     execs=$(sed -n 's/^#\([0-9]*\):.*/\1/p' <<< "$last")
     took=$(sed -n 's/.* time: \([0-9]*\)s.*/\1/p' <<< "$last")
     rate=""
