@@ -36,6 +36,4 @@ RowParse ParseSampleRow(std::string_view line, std::string& scratch);
 // True when the line (terminator stripped) is exactly the v1 header.
 bool IsSamplesHeader(std::string_view line);
 
-bool IsValidUtf8(std::string_view text);
-
 }  // namespace gpulse::power

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/utf8.h"
 #include "power/readers/contract.h"
 #include "power/readers/samples_row.h"
 #include "power/rules/coverage_rules.h"
