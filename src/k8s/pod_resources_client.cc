@@ -1,46 +1,43 @@
 #include "k8s/pod_resources_client.h"
 
 #include <fmt/format.h>
-#include <google/protobuf/arena.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
-#include <new>
+#include <mutex>
 
-#include "podresources_v1.grpc.pb.h"
+#include "k8s/pod_resources_wire.h"
 
 namespace gpulse::k8s {
 namespace {
 
-// A pod with its containers' devices of the resources `keep` accepts; containers left without a
-// device are dropped (a node's thousands of CPU-only pods then cost a name each).
-identity::PodResources Convert(const ::v1::PodResources& p, const ListOptions& options) {
-  identity::PodResources pod{p.name(), p.namespace_(), {}};
-  for (const ::v1::ContainerResources& c : p.containers()) {
-    identity::ContainerResources container{c.name(), {}};
-    for (const ::v1::ContainerDevices& d : c.devices()) {
-      if (options.keep_resource && !options.keep_resource(d.resource_name())) continue;
-      container.devices.push_back(
-          {d.resource_name(),
-           std::vector<std::string>(d.device_ids().begin(), d.device_ids().end())});
-    }
-    if (!container.devices.empty()) pod.containers.push_back(std::move(container));
-  }
-  return pod;
-}
+constexpr const char* kListMethod = "/v1.PodResourcesLister/List";
 
-// The answer's arena takes its blocks straight from mmap and gives them back with munmap: a node's
-// thousands of pods are megabytes of blocks, and from malloc they would stay in the heap after the
-// answer is gone (or need a malloc_trim, which locks every thread's heap while it walks it).
-void* MapBlock(std::size_t n) {
-  void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  return p;
+// The List call on the kept channel, its request empty (ListPodResourcesRequest has no fields), its
+// answer the bytes as they came; waits for the call to finish.
+grpc::Status CallList(grpc::GenericStub& stub, grpc::ClientContext& context,
+                      grpc::ByteBuffer& answer) {
+  grpc::Slice empty;
+  grpc::ByteBuffer request(&empty, 1);
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  grpc::Status status;
+  stub.UnaryCall(&context, kListMethod, grpc::StubOptions(), &request, &answer,
+                 [&](grpc::Status s) {
+                   std::lock_guard lock(mu);
+                   status = std::move(s);
+                   done = true;
+                   done_cv.notify_one();
+                 });
+  std::unique_lock lock(mu);
+  done_cv.wait(lock, [&] { return done; });
+  return status;
 }
-void UnmapBlock(void* p, std::size_t n) { ::munmap(p, n); }
 
 }  // namespace
 
@@ -58,7 +55,7 @@ Status CheckKubeletSocket(const std::string& path) {
 
 struct PodResourcesClient::Channel {
   std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<::v1::PodResourcesLister::Stub> stub;
+  std::unique_ptr<grpc::GenericStub> stub;
 };
 
 PodResourcesClient::PodResourcesClient(ListOptions options) : options_(std::move(options)) {}
@@ -77,23 +74,13 @@ Result<std::vector<identity::PodResources>> PodResourcesClient::List() {
     channel_ = std::make_unique<Channel>();
     channel_->channel = grpc::CreateCustomChannel("unix:" + options_.socket_path,
                                                   grpc::InsecureChannelCredentials(), args);
-    channel_->stub = ::v1::PodResourcesLister::NewStub(channel_->channel);
+    channel_->stub = std::make_unique<grpc::GenericStub>(channel_->channel);
     ++channels_opened_;
   }
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + options_.timeout);
-  ::v1::ListPodResourcesRequest request;
-  // The answer is parsed into an arena: a node's thousands of pods are tens of thousands of small
-  // messages and strings, and one malloc each was 40% of a List's CPU at 5,000 pods
-  // (bench/RESULTS.md, issue 20). The arena starts at 1 MiB and is unmapped at once on return.
-  google::protobuf::ArenaOptions arena_options;
-  arena_options.start_block_size = 1 << 20;
-  arena_options.max_block_size = 8 << 20;
-  arena_options.block_alloc = MapBlock;
-  arena_options.block_dealloc = UnmapBlock;
-  google::protobuf::Arena arena(arena_options);
-  auto& response = *google::protobuf::Arena::CreateMessage<::v1::ListPodResourcesResponse>(&arena);
-  grpc::Status status = channel_->stub->List(&context, request, &response);
+  grpc::ByteBuffer answer;
+  grpc::Status status = CallList(*channel_->stub, context, answer);
   if (!status.ok()) {
     channel_.reset();
     std::string what = fmt::format("kubelet {} List: {} (gRPC code {})", options_.socket_path,
@@ -104,9 +91,19 @@ Result<std::vector<identity::PodResources>> PodResourcesClient::List() {
     }
     return Unavailable(what);
   }
-  std::vector<identity::PodResources> pods;
-  pods.reserve(static_cast<std::size_t>(response.pod_resources_size()));
-  for (const ::v1::PodResources& p : response.pod_resources()) pods.push_back(Convert(p, options_));
+  // The answer's bytes are read as they are (k8s/pod_resources_wire.h): building its protobuf
+  // messages was most of a List's CPU at 5,000 pods (bench/RESULTS.md, issue 20).
+  grpc::Slice bytes;
+  if (!answer.DumpToSingleSlice(&bytes).ok()) {
+    return Unavailable(
+        fmt::format("kubelet {} List: the answer could not be read", options_.socket_path));
+  }
+  auto pods = ReadListResponse({reinterpret_cast<const char*>(bytes.begin()), bytes.size()},
+                               options_.keep_resource);
+  if (!pods.ok()) {
+    return InvalidArgument(
+        fmt::format("kubelet {} List: {}", options_.socket_path, pods.error().message));
+  }
   return pods;
 }
 
