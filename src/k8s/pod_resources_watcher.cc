@@ -5,12 +5,21 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace gpulse::k8s {
 namespace {
 
 constexpr std::size_t kTrimAfterPods = 1000;
 
 }  // namespace
+
+bool HeapTrimPolicy::After(std::size_t pods) {
+  peak_ = std::max(peak_, pods);
+  if (peak_ < kTrimAfterPods || pods >= peak_ / 2) return false;
+  peak_ = pods;
+  return true;
+}
 
 PodResourcesWatcher::PodResourcesWatcher(WatcherOptions options, std::vector<Entity> entities,
                                          OnUpdate on_update, Log log, Lister lister)
@@ -114,10 +123,9 @@ void PodResourcesWatcher::ListOnce() {
     current_ = done;
   }
   if (on_update_) on_update_(done);
-  // An answer of thousands of pods (megabytes of protobuf) leaves gRPC's receive buffers freed in
-  // its threads' heaps: hand the pages back (without it, 53 MiB RSS at 5,000 pods instead of 23).
-  // Not after a node's usual few dozen: malloc_trim locks every thread's heap while it walks it.
-  if (pods && pods->size() >= kTrimAfterPods) malloc_trim(0);
+  // An answer of thousands of pods (megabytes) leaves gRPC's receive buffers freed in its threads'
+  // heaps, reused by the next List; handed back only when the answers have shrunk (HeapTrimPolicy).
+  if (trim_.After(pods ? pods->size() : 0)) malloc_trim(0);
 }
 
 }  // namespace gpulse::k8s

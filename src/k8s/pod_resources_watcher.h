@@ -47,6 +47,19 @@ struct WatcherOptions {
   std::vector<std::string> extra_resources;  // --nvidia-resource-names
 };
 
+// When to hand the heap freed by an answer back to the system (malloc_trim): only once the answer
+// has shrunk to under half the largest since the last trim, that largest being 1,000 pods or more
+// (a node that had thousands of pods and now has few). A steady answer's buffers are reused by the
+// next List; trimming them after every List made the next one fault them back in, 80% of a
+// 5,000-pod List's CPU (bench/RESULTS.md, issue 20). A failed List counts as no pods.
+class HeapTrimPolicy {
+ public:
+  bool After(std::size_t pods);
+
+ private:
+  std::size_t peak_ = 0;
+};
+
 class PodResourcesWatcher {
  public:
   using Lister = std::function<Result<std::vector<identity::PodResources>>()>;
@@ -85,6 +98,7 @@ class PodResourcesWatcher {
   // The watcher thread's own.
   std::uint64_t lists_ = 0, failures_ = 0;
   bool failing_ = false;
+  HeapTrimPolicy trim_;
   std::set<std::string> logged_unmatched_;
 };
 

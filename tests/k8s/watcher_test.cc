@@ -118,3 +118,25 @@ TEST_F(WatcherTest, AFailureEmptiesTheLabelsAndIsCountedAndLoggedOnce) {
 
 }  // namespace
 }  // namespace gpulse::k8s
+
+namespace gpulse::k8s {
+namespace {
+
+// The heap is handed back only after the answers shrink to under half their largest (1,000 pods or
+// more): not after every large answer, whose buffers the next List reuses.
+TEST(HeapTrimPolicyTest, TrimsOnlyWhenALargeAnswerShrinks) {
+  HeapTrimPolicy policy;
+  EXPECT_FALSE(policy.After(40));
+  EXPECT_FALSE(policy.After(10));  // a small node shrinking: not worth a trim
+  EXPECT_FALSE(policy.After(5000));
+  EXPECT_FALSE(policy.After(5000));  // steady: the buffers are reused
+  EXPECT_FALSE(policy.After(2600));
+  EXPECT_TRUE(policy.After(2400));   // under half of 5,000
+  EXPECT_FALSE(policy.After(2400));  // once
+  EXPECT_FALSE(policy.After(1300));  // not under half of 2,400, the largest since the trim
+  EXPECT_TRUE(policy.After(0));      // a failed List after a large answer
+  EXPECT_FALSE(policy.After(0));
+}
+
+}  // namespace
+}  // namespace gpulse::k8s
