@@ -91,6 +91,11 @@ class FakeKubelet:
         with self._lock:
             self._answer = answer
 
+    def set_answer_bytes(self, answer):
+        """Answers these bytes as they are (for an answer that is not a ListPodResourcesResponse)."""
+        with self._lock:
+            self._answer = answer
+
     def answer_size(self):
         with self._lock:
             return len(self._answer)

@@ -411,6 +411,15 @@ class Ps(KubeletTestCase):
         self.assertEqual(names[46001], None)
         self.assertEqual({g["name"] for g in doc["pods"]}, {"train-0", "vllm-0", "embed-0", "batch-0"})
 
+    def test_an_answer_that_is_not_a_list_answer_is_refused_naming_the_byte(self):
+        # A pod whose name is not UTF-8 (proto3 strings are): the answer is refused whole, pods are
+        # shown by UID, and the reason names the socket and where the answer went wrong.
+        self.kubelet.set_answer_bytes(b"\x0a\x04\x0a\x02\xff\xfe")
+        p = self.run_ok("ps", *SIM[:4], "--pod-resources-kubelet-socket", self.sock)
+        self.assertIn("5c1f0e9a-", p.stdout)
+        self.assertIn(self.sock, p.stderr)
+        self.assertIn("not a ListPodResourcesResponse: a string that is not UTF-8 at byte 4 of 6", p.stderr)
+
     def test_ps_without_the_socket_shows_uids_and_says_why(self):
         missing = os.path.join(self.tmp.name, "none.sock")
         p = self.run_ok("ps", *SIM[:4], "--pod-resources-kubelet-socket", missing)
