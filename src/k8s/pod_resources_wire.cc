@@ -143,81 +143,77 @@ class Cursor {
   int depth_;
 };
 
+// What a message reader did with a length-delimited field.
+enum class Step { kRead, kUnknown, kFailed };
+Step Did(bool ok) { return ok ? Step::kRead : Step::kFailed; }
+
+// Reads the message under `c` field by field: `on(number)` reads the length-delimited fields it
+// knows (every field gpulse keeps is one); any other field is stepped over.
+template <typename OnField>
+bool ForEachField(Cursor& c, OnField on) {
+  std::uint32_t number = 0, type = 0;
+  while (c.More()) {
+    if (!c.Tag(number, type)) return false;
+    Step step = type == kLength ? on(number) : Step::kUnknown;
+    if (step == Step::kFailed || (step == Step::kUnknown && !c.Skip(number, type))) return false;
+  }
+  return true;
+}
+
+// A length-delimited field holding a message, read by `read(inner)`.
+template <typename Read>
+Step Nested(Cursor& c, Read read) {
+  std::string_view bytes;
+  Cursor inner = c;
+  return Did(c.Bytes(bytes) && c.Nested(bytes, inner) && read(inner));
+}
+
 // A ContainerDevices message: its resource name is its last, so the ids are read in a second pass
 // only when `keep` accepts the resource.
 bool ReadDevices(Cursor& c, const KeepResource& keep, identity::ContainerResources& out) {
   std::string_view resource;
   Cursor scan = c;
-  std::uint32_t number = 0, type = 0;
-  while (scan.More()) {
-    if (!scan.Tag(number, type)) return false;
-    if (number == 1 && type == kLength) {
-      if (!scan.Text(resource)) return false;
-    } else if (!scan.Skip(number, type)) {
-      return false;
-    }
-  }
+  bool ok = ForEachField(
+      scan, [&](std::uint32_t n) { return n == 1 ? Did(scan.Text(resource)) : Step::kUnknown; });
+  if (!ok) return false;
   if (keep && !keep(resource)) return true;
   identity::ContainerDevices devices{std::string(resource), {}};
-  while (c.More()) {
-    if (!c.Tag(number, type)) return false;
+  ok = ForEachField(c, [&](std::uint32_t n) {
     std::string_view id;
-    if (number == 2 && type == kLength) {
-      if (!c.Text(id)) return false;
-      devices.device_ids.emplace_back(id);
-    } else if (!c.Skip(number, type)) {
-      return false;
-    }
-  }
-  out.devices.push_back(std::move(devices));
-  return true;
+    if (n != 2) return Step::kUnknown;
+    if (!c.Text(id)) return Step::kFailed;
+    devices.device_ids.emplace_back(id);
+    return Step::kRead;
+  });
+  if (ok) out.devices.push_back(std::move(devices));
+  return ok;
 }
 
 bool ReadContainer(Cursor& c, const KeepResource& keep, identity::PodResources& pod) {
   std::string_view name;
   identity::ContainerResources container;
-  std::uint32_t number = 0, type = 0;
-  while (c.More()) {
-    if (!c.Tag(number, type)) return false;
-    std::string_view bytes;
-    if (number == 1 && type == kLength) {
-      if (!c.Text(name)) return false;
-    } else if (number == 2 && type == kLength) {
-      Cursor inner = c;
-      if (!c.Bytes(bytes) || !c.Nested(bytes, inner) || !ReadDevices(inner, keep, container)) {
-        return false;
-      }
-    } else if (!c.Skip(number, type)) {
-      return false;
-    }
-  }
-  if (!container.devices.empty()) {
+  bool ok = ForEachField(c, [&](std::uint32_t n) {
+    if (n == 1) return Did(c.Text(name));
+    if (n == 2) return Nested(c, [&](Cursor& d) { return ReadDevices(d, keep, container); });
+    return Step::kUnknown;
+  });
+  if (ok && !container.devices.empty()) {
     container.name = name;
     pod.containers.push_back(std::move(container));
   }
-  return true;
+  return ok;
 }
 
 bool ReadPod(Cursor& c, const KeepResource& keep, std::vector<identity::PodResources>& pods) {
   std::string_view name, ns;
   identity::PodResources pod;
-  std::uint32_t number = 0, type = 0;
-  while (c.More()) {
-    if (!c.Tag(number, type)) return false;
-    std::string_view bytes;
-    if (number == 1 && type == kLength) {
-      if (!c.Text(name)) return false;
-    } else if (number == 2 && type == kLength) {
-      if (!c.Text(ns)) return false;
-    } else if (number == 3 && type == kLength) {
-      Cursor inner = c;
-      if (!c.Bytes(bytes) || !c.Nested(bytes, inner) || !ReadContainer(inner, keep, pod)) {
-        return false;
-      }
-    } else if (!c.Skip(number, type)) {
-      return false;
-    }
-  }
+  bool ok = ForEachField(c, [&](std::uint32_t n) {
+    if (n == 1) return Did(c.Text(name));
+    if (n == 2) return Did(c.Text(ns));
+    if (n == 3) return Nested(c, [&](Cursor& k) { return ReadContainer(k, keep, pod); });
+    return Step::kUnknown;
+  });
+  if (!ok) return false;
   pod.name = name;
   pod.ns = ns;
   pods.push_back(std::move(pod));
@@ -231,19 +227,10 @@ Result<std::vector<identity::PodResources>> ReadListResponse(std::string_view wi
   Failure failure{wire.data(), 0, nullptr};
   Cursor c(failure, wire, 0);
   std::vector<identity::PodResources> pods;
-  std::uint32_t number = 0, type = 0;
-  bool ok = true;
-  while (ok && c.More()) {
-    std::string_view bytes;
-    ok = c.Tag(number, type);
-    if (!ok) break;
-    if (number == 1 && type == kLength) {
-      Cursor inner = c;
-      ok = c.Bytes(bytes) && c.Nested(bytes, inner) && ReadPod(inner, keep, pods);
-    } else {
-      ok = c.Skip(number, type);
-    }
-  }
+  bool ok = ForEachField(c, [&](std::uint32_t n) {
+    if (n != 1) return Step::kUnknown;
+    return Nested(c, [&](Cursor& p) { return ReadPod(p, keep, pods); });
+  });
   if (!ok) {
     return InvalidArgument(fmt::format("not a ListPodResourcesResponse: {} at byte {} of {}",
                                        failure.what, failure.at, wire.size()));
