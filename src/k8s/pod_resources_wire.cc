@@ -45,7 +45,7 @@ class Cursor {
   }
 
   // The next field's number and wire type. A tag is at most 5 bytes and its value is kept modulo
-  // 2^32, as libprotobuf reads it; field number 0 and a stray end-group are errors.
+  // 2^32, as libprotobuf reads it; field number 0 is an error.
   bool Tag(std::uint32_t& number, std::uint32_t& type) {
     std::uint64_t tag = 0;
     if (!Varint(tag, 5, "a field tag")) return false;

@@ -6,11 +6,11 @@
 //
 // Where protobuf's own parser (libprotobuf, the generated ListPodResourcesResponse) accepts the
 // bytes, this reader accepts them too and gives what converting that message would give: the last
-// value of a repeated scalar field, repeated fields appended, fields of another wire type than
-// declared treated as unknown, unknown fields (groups included) skipped. It checks the parts it
-// keeps (names, kept resources and their device ids, UTF-8 as proto3 requires) and the structure
-// of the rest, not the contents of what it skips. tests/fuzz/pod_resources.cc holds it to that
-// against libprotobuf.
+// value of a singular field given more than once, repeated fields appended, fields of another wire
+// type than declared treated as unknown, unknown fields (groups included) skipped. It checks the
+// parts it keeps (names, kept resources and their device ids, UTF-8 as proto3 requires) and the
+// structure of the rest, not the contents of what it skips. tests/fuzz/pod_resources.cc holds it to
+// that against libprotobuf.
 //
 // Thread-safe: a pure function.
 #pragma once
