@@ -48,18 +48,28 @@ double PiecewiseLinear::Integral(double s) const {
   return sum;
 }
 
-double PiecewiseLinear::SinIntegral(double s, double offset, double omega, double phase) const {
+double PiecewiseLinear::SinIntegralAbove(double s, double offset, double omega,
+                                         double phase) const {
   double sum = 0;
   ForEachPiece(s, [&](double a, double b, double va, double slope) {
-    // With u = τ − a: ∫_0^L (c + k·u)·sin(ωu + ψ) du, antiderivative −(c+ku)cos/ω + k·sin/ω².
+    // With u = τ − a: ∫ (c + k·u)·sin(ωu + ψ) du over the part of [0, L] where c + k·u > 0;
+    // antiderivative −(c+ku)cos/ω + k·sin/ω².
     const double c = va - offset;
     const double psi = omega * a + phase;
-    const double len = b - a;
+    double from = 0, to = b - a;
+    if (slope == 0) {
+      if (c <= 0) return;
+    } else {
+      const double cross = -c / slope;  // where c + k·u = 0
+      if (slope > 0) from = std::max(from, cross);
+      if (slope < 0) to = std::min(to, cross);
+      if (from >= to) return;
+    }
     auto antiderivative = [&](double u) {
       double x = omega * u + psi;
       return -(c + slope * u) * std::cos(x) / omega + slope * std::sin(x) / (omega * omega);
     };
-    sum += antiderivative(len) - antiderivative(0.0);
+    sum += antiderivative(to) - antiderivative(from);
   });
   return sum;
 }

@@ -21,8 +21,9 @@ class PiecewiseLinear {
   double At(double s) const;
   // ∫_0^s f(τ) dτ for s ≥ 0.
   double Integral(double s) const;
-  // ∫_0^s (f(τ) − offset) · sin(ω τ + phase) dτ for s ≥ 0, ω > 0.
-  double SinIntegral(double s, double offset, double omega, double phase) const;
+  // ∫_0^s max(f(τ) − offset, 0) · sin(ω τ + phase) dτ for s ≥ 0, ω > 0: only where f is above
+  // `offset` (a piece that crosses it is cut at the crossing).
+  double SinIntegralAbove(double s, double offset, double omega, double phase) const;
 
  private:
   // Calls fn(a, b, value_at_a, slope) for each linear piece of f over [0, s].

@@ -59,8 +59,8 @@ DeviceModel::DeviceModel(const DeviceSpec& spec, const std::string& scenario, un
   const double p = spec.load.repeat_s;
   if (p > 0) {
     period_energy_ = power_.Integral(p);
-    period_sin_ = power_.SinIntegral(p, spec.idle_power_w, kOmega, phase_power_);
-    period_cos_ = power_.SinIntegral(p, spec.idle_power_w, kOmega, phase_power_ + kTwoPi / 4);
+    period_sin_ = power_.SinIntegralAbove(p, spec.idle_power_w, kOmega, phase_power_);
+    period_cos_ = power_.SinIntegralAbove(p, spec.idle_power_w, kOmega, phase_power_ + kTwoPi / 4);
     period_nvlink_tx_ = nvlink_tx_.Integral(p);
     period_nvlink_rx_ = nvlink_rx_.Integral(p);
   }
@@ -74,7 +74,10 @@ double DeviceModel::Wrap(double t) const {
 double DeviceModel::PowerW(double t) const {
   t = std::max(t, 0.0);
   const double base = power_.At(Wrap(t));
-  return base + wobble_ * (base - spec_.idle_power_w) * std::sin(kOmega * t + phase_power_);
+  // Only above idle: below it the wobble could take a keyframe near 0 W under zero, and the energy
+  // counter backwards (found by the scenario fuzz target).
+  const double above = std::max(base - spec_.idle_power_w, 0.0);
+  return base + wobble_ * above * std::sin(kOmega * t + phase_power_);
 }
 
 double DeviceModel::EnergyJ(double t) const {
@@ -82,7 +85,7 @@ double DeviceModel::EnergyJ(double t) const {
   const double idle = spec_.idle_power_w;
   const double p = spec_.load.repeat_s;
   if (p <= 0)
-    return power_.Integral(t) + wobble_ * power_.SinIntegral(t, idle, kOmega, phase_power_);
+    return power_.Integral(t) + wobble_ * power_.SinIntegralAbove(t, idle, kOmega, phase_power_);
   // Whole loops: the keyframe part repeats exactly; the wobble part of loop j is the first loop's
   // rotated by j·ω·p, summed in closed form.
   const double n = std::floor(t / p);
@@ -91,14 +94,15 @@ double DeviceModel::EnergyJ(double t) const {
   const TrigSums sums = SumOfRotations(n, theta);
   const double loops =
       n * period_energy_ + wobble_ * (period_sin_ * sums.cos_sum + period_cos_ * sums.sin_sum);
-  const double rest =
-      power_.Integral(r) + wobble_ * power_.SinIntegral(r, idle, kOmega, phase_power_ + n * theta);
+  const double rest = power_.Integral(r) +
+                      wobble_ * power_.SinIntegralAbove(r, idle, kOmega, phase_power_ + n * theta);
   return loops + rest;
 }
 
 unsigned long long DeviceModel::EnergyCounterMj(double t) const {
   const auto offset_mj = static_cast<unsigned long long>(spec_.energy_offset_j * 1000.0);
-  return offset_mj + static_cast<unsigned long long>(std::floor(EnergyJ(t) * 1000.0));
+  return offset_mj +
+         static_cast<unsigned long long>(std::floor(std::max(EnergyJ(t), 0.0) * 1000.0));
 }
 
 double DeviceModel::AveragePowerW(double t, double window_s) const {

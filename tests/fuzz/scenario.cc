@@ -2,7 +2,8 @@
 // simulator computes from an accepted scenario: every device's time model (power, energy,
 // averages, utilization, memory, temperature, clocks) at a few times, loops and steps included.
 // A scenario file is user input to the simulator (`--simulate PATH`), so a value the parser
-// accepts must not make a reading overflow or divide by zero (UBSan: float-cast-overflow, ...).
+// accepts must not make a reading overflow or divide by zero (UBSan: float-cast-overflow, ...);
+// power is never negative and the energy counter never decreases.
 #include <string>
 
 #include "fuzz/fuzz_util.h"
@@ -20,10 +21,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   for (unsigned i = 0; i < s->devices.size(); ++i) {
     DeviceModel m(s->devices[i], s->name, i);
+    unsigned long long energy = 0;
     for (double t : {0.0, 0.25, 1.0, 7.5, 3600.0, 1e7}) {
-      (void)m.PowerW(t);
+      FUZZ_CHECK(m.PowerW(t) >= 0);
       (void)m.PowerInstantMw(t);
-      (void)m.EnergyCounterMj(t);
+      const unsigned long long e = m.EnergyCounterMj(t);
+      FUZZ_CHECK(e >= energy);  // an energy counter never runs backwards
+      energy = e;
       (void)m.PowerUsageMw(t);
       (void)m.PowerAverageMw(t);
       (void)m.GpuUtil(t);

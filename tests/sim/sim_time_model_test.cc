@@ -102,6 +102,45 @@ TEST_F(SimTimeModelTest, EnergyCounterStartsAtADeviceOffsetAndNeverDecreases) {
   }
 }
 
+// Keyframe power below the idle power, with the wobble on: from 0 W up through idle to 700 W and
+// back. The wobble applies only above idle, so the energy counter starts at its offset, never
+// decreases, and still equals the integral of the reported power across the crossings (the scenario
+// fuzz target found 0 W wobbling to -1.4 W and the counter running backwards).
+constexpr const char* kBelowIdleYaml = R"(
+name: below-idle
+devices:
+  - name: "Low GPU"
+    memory_total_mib: 1024
+    power_limit_w: 700
+    idle_power_w: 70
+    load:
+      - {t: 0, util: 0, power_w: 0}
+      - {t: 1, util: 0, power_w: 0}
+      - {t: 10, util: 90, power_w: 700}
+      - {t: 19, util: 0, power_w: 0}
+)";
+
+TEST_F(SimTimeModelTest, PowerBelowIdleDoesNotWobbleAndEnergyNeverDecreases) {
+  TempScenario file("below-idle.yaml", kBelowIdleYaml);
+  Load(file.path());
+  nvmlDevice_t d = Device(0);
+  At(0);
+  const unsigned long long start = EnergyMj(d);
+  unsigned long long prev = start;
+  for (double t = 0; t < 25; t += 0.05) {
+    At(t);
+    unsigned long long e = EnergyMj(d);
+    EXPECT_GE(e, prev) << t;
+    prev = e;
+  }
+  At(0.5);
+  EXPECT_EQ(EnergyMj(d), start) << "0 W for the first second: no energy";
+  const double integral = IntegrateInstantPower(api, d, 0.0, 19.0, 0.001);
+  At(19.0);
+  const double counter_j = static_cast<double>(EnergyMj(d) - start) / 1000.0;
+  EXPECT_NEAR(counter_j, integral, integral * 0.001);
+}
+
 TEST_F(SimTimeModelTest, PowerUsageIsTheOneSecondAverage) {
   TempScenario file("step.yaml", kStepYaml);
   Load(file.path());
@@ -296,7 +335,8 @@ TEST_F(SimTest, ClockEnvironmentVariableMustBeANonNegativeNumber) {
   for (const char* bad : {"abc", "-1", "2s", "nan"}) {
     setenv("GPULSE_SIM_CLOCK", bad, 1);
     EXPECT_EQ(TryLoad("1xH200"), NVML_ERROR_UNKNOWN) << bad;
-    EXPECT_NE(std::string(api.LastError()).find("GPULSE_SIM_CLOCK"), std::string::npos) << api.LastError();
+    EXPECT_NE(std::string(api.LastError()).find("GPULSE_SIM_CLOCK"), std::string::npos)
+        << api.LastError();
   }
   unsetenv("GPULSE_SIM_CLOCK");
 }
