@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git clang libclang-rt-14-dev
   libboost-dev libssl-dev zlib1g-dev libcrypt-dev openssl nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
-  libsqlite3-dev sqlite3 libncurses-dev libgtest-dev libgmock-dev libbenchmark-dev
+  liburing-dev libsqlite3-dev sqlite3 libncurses-dev libgtest-dev libgmock-dev libbenchmark-dev
   librust-nvml-wrapper-sys-dev
   python3 python3-jsonschema python3-yaml tmux
   rocm-smi
