@@ -10,6 +10,7 @@
 #include <ctime>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/build_info.h"
@@ -83,6 +84,16 @@ int RunCollectCommand(const CollectCliOptions& o) {
     opt.faults = *parsed;
     std::fprintf(stderr, "gpulse collect: test faults injected (GPULSE_COLLECT_TEST_FAULT=%s)\n",
                  faults);
+  }
+  if (const char* uring = std::getenv("GPULSE_COLLECT_IO_URING"); uring && *uring) {
+    if (std::string_view(uring) != "0" && std::string_view(uring) != "1") {
+      std::fprintf(stderr,
+                   "gpulse collect: GPULSE_COLLECT_IO_URING=%s: expected 0 (write requests with "
+                   "send(2)) or 1 (with io_uring where the kernel allows it, the default)\n",
+                   uring);
+      return kExitUsage;
+    }
+    opt.io_uring = std::string_view(uring) == "1";
   }
   power::BlockStopSignals();
   power::AdoptOrphans();  // a benchmark's orphaned workers are reaped here, not by init

@@ -6,13 +6,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "power/collector/artifact_writer.h"
 #include "power/collector/collect_config.h"
@@ -280,6 +283,39 @@ TEST(ParallelFor, EveryIndexOnceInOneContiguousPartPerThreadSmallRangesOnTheCall
   std::set<std::thread::id> used;
   one.Run(4096, 1, [&](size_t) { used.insert(std::this_thread::get_id()); });
   EXPECT_EQ(used, std::set<std::thread::id>{caller});
+}
+
+TEST(ParallelFor, RunPartsHandsEachThreadOneWholePartWithItsIndex) {
+  ParallelFor pf(3);
+  const auto caller = std::this_thread::get_id();
+  std::mutex mu;
+  std::vector<std::tuple<size_t, size_t, size_t, std::thread::id>> got;
+  pf.RunParts(300, 32, [&](size_t part, size_t begin, size_t end) {
+    std::lock_guard lock(mu);
+    got.emplace_back(part, begin, end, std::this_thread::get_id());
+  });
+  ASSERT_EQ(got.size(), 3u);
+  std::sort(got.begin(), got.end(),
+            [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  std::set<std::thread::id> threads;
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(std::get<0>(got[k]), k);
+    EXPECT_EQ(std::get<1>(got[k]), k == 0 ? 0 : std::get<2>(got[k - 1])) << "contiguous";
+    threads.insert(std::get<3>(got[k]));
+  }
+  EXPECT_EQ(std::get<2>(got[2]), 300u);
+  EXPECT_EQ(threads.size(), 3u) << "one thread per part";
+  EXPECT_EQ(std::get<3>(got[0]), caller) << "part 0 is the caller's";
+  size_t calls = 0;
+  pf.RunParts(0, 32, [&](size_t, size_t, size_t) { ++calls; });
+  EXPECT_EQ(calls, 0u) << "nothing to do: no part";
+  pf.RunParts(40, 32, [&](size_t part, size_t begin, size_t end) {
+    ++calls;
+    EXPECT_EQ(part, 0u);
+    EXPECT_EQ(begin, 0u);
+    EXPECT_EQ(end, 40u);
+  });
+  EXPECT_EQ(calls, 1u) << "a small range is one part, on the caller";
 }
 
 TEST(CollectFaults, ParsesKnownFaultsAndRejectsOthers) {

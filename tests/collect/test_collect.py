@@ -261,9 +261,23 @@ class Misbehaving(CollectTestCase):
 
     def test_a_cycle_of_many_endpoints_is_written_by_several_threads_each_answer_to_its_endpoint(self):
         # 80 endpoints: on a machine with two CPUs or more, each cycle's requests are written by the
-        # loop thread and a writer thread, 40 each (docs/power-contract.md, "How collection works").
+        # loop thread and a writer thread, 40 each (docs/power-contract.md, "How collection works"),
+        # through io_uring where the kernel allows it.
         hosts, cfg = self.good_endpoints(80, interval_ms=500, startup=20, request_timeout=2)
         p = self.collect(cfg, "sh", "-c", "sleep 2")
+        self.assert_each_endpoint_answered_for_itself(p, hosts)
+
+    def test_requests_are_written_with_send_when_io_uring_is_turned_off_and_a_bad_value_is_refused(self):
+        hosts, cfg = self.good_endpoints(80, interval_ms=500, startup=20, request_timeout=2)
+        bad = self.collect(cfg, "sh", "-c", "true", env=dict(os.environ, GPULSE_COLLECT_IO_URING="yes"))
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("GPULSE_COLLECT_IO_URING=yes: expected 0", bad.stderr)
+        self.assertFalse(os.path.exists(self.power), "nothing is started or written")
+        p = self.collect(cfg, "sh", "-c", "sleep 2", env=dict(os.environ, GPULSE_COLLECT_IO_URING="0"))
+        self.assertNotIn("not io_uring", p.stderr, "turned off is not a fallback to report")
+        self.assert_each_endpoint_answered_for_itself(p, hosts)
+
+    def assert_each_endpoint_answered_for_itself(self, p, hosts):
         self.assertEqual(p.returncode, 0, p.stderr)
         m = self.manifest()
         for code in ["endpoint_http_error", "endpoint_timeout", "endpoint_parse_error", "gpu_uuid_changed",

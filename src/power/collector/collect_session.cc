@@ -444,6 +444,8 @@ Result<CollectOutcome> RunCollect(const CollectOptions& o) {
   Collector collector(c, std::move(endpoints), std::move(package->samples),
                       std::move(package->timings));
   if (o.faults.stall_diagnostics) collector.InjectDiagnosticsStall();
+  if (std::string why = collector.WriteWith(o.io_uring); !why.empty())
+    log += "gpulse collect: requests are written with send(2), not io_uring (" + why + ")\n";
   if (int err = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3); err >= 0)
     collector.ReportFailuresTo(std::make_unique<sys::Fd>(err));
   collector.Start();

@@ -41,6 +41,7 @@ struct CollectOptions {
   std::optional<double> duration_s;     // without a benchmark
   ProducerIdentity producer;
   CollectFaults faults;
+  bool io_uring = true;  // false: requests are written with send(2) (GPULSE_COLLECT_IO_URING=0)
 };
 
 struct CollectOutcome {

@@ -1,8 +1,9 @@
 // The power collector: polls every exporter endpoint on one event loop, on a fixed slot grid of one
 // steady clock, parses DCGM_FI_DEV_POWER_USAGE and appends each cycle's rows to samples.csv (one
 // flush per cycle), with scrape-timings.jsonl diagnostics beside it. At a slot the requests on idle
-// keep-alive connections are written by the loop thread and a few writer threads at once (ADR
-// 0006's amendment); everything else happens on the loop thread.
+// keep-alive connections are written by the loop thread and a few writer threads at once, through
+// io_uring where the kernel allows it (ADR 0006's amendments); everything else happens on the loop
+// thread.
 //
 // Cycle k is scheduled at t0 + k * interval. An endpoint whose previous request is still in flight
 // at a slot is recorded as missed for that slot (sample_schedule_overrun), never doubled up. Each
@@ -92,6 +93,11 @@ class Collector {
   // from a writer thread with a bounded queue: a blocked sink never delays a scrape.
   // REQUIRES: before Start().
   void ReportFailuresTo(std::unique_ptr<sys::Fd> sink);
+  // How a slot's requests are written: with io_uring, in chunks of one system call each (the
+  // default where the kernel allows it), or with one send(2) each. Returns why io_uring is not
+  // used when it was asked for and could not be set up (empty otherwise).
+  // REQUIRES: before Start().
+  std::string WriteWith(bool io_uring);
   void Start();
   // Waits until ready or `deadline`; true when a complete cycle was committed before it.
   bool WaitReady(std::chrono::steady_clock::time_point deadline);

@@ -28,9 +28,16 @@ void ParallelFor::Stop() {
 
 void ParallelFor::Run(std::size_t n, std::size_t min_part,
                       const std::function<void(std::size_t)>& fn) {
+  RunParts(n, min_part, [&fn](std::size_t, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) fn(i);
+  });
+}
+
+void ParallelFor::RunParts(std::size_t n, std::size_t min_part,
+                           const std::function<void(std::size_t, std::size_t, std::size_t)>& fn) {
   std::size_t parts = std::min<std::size_t>(threads(), n / std::max<std::size_t>(1, min_part));
   if (parts <= 1) {
-    for (std::size_t i = 0; i < n; ++i) fn(i);
+    if (n > 0) fn(0, 0, n);
     return;
   }
   {
@@ -42,7 +49,7 @@ void ParallelFor::Run(std::size_t n, std::size_t min_part,
     ++round_;
   }
   start_cv_.notify_all();
-  for (std::size_t i = cuts_[0]; i < cuts_[1]; ++i) fn(i);  // part 0 on the caller
+  fn(0, cuts_[0], cuts_[1]);  // part 0 on the caller
   std::unique_lock lock(mu_);
   done_cv_.wait(lock, [&] { return busy_ == 0; });
   fn_ = nullptr;
@@ -59,7 +66,7 @@ void ParallelFor::Helper(unsigned k) {
     const auto& fn = *fn_;
     std::size_t begin = cuts_[k], end = cuts_[k + 1];
     lock.unlock();
-    for (std::size_t i = begin; i < end; ++i) fn(i);
+    fn(k, begin, end);
     lock.lock();
     if (--busy_ == 0) done_cv_.notify_one();
   }

@@ -29,6 +29,9 @@ class ParallelFor {
   // a thread gets no part smaller than `min_part` (so small ranges stay on the caller). Returns
   // once every call has returned. `fn` must not throw.
   void Run(std::size_t n, std::size_t min_part, const std::function<void(std::size_t)>& fn);
+  // The same split, each part handed whole: fn(part, begin, end), part 0 on the caller.
+  void RunParts(std::size_t n, std::size_t min_part,
+                const std::function<void(std::size_t, std::size_t, std::size_t)>& fn);
 
  private:
   void Helper(unsigned k);
@@ -36,7 +39,8 @@ class ParallelFor {
 
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
-  const std::function<void(std::size_t)>* fn_ = nullptr;  // the range being run
+  // The range being run: fn(part, begin, end).
+  const std::function<void(std::size_t, std::size_t, std::size_t)>* fn_ = nullptr;
   // Part k is [cuts_[k], cuts_[k + 1]): one entry per part and one more.
   std::vector<std::size_t> cuts_;
   unsigned long long round_ = 0;  // bumped for every range handed to the helpers
