@@ -11,6 +11,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -316,6 +317,36 @@ TEST(ParallelFor, RunPartsHandsEachThreadOneWholePartWithItsIndex) {
     EXPECT_EQ(end, 40u);
   });
   EXPECT_EQ(calls, 1u) << "a small range is one part, on the caller";
+}
+
+TEST(ParallelFor, RunChunksCoversEveryIndexOnceInChunksTakenByFreeThreads) {
+  ParallelFor pf(3);
+  const auto caller = std::this_thread::get_id();
+  std::mutex mu;
+  std::vector<std::tuple<size_t, size_t, size_t, std::thread::id>> got;
+  std::vector<int> hits(1000, 0);
+  pf.RunChunks(1000, 16, 32, [&](size_t worker, size_t begin, size_t end) {
+    std::lock_guard lock(mu);
+    got.emplace_back(worker, begin, end, std::this_thread::get_id());
+    for (size_t i = begin; i < end; ++i) ++hits[i];
+  });
+  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i], 1) << "index " << i;
+  std::map<size_t, std::thread::id> worker_thread;
+  for (const auto& [worker, begin, end, thread] : got) {
+    EXPECT_EQ(begin % 16, 0u) << "chunks start on the grid";
+    EXPECT_EQ(end - begin, begin + 16 <= 1000 ? 16u : 1000 - begin);
+    EXPECT_LT(worker, 3u);
+    auto [it, fresh] = worker_thread.emplace(worker, thread);
+    EXPECT_EQ(it->second, thread) << "a worker index is one thread";
+  }
+  ASSERT_TRUE(worker_thread.count(0));
+  EXPECT_EQ(worker_thread[0], caller) << "worker 0 is the caller";
+  std::set<size_t> small_workers;
+  pf.RunChunks(40, 16, 32, [&](size_t worker, size_t, size_t) { small_workers.insert(worker); });
+  EXPECT_EQ(small_workers, std::set<size_t>{0}) << "a small range stays on the caller";
+  size_t calls = 0;
+  pf.RunChunks(0, 16, 32, [&](size_t, size_t, size_t) { ++calls; });
+  EXPECT_EQ(calls, 0u);
 }
 
 TEST(CollectFaults, ParsesKnownFaultsAndRejectsOthers) {

@@ -254,12 +254,13 @@ struct Collector::State {
   }
 
   // The requests of every endpoint whose connection is kept alive and idle, written straight to
-  // their sockets at once by the loop thread and the writer threads, each through its BatchSender
-  // (io_uring, 16 requests a call, where the kernel allows it; a request's start is stamped just
-  // before the call that carries it), then handed back to their targets to await the answers. At
-  // 4,096 endpoints one thread took about 50 ms to write a cycle's requests on loopback with one
-  // send(2) each, where a write also runs the receiver's TCP path (bench/RESULTS.md, issue 14). A
-  // write that fails or is cut short goes the ordinary way: on the connection, or on a fresh one.
+  // their sockets at once by the loop thread and the writer threads, 16 at a time taken by
+  // whichever thread is free, each through its BatchSender (io_uring, one call per 16, where the
+  // kernel allows it; a request's start is stamped just before the call that carries it), then
+  // handed back to their targets to await the answers. At 4,096 endpoints one thread took about
+  // 50 ms to write a cycle's requests on loopback with one send(2) each, where a write also runs
+  // the receiver's TCP path (bench/RESULTS.md, issue 14). A write that fails or is cut short goes
+  // the ordinary way: on the connection, or on a fresh one.
   void WriteRequests(Cycle* c, const std::vector<size_t>& idle) {
     std::vector<int>& fds = scratch.fds;
     std::vector<std::string_view>& bytes = scratch.bytes;
@@ -271,15 +272,18 @@ struct Collector::State {
       fds[k] = targets[idle[k]]->IdleSocket();
       bytes[k] = targets[idle[k]]->RequestBytes();
     }
-    writers.RunParts(idle.size(), kWritesPerThread, [&](size_t part, size_t begin, size_t end) {
+    // Chunks of one io_uring call each, taken by whichever writing thread is free first.
+    auto write = [&](size_t worker, size_t begin, size_t end) {
+      auto stamp = [&](size_t k) {
+        EndpointScrape& s = c->eps[idle[begin + k]];
+        s.start_mono = Clock::now();
+        s.start_unix = UnixNow();
+      };
       const size_t n = end - begin;
-      senders[part]->Send(std::span(fds).subspan(begin, n), std::span(bytes).subspan(begin, n),
-                          std::span(written).subspan(begin, n), [&](size_t k) {
-                            EndpointScrape& s = c->eps[idle[begin + k]];
-                            s.start_mono = Clock::now();
-                            s.start_unix = UnixNow();
-                          });
-    });
+      senders[worker]->Send(std::span(fds).subspan(begin, n), std::span(bytes).subspan(begin, n),
+                            std::span(written).subspan(begin, n), stamp);
+    };
+    writers.RunChunks(idle.size(), net::BatchSender::kChunk, kWritesPerThread, write);
     for (size_t k = 0; k < idle.size(); ++k) {
       size_t e = idle[k];
       if (written[k] != static_cast<ssize_t>(bytes[k].size())) {

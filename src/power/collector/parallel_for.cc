@@ -1,6 +1,7 @@
 #include "power/collector/parallel_for.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace gpulse::power {
 
@@ -53,6 +54,16 @@ void ParallelFor::RunParts(std::size_t n, std::size_t min_part,
   std::unique_lock lock(mu_);
   done_cv_.wait(lock, [&] { return busy_ == 0; });
   fn_ = nullptr;
+}
+
+void ParallelFor::RunChunks(std::size_t n, std::size_t chunk, std::size_t min_part,
+                            const std::function<void(std::size_t, std::size_t, std::size_t)>& fn) {
+  chunk = std::max<std::size_t>(1, chunk);
+  std::atomic<std::size_t> next{0};
+  RunParts(n, min_part, [&](std::size_t worker, std::size_t, std::size_t) {
+    for (std::size_t begin = next.fetch_add(chunk); begin < n; begin = next.fetch_add(chunk))
+      fn(worker, begin, std::min(n, begin + chunk));
+  });
 }
 
 void ParallelFor::Helper(unsigned k) {
