@@ -10,7 +10,6 @@ p50/p90/p99 in microseconds are printed per exporter.
 Needs perf and the right to add uprobes (root); loopback only; every process stops by itself.
 Usage: /usr/bin/python3 bench/exporter/read_timeline.py BUILD [--scrapes N]
 """
-import argparse
 import http.client
 import os
 import re
@@ -23,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import kubernetes as k8s  # noqa: E402  (sets up the fake kubelet's import path)
-from bench import fetch, free_port  # noqa: E402
+from bench import bench_args, fetch, free_port  # noqa: E402
 
 PROBES = {"rn": "Exporter7ReadNow", "au": "Exporter8AddUsage", "pr": "PageCache6Render"}
 STEPS = [("request read -> read starts", 0, 1), ("device read", 1, 2), ("attribution", 2, 3),
@@ -74,11 +73,7 @@ def steps(data):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("build")
-    ap.add_argument("--scrapes", type=int, default=300)
-    a = ap.parse_args()
-    gpulse = os.path.join(a.build, "bin", "gpulse")
+    a, gpulse, _ = bench_args(lambda ap: ap.add_argument("--scrapes", type=int, default=300))
     add_probes(gpulse)
     tmp = tempfile.TemporaryDirectory()
     sock = os.path.join(tmp.name, "kubelet.sock")
