@@ -83,6 +83,7 @@ void BatchSender::SendChunk(std::span<const int> fds, std::span<const std::strin
     rc = io_uring_submit_and_wait(ring, static_cast<unsigned>(queued));
   } while (rc == -EINTR);
   if (rc >= 0 && static_cast<std::size_t>(rc) < queued) rc = -EIO;  // some were not submitted
+  int unsupported = 0;
   for (std::size_t got = 0; rc >= 0 && got < queued; ++got) {
     io_uring_cqe* cqe = nullptr;
     do {
@@ -91,9 +92,12 @@ void BatchSender::SendChunk(std::span<const int> fds, std::span<const std::strin
     if (rc < 0) break;
     const std::uint64_t i = io_uring_cqe_get_data64(cqe);
     if (i < written.size()) written[i] = cqe->res < 0 ? -1 : cqe->res;
+    // A kernel without the send operation (before 5.6) refuses every one: give the ring up.
+    if (cqe->res == -EINVAL || cqe->res == -EOPNOTSUPP) unsupported = cqe->res;
     io_uring_cqe_seen(ring, cqe);
   }
-  if (rc < 0) {  // the sends not reaped stay kUnknown; the ring is not trusted again
+  if (rc >= 0 && unsupported != 0) rc = unsupported;
+  if (rc < 0) {  // the sends not reaped stay kUnknown; the ring is not used again
     fallback_reason_ = std::string("io_uring send: ") + std::strerror(-rc);
     ring_.reset();
   }
