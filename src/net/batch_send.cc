@@ -42,20 +42,16 @@ BatchSender::~BatchSender() = default;
 void BatchSender::Send(std::span<const int> fds, std::span<const std::string_view> bytes,
                        std::span<ssize_t> written, const std::function<void(std::size_t)>& before) {
   const std::size_t n = std::min({fds.size(), bytes.size(), written.size()});
-  if (!ring_) {
-    for (std::size_t i = 0; i < n; ++i) {
-      before(i);
-      written[i] = SendOne(fds[i], bytes[i]);
-    }
-    return;
-  }
   for (std::size_t at = 0; at < n; at += kChunk) {
     const std::size_t end = std::min(n, at + kChunk);
-    for (std::size_t i = at; i < end; ++i) before(i);
-    if (!ring_) {  // given up during an earlier chunk
-      for (std::size_t i = at; i < end; ++i) written[i] = SendOne(fds[i], bytes[i]);
+    if (!ring_) {  // none set up, or given up during an earlier chunk
+      for (std::size_t i = at; i < end; ++i) {
+        before(i);
+        written[i] = SendOne(fds[i], bytes[i]);
+      }
       continue;
     }
+    for (std::size_t i = at; i < end; ++i) before(i);
     SendChunk(fds.subspan(at, end - at), bytes.subspan(at, end - at),
               written.subspan(at, end - at));
   }

@@ -258,9 +258,11 @@ TEST(ParallelFor, EveryIndexOnceInOneContiguousPartPerThreadSmallRangesOnTheCall
     for (size_t n : {0u, 1u, 63u, 64u, 95u, 96u, 1000u, 4096u}) {
       std::vector<std::atomic<int>> hits(n);
       std::vector<std::thread::id> by(n);
-      pf.Run(n, 32, [&](size_t i) {
-        ++hits[i];
-        by[i] = std::this_thread::get_id();
+      pf.RunParts(n, 32, [&](size_t, size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i) {
+          ++hits[i];
+          by[i] = std::this_thread::get_id();
+        }
       });
       std::set<std::thread::id> threads(by.begin(), by.end());
       size_t changes = 0;
@@ -282,7 +284,7 @@ TEST(ParallelFor, EveryIndexOnceInOneContiguousPartPerThreadSmallRangesOnTheCall
   ParallelFor one(1);
   EXPECT_EQ(one.threads(), 1u);
   std::set<std::thread::id> used;
-  one.Run(4096, 1, [&](size_t) { used.insert(std::this_thread::get_id()); });
+  one.RunParts(4096, 1, [&](size_t, size_t, size_t) { used.insert(std::this_thread::get_id()); });
   EXPECT_EQ(used, std::set<std::thread::id>{caller});
 }
 

@@ -27,13 +27,6 @@ void ParallelFor::Stop() {
     if (t.joinable()) t.join();
 }
 
-void ParallelFor::Run(std::size_t n, std::size_t min_part,
-                      const std::function<void(std::size_t)>& fn) {
-  RunParts(n, min_part, [&fn](std::size_t, std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) fn(i);
-  });
-}
-
 void ParallelFor::RunParts(std::size_t n, std::size_t min_part,
                            const std::function<void(std::size_t, std::size_t, std::size_t)>& fn) {
   std::size_t parts = std::min<std::size_t>(threads(), n / std::max<std::size_t>(1, min_part));

@@ -3,7 +3,7 @@
 // starts a fraction of the time after its slot that one thread would take (docs/power-contract.md).
 // A kept thread costs one wake-up per range instead of a thread start, which matters once a second.
 //
-// Thread-safety: Run from one thread at a time (the collector's loop thread).
+// Thread-safety: RunParts and RunChunks from one thread at a time (the collector's loop thread).
 #pragma once
 
 #include <condition_variable>
@@ -25,11 +25,9 @@ class ParallelFor {
 
   unsigned threads() const { return static_cast<unsigned>(helpers_.size()) + 1; }
 
-  // fn(i) once for every i in [0, n), in contiguous parts, one per thread, each in ascending order;
-  // a thread gets no part smaller than `min_part` (so small ranges stay on the caller). Returns
-  // once every call has returned. `fn` must not throw.
-  void Run(std::size_t n, std::size_t min_part, const std::function<void(std::size_t)>& fn);
-  // The same split, each part handed whole: fn(part, begin, end), part 0 on the caller.
+  // [0, n) in contiguous parts, one per thread: fn(part, begin, end) once per part, part 0 on the
+  // caller; a thread gets no part smaller than `min_part` (so small ranges stay on the caller).
+  // Returns once every call has returned. `fn` must not throw.
   void RunParts(std::size_t n, std::size_t min_part,
                 const std::function<void(std::size_t, std::size_t, std::size_t)>& fn);
   // fn(worker, begin, end) for consecutive chunks of `chunk` indices covering [0, n), each taken
