@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -327,8 +328,19 @@ TEST(ParallelFor, RunChunksCoversEveryIndexOnceInChunksTakenByFreeThreads) {
   std::mutex mu;
   std::vector<std::tuple<size_t, size_t, size_t, std::thread::id>> got;
   std::vector<int> hits(1000, 0);
+  // The helpers hold their first chunk until the caller has taken one, so that all three take
+  // chunks however the threads are scheduled (on a loaded machine the helpers could take every
+  // chunk before the caller reached the loop).
+  std::condition_variable caller_took;
+  bool caller_started = false;
   pf.RunChunks(1000, 16, 32, [&](size_t worker, size_t begin, size_t end) {
-    std::lock_guard lock(mu);
+    std::unique_lock lock(mu);
+    if (worker == 0) {
+      caller_started = true;
+      caller_took.notify_all();
+    } else {
+      caller_took.wait(lock, [&] { return caller_started; });
+    }
     got.emplace_back(worker, begin, end, std::this_thread::get_id());
     for (size_t i = begin; i < end; ++i) ++hits[i];
   });
