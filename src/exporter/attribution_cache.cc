@@ -6,6 +6,13 @@
 
 namespace gpulse::exporter {
 
+std::optional<std::int64_t> NextListingBetweenReads(std::int64_t now_ns, std::int64_t last_read_ns,
+                                                    std::int64_t listed_ns) {
+  constexpr std::int64_t kDue = gpu::kProcessListMinIntervalNs;
+  if (listed_ns == 0 || now_ns - last_read_ns > kDue) return std::nullopt;
+  return listed_ns + kDue;
+}
+
 AttributionCache::AttributionCache(std::optional<sys::RootedFs> proc, bool jobs)
     // Only the cgroups: holders are pods and jobs, never users, so no name lookup (NSS) runs on
     // the reading thread. The facts of a PID kept while it stays listed are read again once
@@ -49,15 +56,20 @@ const Attribution& AttributionCache::Update(const SystemInfo& info,
                                             const std::vector<Entity>& entities,
                                             const Snapshot& snap,
                                             std::shared_ptr<const k8s::PodState> state,
-                                            std::int64_t now_ns) {
+                                            std::int64_t now_ns, std::int64_t early_ns) {
   std::vector<Placement> placements = PlacementsOf(snap);
-  const bool holders = holder_passes_ == 0 || placements != placements_ || state != state_ ||
-                       now_ns >= recheck_at_ns_;
+  // The kubelet is asked every few seconds; an answer that assigns the same pods as the last
+  // changes no holder.
+  const bool same_pods = state == state_ || (state != nullptr && state_ != nullptr &&
+                                             state->ok == state_->ok &&
+                                             state->assignments == state_->assignments);
+  const bool holders = holder_passes_ == 0 || placements != placements_ || !same_pods ||
+                       now_ns + early_ns >= recheck_at_ns_;
   if (holders) {
     FindHolders(info, entities, snap, state.get(), now_ns);
     placements_ = std::move(placements);
-    state_ = std::move(state);
   }
+  state_ = std::move(state);
   std::vector<std::int64_t> listed;
   for (const ProcessList& l : snap.processes) listed.push_back(l.t_mono_ns);
   if (holders || listed != listed_) {

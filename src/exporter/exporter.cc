@@ -160,8 +160,9 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
       });
   if (!server) return server.error();
   e->server_ = std::move(server).value();
-  e->probe_ = std::make_unique<Probe>([self] { return self->ReadNow(); },
-                                      e->options_.min_refresh_ms * 1'000'000, &MonotonicNowNs);
+  e->probe_ = std::make_unique<Probe>(
+      [self] { return self->ReadNow(); }, e->options_.min_refresh_ms * 1'000'000, &MonotonicNowNs,
+      [self](std::int64_t now_ns) { return self->BetweenReads(now_ns); });
   LiveHubOptions live;
   live.interval_ms = e->options_.live_interval_ms;
   live.max_viewers = e->options_.max_viewers;
@@ -275,8 +276,40 @@ std::shared_ptr<const Snapshot> Exporter::ReadNow() {
       if (std::find(fields.begin(), fields.end(), f) == fields.end()) fields.push_back(f);
   }
   const bool processes = live || options_.kubernetes || options_.slurm_jobs;
-  if (extension_ != nullptr) return AddUsage(extension_->Read(fields, processes));
-  return AddUsage(ReadSnapshot(*backend_, entities_, fields, processes));
+  last_read_ns_ = MonotonicNowNs();
+  auto snap = extension_ != nullptr ? extension_->Read(fields, processes)
+                                    : ReadSnapshot(*backend_, entities_, fields, processes);
+  if (snap != nullptr) NoteListed(*snap);
+  return AddUsage(std::move(snap));
+}
+
+void Exporter::NoteListed(const Snapshot& snap) {
+  std::int64_t oldest = 0;
+  for (const ProcessList& l : snap.processes)
+    if (l.t_mono_ns > 0 && (oldest == 0 || l.t_mono_ns < oldest)) oldest = l.t_mono_ns;
+  if (oldest > 0) processes_listed_ns_ = oldest;
+}
+
+std::optional<std::int64_t> Exporter::BetweenReads(std::int64_t now_ns) {
+  if (extension_ != nullptr || !(options_.kubernetes || options_.slurm_jobs)) return std::nullopt;
+  auto due = NextListingBetweenReads(now_ns, last_read_ns_, processes_listed_ns_);
+  if (!due || now_ns < *due) return due;
+  Snapshot lists;
+  lists.start_mono_ns = now_ns;
+  ReadProcesses(*backend_, lists);
+  NoteListed(lists);
+  std::shared_ptr<const k8s::PodState> state;
+  {
+    std::lock_guard lock(pods_mu_);
+    state = pod_state_;
+  }
+  // The holders the next read would work out (those due before the lists are again) are worked
+  // out here; that read then only apportions its own numbers.
+  if (WantsProcesses(&lists, state.get(), options_)) {
+    attribution_.Update(backend_->info(), entities_, lists, std::move(state), MonotonicNowNs(),
+                        gpu::kProcessListMinIntervalNs);
+  }
+  return NextListingBetweenReads(now_ns, last_read_ns_, processes_listed_ns_);
 }
 
 std::shared_ptr<const Snapshot> Exporter::ReadForLive() {

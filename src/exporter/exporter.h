@@ -124,6 +124,14 @@ class Exporter {
   std::shared_ptr<const MetricsPage> page() const;
   std::shared_ptr<const Snapshot> ReadNow();
   std::shared_ptr<const Snapshot> AddUsage(std::shared_ptr<const Snapshot> snap);
+  // The probe's work between reads (CoalescedProbe's `between`): in Kubernetes and Slurm modes,
+  // while reads come at least once per gpu::kProcessListMinIntervalNs, the GPUs' process lists
+  // are listed and attributed here when they fall due, so that no scrape's read waits for the
+  // driver's process calls, procfs or the holders (bench/RESULTS.md, issue 20). When reads are
+  // rarer, each read lists the processes itself and nothing runs between reads: nothing is read
+  // for no one. Returns when to run next.
+  std::optional<std::int64_t> BetweenReads(std::int64_t now_ns);
+  void NoteListed(const Snapshot& snap);  // when snap's process lists were taken
   void StartKubelet();  // Kubernetes mode: the first List, then the watcher's thread
   std::shared_ptr<const PodLabels> pod_labels() const;
 
@@ -146,6 +154,10 @@ class Exporter {
   std::shared_ptr<const k8s::PodState> pod_state_;     // likewise, for the per-pod usage
   std::unique_ptr<k8s::PodResourcesWatcher> kubelet_;  // destroyed after probe_ (see ~Exporter)
   AttributionCache attribution_;  // the probe thread's own: who holds which listed process
+  // The probe thread's own: when the last read started, and when the oldest of the process lists
+  // it has seen was taken (0: none yet).
+  std::int64_t last_read_ns_ = 0;
+  std::int64_t processes_listed_ns_ = 0;
   Integrators energy_;  // the probe thread's own: per-pod and per-job energy counters
   std::unique_ptr<Probe> probe_;  // destroyed after hub_: its thread reads backend_, posts to server_
   std::unique_ptr<LiveHub> hub_;  // destroyed first: its thread reads through probe_

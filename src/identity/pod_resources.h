@@ -63,6 +63,8 @@ struct PodAssignments {
   // Device IDs of a counted resource that name no entity of this node (sorted, unique).
   std::vector<std::string> unmatched;
   std::size_t pods = 0;  // pods in the answer
+
+  bool operator==(const PodAssignments&) const = default;
 };
 
 // Whether devices of `resource` are attributed: nvidia.com/gpu, nvidia.com/mig-*, or one of

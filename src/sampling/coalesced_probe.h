@@ -8,11 +8,19 @@
 // Reads run on the probe's own thread, one at a time, which also makes it the single owner thread
 // a non-thread-safe backend (NVML) needs. Callers are never blocked: Get() takes a callback.
 //
+// Work between reads: an optional `between` task runs on the same thread after each read's
+// callers have been answered and again at the time it last asked for, while no read is requested
+// (a read requested meanwhile waits for it to finish, so it must be short). It owns when it runs
+// next: it returns that time, or nullopt to run only after the next read. The exporter refreshes
+// the GPUs' process lists there so that no scrape waits for them (exporter.h).
+//
 // Thread-safety: Get, Latest and InFlightSinceNs may be called from any thread. Callbacks run on
 // the probe thread, or inline in Get when a fresh snapshot is at hand; they must be quick (post the
 // work elsewhere) and must not call back into this object's destructor.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -32,10 +40,15 @@ class CoalescedProbe {
   using ProbeFn = std::function<Snapshot()>;
   using Done = std::function<void(Snapshot)>;
   using NowFn = std::function<std::int64_t()>;  // monotonic nanoseconds
+  // Called with now_(); returns when to be called again (now_()'s clock), nullopt: after a read.
+  using BetweenFn = std::function<std::optional<std::int64_t>(std::int64_t now_ns)>;
 
   // REQUIRES: min_refresh_ns >= 0
-  CoalescedProbe(ProbeFn probe, std::int64_t min_refresh_ns, NowFn now)
-      : probe_(std::move(probe)), min_refresh_ns_(min_refresh_ns), now_(std::move(now)) {
+  CoalescedProbe(ProbeFn probe, std::int64_t min_refresh_ns, NowFn now, BetweenFn between = {})
+      : probe_(std::move(probe)),
+        min_refresh_ns_(min_refresh_ns),
+        now_(std::move(now)),
+        between_(std::move(between)) {
     worker_ = std::thread([this] { Loop(); });
   }
   CoalescedProbe(const CoalescedProbe&) = delete;
@@ -99,8 +112,22 @@ class CoalescedProbe {
  private:
   void Loop() {
     std::unique_lock lock(mu_);
+    std::optional<std::int64_t> between_at;  // when `between_` asked to run next
     for (;;) {
-      cv_.wait(lock, [this] { return in_flight_ || stop_; });
+      const auto requested = [this] { return in_flight_ || stop_; };
+      if (between_at && !requested()) {
+        cv_.wait_for(lock, std::chrono::nanoseconds(std::max<std::int64_t>(0, *between_at - now_())),
+                     requested);
+        if (!requested()) {
+          if (now_() >= *between_at) {
+            lock.unlock();
+            between_at = between_(now_());
+            lock.lock();
+          }
+          continue;
+        }
+      }
+      cv_.wait(lock, requested);
       if (!in_flight_) return;  // stopping with nothing requested
       std::int64_t start = now_();
       lock.unlock();
@@ -114,6 +141,7 @@ class CoalescedProbe {
       waiters_.clear();
       lock.unlock();
       for (Done& d : waiters) d(s);
+      if (between_) between_at = between_(now_());
       lock.lock();
     }
   }
@@ -121,6 +149,7 @@ class CoalescedProbe {
   ProbeFn probe_;
   const std::int64_t min_refresh_ns_;
   NowFn now_;
+  BetweenFn between_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

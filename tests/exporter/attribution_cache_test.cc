@@ -146,18 +146,44 @@ TEST_F(AttributionCacheTest, ANewKubeletAnswerRenamesThePodsWithoutReadingProcfs
   ASSERT_EQ(first.pods.size(), 1u);
   EXPECT_EQ(first.pods[0].labels, R"(pod="train-0",namespace="ml",container="trainer")");
   EXPECT_TRUE(first.jobs.empty());
-  auto same = answer("train-0");
-  At(kSecond, {{0, 7, 90}}, same);
-  EXPECT_EQ(cache_->holder_passes(), 2u) << "each answer is a new state";
-  At(2 * kSecond, {{0, 7, 90}}, same);
-  EXPECT_EQ(cache_->holder_passes(), 2u);
+  At(kSecond, {{0, 7, 90}}, answer("train-0"));
+  EXPECT_EQ(cache_->holder_passes(), 1u) << "a new answer assigning the same pods changes no holder";
+  At(2 * kSecond, {{0, 7, 90}}, answer("train-0"));
+  EXPECT_EQ(cache_->holder_passes(), 1u);
   const Attribution& renamed = At(3 * kSecond, {{0, 7, 90}}, answer("train-1"));
-  EXPECT_EQ(cache_->holder_passes(), 3u);
+  EXPECT_EQ(cache_->holder_passes(), 2u);
   EXPECT_EQ(cache_->procfs_reads(), 1u);
   ASSERT_EQ(renamed.pods.size(), 1u);
   EXPECT_EQ(renamed.pods[0].labels, R"(pod="train-1",namespace="ml",container="trainer")");
   auto failed = std::make_shared<k8s::PodState>();
   EXPECT_TRUE(At(4 * kSecond, {{0, 7, 90}}, failed).pods.empty()) << "no answer, no pods";
+}
+
+TEST_F(AttributionCacheTest, HoldersDueWithinEarlyAreWorkedOutAheadOfTime) {
+  InJob(tree_, 1, "10");
+  At(0, {{0, 1, 50}});
+  ASSERT_EQ(cache_->holder_passes(), 1u);
+  const std::int64_t recheck = AttributionCache::kRecheckNs;
+  snap_ = Read(recheck - kSecond / 2, {{0, 1, 50}});
+  cache_->Update(info_, entities_, snap_, nullptr, recheck - kSecond / 2, /*early_ns=*/0);
+  EXPECT_EQ(cache_->holder_passes(), 1u) << "not due yet";
+  snap_ = Read(recheck - kSecond / 4, {{0, 1, 50}});
+  cache_->Update(info_, entities_, snap_, nullptr, recheck - kSecond / 4, /*early_ns=*/kSecond);
+  EXPECT_EQ(cache_->holder_passes(), 2u) << "due within the second ahead: worked out now";
+  At(recheck, {{0, 1, 50}});
+  EXPECT_EQ(cache_->holder_passes(), 2u) << "the read at the old due time finds them done";
+}
+
+TEST(NextListingBetweenReads, ListsAreDueASecondAfterTheyWereTakenWhileReadsComeEverySecond) {
+  EXPECT_EQ(NextListingBetweenReads(5 * kSecond, 5 * kSecond, 0), std::nullopt) << "no list yet";
+  EXPECT_EQ(NextListingBetweenReads(5 * kSecond, 5 * kSecond, 4'500'000'000), 5'500'000'000)
+      << "after a read: the time the lists fall due";
+  EXPECT_EQ(NextListingBetweenReads(5'600'000'000, 5 * kSecond, 4'500'000'000), 5'500'000'000)
+      << "past due, a read within the second: list now";
+  EXPECT_EQ(NextListingBetweenReads(6'000'000'001, 5 * kSecond, 4'500'000'000), std::nullopt)
+      << "no read for over a second: nothing between reads, the next read lists";
+  EXPECT_EQ(NextListingBetweenReads(6 * kSecond, 5 * kSecond, 4'500'000'000), 5'500'000'000)
+      << "a read exactly a second ago still counts";
 }
 
 }  // namespace

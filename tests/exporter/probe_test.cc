@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -122,6 +123,71 @@ TEST(CoalescedProbe, InFlightSinceAndLatest) {
   r.WaitFor(1);
   ASSERT_NE(probe.Latest(), nullptr);
   EXPECT_EQ(*probe.Latest(), 1);
+}
+
+// Records each call of the work between reads, answering with the times the test gives.
+class BetweenCalls {
+ public:
+  explicit BetweenCalls(std::vector<std::optional<std::int64_t>> answers)
+      : answers_(std::move(answers)) {}
+  std::optional<std::int64_t> operator()(std::int64_t now) {
+    std::lock_guard lock(mu_);
+    calls_.push_back(now);
+    cv_.notify_all();
+    return calls_.size() <= answers_.size() ? answers_[calls_.size() - 1] : std::nullopt;
+  }
+  std::vector<std::int64_t> WaitFor(std::size_t n) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return calls_.size() >= n; });
+    return calls_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::optional<std::int64_t>> answers_;
+  std::vector<std::int64_t> calls_;
+};
+
+TEST(CoalescedProbe, WorkBetweenReadsRunsAfterEachReadAndAtTheTimeItAsksFor) {
+  GatedRead gate;
+  std::atomic<std::int64_t> now{0};
+  BetweenCalls between({2'000'000, std::nullopt, std::nullopt});
+  Results results;
+  CoalescedProbe<int> probe([&] { return gate.Read(); }, 100, [&] { return now.load(); },
+                            [&](std::int64_t t) { return between(t); });
+  probe.Get(results.Callback());
+  gate.Release();
+  EXPECT_EQ(results.WaitFor(1), (std::vector<int>{1}));
+  EXPECT_EQ(between.WaitFor(1), (std::vector<std::int64_t>{0})) << "after the read's callers";
+  now = 2'500'000;  // past the 2 ms it asked for
+  EXPECT_EQ(between.WaitFor(2), (std::vector<std::int64_t>{0, 2'500'000}));
+  now = 3'000'000;  // it asked for nothing more: it runs again only after the next read
+  probe.Get(results.Callback());
+  gate.Release();
+  EXPECT_EQ(results.WaitFor(2), (std::vector<int>{1, 2}));
+  EXPECT_EQ(between.WaitFor(3), (std::vector<std::int64_t>{0, 2'500'000, 3'000'000}));
+  EXPECT_EQ(probe.reads(), 2u);
+}
+
+TEST(CoalescedProbe, AReadRequestedWhileTheWorkBetweenReadsWaitsIsMadeAtOnce) {
+  GatedRead gate;
+  std::atomic<std::int64_t> now{0};
+  // Asks to run again in an hour of the injected clock, which never comes.
+  BetweenCalls between({3'600'000'000'000, 3'600'000'000'000});
+  Results results;
+  CoalescedProbe<int> probe([&] { return gate.Read(); }, 100, [&] { return now.load(); },
+                            [&](std::int64_t t) { return between(t); });
+  probe.Get(results.Callback());
+  gate.Release();
+  results.WaitFor(1);
+  between.WaitFor(1);
+  now = 1'000;  // past min_refresh: the next caller needs a read
+  probe.Get(results.Callback());
+  gate.WaitStarted(2);
+  gate.Release();
+  EXPECT_EQ(results.WaitFor(2), (std::vector<int>{1, 2}));
+  EXPECT_EQ(between.WaitFor(2).size(), 2u) << "and after it, again";
 }
 
 TEST(CoalescedProbe, DestructionFinishesTheReadInFlightAndAnswersItsCallers) {
