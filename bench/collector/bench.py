@@ -38,17 +38,19 @@ def check_free(base, count):
                 sys.exit(f"bench: port {port} is not free ({e}); pass another --base-port")
 
 
-def start_endpoints(tmp, exposition, base, count, per_proc, lifetime, program=None):
-    """`program`: the C++ endpoint server (collector_endpoints); None: endpoints.py."""
+def start_endpoints(tmp, exposition, base, count, per_proc, lifetime, program=None, idle=False):
+    """`program`: the C++ endpoint server (collector_endpoints); None: endpoints.py. `idle`: under
+    SCHED_IDLE instead of nice 10."""
     procs, ready = [], []
     for first in range(0, count, per_proc):
         n = min(per_proc, count - first)
         rf = os.path.join(tmp, f"ready{first}")
-        # At nice 10: the endpoints stand in for exporters on other machines, so they yield the two
+        # At nice 10 (or SCHED_IDLE): the endpoints stand in for exporters on other machines, so they yield the two
         # cores to the contender measured (the collector or Prometheus alike) instead of diluting its
         # share with one runnable process per 256 ports.
         server = [program] if program else ["/usr/bin/python3", os.path.join(HERE, "endpoints.py")]
-        procs.append(subprocess.Popen(["nice", "-n", "10", *server,
+        policy = ["chrt", "--idle", "0"] if idle else ["nice", "-n", "10"]
+        procs.append(subprocess.Popen([*policy, *server,
                                        exposition, str(base + first), str(n), rf, str(lifetime)]))
         ready.append(rf)
     deadline = time.monotonic() + 60
@@ -86,12 +88,21 @@ def peak_rss_mib(pid):
     return None
 
 
-def measure(pid, others, warmup, seconds):
+def measure(pid, others, warmup, seconds, perf_out=None):
     """CPU seconds of `pid` and of `others` between warmup and warmup + seconds after now, and the
-    peak RSS of `pid` at the end."""
+    peak RSS of `pid` at the end. With `perf_out`, the whole machine's context switches and CPU-clock
+    samples over the measured seconds go there (perf record, CLOCK_MONOTONIC times)."""
     time.sleep(warmup)
+    perf = None
+    if perf_out:
+        perf = subprocess.Popen(["perf", "record", "-q", "-a", "-k", "CLOCK_MONOTONIC", "-F", "4999",
+                                 "-e", "cpu-clock", "-e", "sched:sched_switch", "-m", "1024", "-o", perf_out,
+                                 "--", "sleep", str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
     c0, o0, t0 = cpu_seconds(pid), sum(cpu_seconds(p) for p in others), time.monotonic()
     time.sleep(seconds)
+    if perf and perf.wait(timeout=120) != 0:
+        sys.exit(f"bench: perf record failed (root is needed): {perf.stderr.read().strip()}")
     c1, o1, t1 = cpu_seconds(pid), sum(cpu_seconds(p) for p in others), time.monotonic()
     return (c1 - c0) / (t1 - t0), (o1 - o0) / (t1 - t0), t1 - t0, peak_rss_mib(pid)
 
@@ -99,24 +110,37 @@ def measure(pid, others, warmup, seconds):
 def per_cycle(timings):
     """Per scrape cycle, from the package's scrape-timings.jsonl: requests started, their schedule lag
     min/p50/p99 (the min: how late the slot's timer fired) and request duration p50/max, in ms (the
-    figures behind a late cycle)."""
-    lag, dur = {}, {}
+    figures behind a late cycle), and the slot's time (unix seconds)."""
+    lag, dur, slot = {}, {}, {}
     with open(timings) as f:
         for line in f:
             d = json.loads(line)
             if d.get("event", "scrape") != "scrape" or d.get("schedule_lag_seconds") is None:
                 continue
             lag.setdefault(d["scrape_seq"], []).append(d["schedule_lag_seconds"] * 1000)
+            slot[d["scrape_seq"]] = d["request_started_at_unix"] - d["schedule_lag_seconds"]
             if d.get("request_duration_seconds") is not None:
                 dur.setdefault(d["scrape_seq"], []).append(d["request_duration_seconds"] * 1000)
     out = []
     for seq in sorted(lag):
         v, w = sorted(lag[seq]), sorted(dur.get(seq, [0]))
-        out.append({"cycle": seq, "requests": len(v), "lag_min_ms": round(v[0], 1),
+        out.append({"cycle": seq, "requests": len(v), "slot_unix": round(slot[seq], 6), "lag_min_ms": round(v[0], 1),
                     "lag_p50_ms": round(v[len(v) // 2], 1),
                     "lag_p99_ms": round(v[int(len(v) * 0.99)], 1), "duration_p50_ms": round(w[len(w) // 2], 1),
                     "duration_max_ms": round(w[-1], 1)})
     return out
+
+
+def unix_minus_monotonic():
+    """CLOCK_REALTIME - CLOCK_MONOTONIC now, in seconds (the tightest of a few reads)."""
+    best = None
+    for _ in range(5):
+        a = time.monotonic()
+        u = time.time()
+        b = time.monotonic()
+        if best is None or b - a < best[0]:
+            best = (b - a, u - (a + b) / 2)
+    return best[1]
 
 
 def run_collector(args, tmp, servers):
@@ -129,7 +153,8 @@ def run_collector(args, tmp, servers):
     # The anchor wakes 100 times a second over the whole run: the machine's own timer lag.
     anchor = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "timer_anchor.py"), "0.01",
                                str(args.warmup + args.seconds)], stdout=subprocess.PIPE, text=True)
-    cpu, server_cpu, wall, rss = measure(p.pid, [s.pid for s in servers], args.warmup, args.seconds)
+    cpu, server_cpu, wall, rss = measure(p.pid, [s.pid for s in servers], args.warmup, args.seconds,
+                                         args.perf_record)
     err = p.communicate(timeout=120)[1]
     timer = json.loads(anchor.communicate(timeout=60)[0])
     with open(os.path.join(logs, "power", "manifest.json")) as f:
@@ -143,7 +168,7 @@ def run_collector(args, tmp, servers):
     return {"cpu_core_fraction": cpu, "endpoint_servers_cpu": server_cpu, "measured_s": wall, "peak_rss_mib": rss,
             "lag_p50_ms": float(lag[1]), "lag_p99_ms": float(lag[2]), "lag_max_ms": float(lag[3]),
             "steady_lag_p50_ms": float(steady[1]), "steady_lag_p99_ms": float(steady[2]),
-            "steady_lag_max_ms": float(steady[3]), "timer_anchor": timer,
+            "steady_lag_max_ms": float(steady[3]), "timer_anchor": timer, "unix_minus_monotonic_s": unix_minus_monotonic(),
             "missed_slots": m["missed_sample_count"], "cycles": m["scrape_count"], "rows": rows,
             "max_scrape_duration_s": m["max_scrape_duration_seconds"], "summary": err.strip().splitlines()[-1],
             **({"per_cycle": per_cycle(os.path.join(logs, "power", "scrape-timings.jsonl"))} if args.per_cycle else {})}
@@ -214,6 +239,12 @@ def main():
     ap.add_argument("--contenders", default="collector,prometheus_power_only,prometheus_all",
                     help="comma-separated subset, run in this order")
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--endpoints-idle", action="store_true",
+                    help="run the endpoint servers under SCHED_IDLE (they only use a CPU nothing else wants) "
+                         "instead of nice 10")
+    ap.add_argument("--perf-record", metavar="FILE",
+                    help="record the machine's context switches and CPU-clock samples over the collector's measured "
+                         "seconds into FILE (root; read with late_slots.py)")
     args = ap.parse_args()
     check_free(args.base_port, args.endpoints)
     tmp = tempfile.mkdtemp(prefix="gpulse-collector-bench-")
@@ -231,7 +262,8 @@ def main():
             program = os.path.join(os.path.dirname(args.gpulse), "collector_endpoints")
             if not os.access(program, os.X_OK):
                 sys.exit(f"bench: no {program}: build it (make build), or --endpoint-server python")
-        servers = start_endpoints(tmp, expo, args.base_port, args.endpoints, args.per_process, lifetime, program)
+        servers = start_endpoints(tmp, expo, args.base_port, args.endpoints, args.per_process, lifetime, program,
+                                  args.endpoints_idle)
         out = {"endpoints": args.endpoints, "endpoint_server": args.endpoint_server,
                "gpus_per_endpoint": 8, "exposition_bytes": os.path.getsize(expo),
                "measured_seconds": args.seconds, "warmup_seconds": args.warmup}
