@@ -27,7 +27,7 @@
 namespace gpulse::exporter {
 
 // The exporter's work between reads (exporter.h, BetweenReads): when to list the GPUs' processes
-// next, given the last read's start and when the oldest kept list was taken (0: none yet). Lists
+// next, given the last read's start and when the newest kept list was taken (0: none yet). Lists
 // fall due gpu::kProcessListMinIntervalNs after they were taken; nullopt when nothing is to be
 // done between reads (no list yet, or no read within that interval: each read then lists the
 // processes itself). A time not after `now_ns` means now.

@@ -283,11 +283,12 @@ std::shared_ptr<const Snapshot> Exporter::ReadNow() {
   return AddUsage(std::move(snap));
 }
 
+// The newest list's time: once it is a second old, every GPU's list is due and one pass takes them
+// all (the oldest would have the pass find the GPUs listed just after it not yet due).
 void Exporter::NoteListed(const Snapshot& snap) {
-  std::int64_t oldest = 0;
-  for (const ProcessList& l : snap.processes)
-    if (l.t_mono_ns > 0 && (oldest == 0 || l.t_mono_ns < oldest)) oldest = l.t_mono_ns;
-  if (oldest > 0) processes_listed_ns_ = oldest;
+  std::int64_t newest = 0;
+  for (const ProcessList& l : snap.processes) newest = std::max(newest, l.t_mono_ns);
+  if (newest > 0) processes_listed_ns_ = newest;
 }
 
 std::optional<std::int64_t> Exporter::BetweenReads(std::int64_t now_ns) {

@@ -154,7 +154,7 @@ class Exporter {
   std::shared_ptr<const k8s::PodState> pod_state_;     // likewise, for the per-pod usage
   std::unique_ptr<k8s::PodResourcesWatcher> kubelet_;  // destroyed after probe_ (see ~Exporter)
   AttributionCache attribution_;  // the probe thread's own: who holds which listed process
-  // The probe thread's own: when the last read started, and when the oldest of the process lists
+  // The probe thread's own: when the last read started, and when the newest of the process lists
   // it has seen was taken (0: none yet).
   std::int64_t last_read_ns_ = 0;
   std::int64_t processes_listed_ns_ = 0;
