@@ -79,6 +79,8 @@ class Agent final : public exporter::Extension {
   bool Handle(const net::HttpRequest& req, net::Respond& respond) override;
   std::shared_ptr<const exporter::Snapshot> Read(std::span<const FieldIndex> fields,
                                                  bool processes) override;
+  // Called after the simulated clock is moved (POST /api/v1/clock).
+  void SetStaleHook(std::function<void()> stale) override;
 
   // Stops the worker after the task in progress, saves history and activity, and records a clean
   // shutdown. Later Reads answer nullptr and later requests 503. Idempotent.
@@ -236,6 +238,8 @@ class Agent final : public exporter::Extension {
   std::unique_ptr<AlertSender> alerts_;
 
   std::mutex mu_;  // guards queue_, stopping_
+  std::mutex stale_mu_;  // guards stale_hook_
+  std::function<void()> stale_hook_;  // the exporter's: its snapshot is out of date
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;

@@ -714,6 +714,11 @@ Agent::Reply Agent::ProcessInfo(unsigned pid, const std::map<std::string, std::s
                     {"gpus", gpu_stats}});
 }
 
+void Agent::SetStaleHook(std::function<void()> stale) {
+  std::lock_guard lock(stale_mu_);
+  stale_hook_ = std::move(stale);
+}
+
 Agent::Reply Agent::AdvanceClock(const json& body) {
   if (!clock_.simulated()) {
     return Route::Error(409,
@@ -730,6 +735,11 @@ Agent::Reply Agent::AdvanceClock(const json& body) {
   RunDueTicks(target / kNsPerMs);
   clock_.AdvanceTo(target);
   backend_.SetSimulatedClock(clock_.SimulatedSeconds(target));
+  {
+    // A scrape after this reads the moved world, not a snapshot from before it.
+    std::lock_guard lock(stale_mu_);
+    if (stale_hook_) stale_hook_();
+  }
   Status s = Checkpoint();
   return Route::Ok({{"now_unix_ns", clock_.NowUnixNs()},
                     {"ticks", ticks_ - before},

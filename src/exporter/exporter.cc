@@ -125,6 +125,7 @@ Exporter::Exporter(ExporterOptions options, std::unique_ptr<gpu::Backend> backen
 // The hub stops first (its thread reads through the probe), then the probe finishes its read and
 // answers its callers, which may still ask the hub for its metrics: the hub goes last.
 Exporter::~Exporter() {
+  if (extension_ != nullptr) extension_->SetStaleHook({});
   if (hub_) hub_->Stop();
   probe_.reset();
   hub_.reset();
@@ -163,6 +164,7 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
   e->probe_ = std::make_unique<Probe>(
       [self] { return self->ReadNow(); }, e->options_.min_refresh_ms * 1'000'000, &MonotonicNowNs,
       [self](std::int64_t now_ns) { return self->BetweenReads(now_ns); });
+  if (extension != nullptr) extension->SetStaleHook([self] { self->probe_->Invalidate(); });
   LiveHubOptions live;
   live.interval_ms = e->options_.live_interval_ms;
   live.max_viewers = e->options_.max_viewers;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -46,6 +47,10 @@ class Extension {
   // may block until the reader answers.
   virtual std::shared_ptr<const Snapshot> Read(std::span<const FieldIndex> fields,
                                                bool processes) = 0;
+  // The exporter hands over, before it serves, what to call when the readings changed outside a
+  // read (the agent's simulated clock moved), so that the next scrape reads again instead of
+  // taking a snapshot of the past; and an empty function before it goes.
+  virtual void SetStaleHook(std::function<void()> stale) { (void)stale; }
 };
 
 struct ExporterOptions {

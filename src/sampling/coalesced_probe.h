@@ -68,7 +68,7 @@ class CoalescedProbe {
   // or with the result of the read in flight.
   void Get(Done done) {
     std::unique_lock lock(mu_);
-    bool fresh = latest_ && !in_flight_ && now_() - latest_start_ns_ < min_refresh_ns_;
+    bool fresh = latest_ && !in_flight_ && !stale_ && now_() - latest_start_ns_ < min_refresh_ns_;
     if (fresh || stop_) {
       Snapshot s = latest_;
       lock.unlock();
@@ -82,6 +82,13 @@ class CoalescedProbe {
       lock.unlock();
       cv_.notify_all();
     }
+  }
+
+  // Marks the last snapshot out of date (what it was read from changed outside a read: the
+  // agent's simulated clock moved): the next Get starts a read, or joins the one in flight.
+  void Invalidate() {
+    std::lock_guard lock(mu_);
+    stale_ = true;
   }
 
   // The last completed snapshot (nullptr before the first read); starts no read.
@@ -130,6 +137,7 @@ class CoalescedProbe {
       cv_.wait(lock, requested);
       if (!in_flight_) return;  // stopping with nothing requested
       std::int64_t start = now_();
+      stale_ = false;
       lock.unlock();
       Snapshot s = probe_();
       lock.lock();
@@ -155,6 +163,7 @@ class CoalescedProbe {
   std::condition_variable cv_;
   Snapshot latest_;
   std::int64_t latest_start_ns_ = 0;
+  bool stale_ = false;  // Invalidate() since the last read started
   bool in_flight_ = false;
   std::int64_t in_flight_since_ns_ = 0;
   bool stop_ = false;

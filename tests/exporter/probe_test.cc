@@ -125,6 +125,26 @@ TEST(CoalescedProbe, InFlightSinceAndLatest) {
   EXPECT_EQ(*probe.Latest(), 1);
 }
 
+TEST(CoalescedProbe, AfterInvalidateTheNextCallerReadsAgainWithinMinRefresh) {
+  GatedRead gate;
+  std::atomic<std::int64_t> now{0};
+  Results results;
+  CoalescedProbe<int> probe([&] { return gate.Read(); }, 100, [&] { return now.load(); });
+  probe.Get(results.Callback());
+  gate.Release();
+  results.WaitFor(1);
+  probe.Get(results.Callback());  // within min_refresh: the same snapshot
+  EXPECT_EQ(results.WaitFor(2), (std::vector<int>{1, 1}));
+  probe.Invalidate();
+  probe.Get(results.Callback());  // still within min_refresh, but out of date: a new read
+  gate.WaitStarted(2);
+  gate.Release();
+  EXPECT_EQ(results.WaitFor(3), (std::vector<int>{1, 1, 2}));
+  probe.Get(results.Callback());  // that read is fresh again
+  EXPECT_EQ(results.WaitFor(4), (std::vector<int>{1, 1, 2, 2}));
+  EXPECT_EQ(probe.reads(), 2u);
+}
+
 // Records each call of the work between reads, answering with the times the test gives.
 class BetweenCalls {
  public:
