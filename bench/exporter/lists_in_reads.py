@@ -9,18 +9,17 @@ Prints the reads and the list calls made inside and outside them, for BUILD/bin/
 Needs perf and the right to add uprobes (root); loopback only; every process stops by itself.
 Usage: /usr/bin/python3 bench/exporter/lists_in_reads.py BUILD [--reads N] [--other NAME]
 """
-import http.client
 import os
 import re
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import kubernetes as k8s  # noqa: E402  (sets up the fake kubelet's import path)
+import read_timeline  # noqa: E402
 from bench import bench_args, free_port  # noqa: E402
 from fake_kubelet import FakeKubelet  # noqa: E402
 
@@ -50,17 +49,7 @@ def count(binary, sim, socket, reads, tmp):
     exporter = k8s.start(binary, port, ["-k", "--pod-resources-kubelet-socket", socket])
     data = os.path.join(tmp, "perf.data")
     try:
-        perf = subprocess.Popen(["perf", "record", "-q", "-e", "probe_*:*", "-o", data, "-p", str(exporter.pid)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1.5)
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        for _ in range(reads):
-            c.request("GET", "/metrics")
-            c.getresponse().read()
-            time.sleep(0.105)
-        c.close()
-        perf.send_signal(2)
-        perf.wait(timeout=60)
+        read_timeline.record(exporter.pid, port, reads, data, events=("probe_*:*",))
     finally:
         exporter.terminate()
         exporter.wait(timeout=30)

@@ -42,9 +42,10 @@ def add_probes(gpulse):
             sys.exit(f"read_timeline: perf probe failed (root and uprobes are needed): {r.stderr.strip()}")
 
 
-def record(pid, port, n, out):
-    perf = subprocess.Popen(["perf", "record", "-q", "-e", "probe_gpulse:*", "-e",
-                             "syscalls:sys_enter_recvfrom,syscalls:sys_exit_sendmsg", "-o", out, "-p", str(pid)],
+def record(pid, port, n, out, events=("probe_gpulse:*", "syscalls:sys_enter_recvfrom,syscalls:sys_exit_sendmsg")):
+    """perf records `events` of process `pid` into `out` while /metrics on `port` is scraped n
+    times, 105 ms apart, on one connection."""
+    perf = subprocess.Popen(["perf", "record", "-q", *[x for e in events for x in ("-e", e)], "-o", out, "-p", str(pid)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.5)
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
