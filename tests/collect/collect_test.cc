@@ -328,9 +328,9 @@ TEST(ParallelFor, RunChunksCoversEveryIndexOnceInChunksTakenByFreeThreads) {
   std::mutex mu;
   std::vector<std::tuple<size_t, size_t, size_t, std::thread::id>> got;
   std::vector<int> hits(1000, 0);
-  // The helpers hold their first chunk until the caller has taken one, so that all three take
-  // chunks however the threads are scheduled (on a loaded machine the helpers could take every
-  // chunk before the caller reached the loop).
+  // The helpers hold their first chunk until the caller has taken one, so that the caller takes
+  // one however the threads are scheduled (on a loaded machine the helpers could take every chunk
+  // before the caller reached the loop); each helper holds at most one, so chunks are left.
   std::condition_variable caller_took;
   bool caller_started = false;
   pf.RunChunks(1000, 16, 32, [&](size_t worker, size_t begin, size_t end) {
