@@ -298,7 +298,6 @@ std::optional<std::int64_t> Exporter::BetweenReads(std::int64_t now_ns) {
   auto due = NextListingBetweenReads(now_ns, last_read_ns_, processes_listed_ns_);
   if (!due || now_ns < *due) return due;
   Snapshot lists;
-  lists.start_mono_ns = now_ns;
   ReadProcesses(*backend_, lists);
   NoteListed(lists);
   std::shared_ptr<const k8s::PodState> state;

@@ -31,7 +31,7 @@ class ParallelFor {
   void RunParts(std::size_t n, std::size_t min_part,
                 const std::function<void(std::size_t, std::size_t, std::size_t)>& fn);
   // fn(worker, begin, end) for consecutive chunks of `chunk` indices covering [0, n), each taken
-  // by whichever of the threads is free first (worker 0 is the caller; as many workers as Run
+  // by whichever of the threads is free first (worker 0 is the caller; as many workers as RunParts
   // would make parts): a thread held up, its CPU taken away, delays only the chunk it holds
   // while the others take the rest.
   void RunChunks(std::size_t n, std::size_t chunk, std::size_t min_part,
