@@ -131,6 +131,29 @@ def per_cycle(timings):
     return out
 
 
+def cycle_split(timings, late_ms=2.0):
+    """What the run's lag p99 after the first cycle is made of, from scrape-timings.jsonl: the cycles
+    whose first request left more than `late_ms` after the slot (their timer fired late) apart from
+    the others, the lag p99 of the requests of the on-time cycles alone, and the p99 of each request's
+    lag less its cycle's earliest (how long a cycle's burst of writes takes, wherever it started)."""
+    lag = {}
+    with open(timings) as f:
+        for line in f:
+            d = json.loads(line)
+            if d.get("event", "scrape") == "scrape" and d.get("schedule_lag_seconds") is not None:
+                lag.setdefault(d["scrape_seq"], []).append(d["schedule_lag_seconds"] * 1000)
+    steady = [lag[s] for s in sorted(lag)[1:]]
+
+    def p99(v):
+        v = sorted(v)
+        return round(v[int(len(v) * 0.99)], 1) if v else None
+
+    on_time = [v for v in steady if min(v) <= late_ms]
+    return {"cycles": len(steady), "late_start_cycles": len(steady) - len(on_time),
+            "on_time_cycles_lag_p99_ms": p99([x for v in on_time for x in v]),
+            "burst_p99_ms": p99([x - min(v) for v in steady for x in v])}
+
+
 def unix_minus_monotonic():
     """CLOCK_REALTIME - CLOCK_MONOTONIC now, in seconds (the tightest of a few reads)."""
     best = None
@@ -171,7 +194,9 @@ def run_collector(args, tmp, servers):
             "steady_lag_max_ms": float(steady[3]), "timer_anchor": timer, "unix_minus_monotonic_s": unix_minus_monotonic(),
             "missed_slots": m["missed_sample_count"], "cycles": m["scrape_count"], "rows": rows,
             "max_scrape_duration_s": m["max_scrape_duration_seconds"], "summary": err.strip().splitlines()[-1],
-            **({"per_cycle": per_cycle(os.path.join(logs, "power", "scrape-timings.jsonl"))} if args.per_cycle else {})}
+            **({"per_cycle": per_cycle(os.path.join(logs, "power", "scrape-timings.jsonl")),
+                "cycle_split": cycle_split(os.path.join(logs, "power", "scrape-timings.jsonl"))}
+               if args.per_cycle else {})}
 
 
 def prometheus_config(base, count, power_only):
@@ -233,7 +258,8 @@ def main():
                     help="cpp: BUILD/bin/collector_endpoints (bench/collector/endpoints.cc), one epoll loop per "
                          "process; python: endpoints.py (asyncio), the server of the runs before 2026-12-02")
     ap.add_argument("--per-cycle", action="store_true",
-                    help="also give the collector's lag and request durations per cycle (scrape-timings.jsonl)")
+                    help="also give the collector's lag and request durations per cycle (scrape-timings.jsonl), and the "
+                         "run's lag split into cycles whose timer fired late and the others (cycle_split)")
     ap.add_argument("--warmup", type=float, default=15)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--contenders", default="collector,prometheus_power_only,prometheus_all",

@@ -2,7 +2,8 @@
 more pods known to a fake kubelet (tests/e2e/fake_kubelet.py: a List answer over 4 MiB), against
 the same exporter without -k and with -k against a kubelet of only the node's 4 GPU pods, side by side
 in one run, both loaded by the same paced wrk run
-(10 ms between requests) on loopback, alternating ROUNDS times; medians compared. Also: each
+(10 ms between requests) on loopback, ROUNDS rounds, each starting one exporter further on (so
+that every exporter runs in every place of a round); medians compared. Also: each
 exporter's CPU time per 1,000 scrapes (utime + stime from /proc/PID/stat over its wrk runs), the
 TCP segments this host sends per scrape (nstat's TcpOutSegs over 300 sequential scrapes on one
 connection: loopback carries at most 64 KiB per segment, so a larger page takes more), and the
@@ -141,6 +142,26 @@ def same_size_counters(gpulse, target, path):
     raise SystemExit(f"the catalogue's fields make a page of {size:,} B, not {target:,} B")
 
 
+def rotated(names, i):
+    """The order of round i: each round starts one exporter further on, so that every exporter
+    runs in every place of a round equally often (a fixed order would give one exporter always the
+    place after the same other)."""
+    k = i % len(names)
+    return names[k:] + names[:k]
+
+
+def by_place(runs, positions):
+    """Median over exporters of each run's p99 against its exporter's median p99, per place in the
+    round: how much the place itself moves a p99 (1.00 everywhere: no effect)."""
+    import statistics
+    ratios = {}
+    for k, rs in runs.items():
+        med = statistics.median(r["p99"] for r in rs)
+        for r, place in zip(rs, positions[k]):
+            ratios.setdefault(place, []).append(r["p99"] / med)
+    return [round(statistics.median(ratios[p]), 2) for p in sorted(ratios)]
+
+
 def main():
     def more(ap):
         ap.add_argument("--gzip", action="store_true")
@@ -183,13 +204,15 @@ def main():
         cpu = {k: 0.0 for k in urls}
         scrapes = {k: 0 for k in urls}
         calls_before, t0 = kubelet.calls, time.monotonic()
-        for _ in range(a.rounds):
-            for k, url in urls.items():
+        positions = {k: [] for k in urls}  # each run's place in its round
+        for i in range(a.rounds):
+            for place, k in enumerate(rotated(list(urls), i)):
                 c0 = cpu_s(procs[k].pid)
-                r = wrk(url, a.duration, connections=1, paced=True, headers=wrk_headers)
+                r = wrk(urls[k], a.duration, connections=1, paced=True, headers=wrk_headers)
                 cpu[k] += cpu_s(procs[k].pid) - c0
                 scrapes[k] += round(r["rps"] * a.duration)
                 runs[k].append(r)
+                positions[k].append(place)
         calls, elapsed = kubelet.calls - calls_before, time.monotonic() - t0
         bodies = {k: fetch(url)[1] for k, url in urls.items()}
         segments = {k: segments_per_scrape(int(url.split(":")[2].split("/")[0]), headers) for k, url in urls.items()}
@@ -201,7 +224,7 @@ def main():
     gz = " -H 'Accept-Encoding: gzip'" if a.gzip else ""
     mr = f"; exporters with --min-refresh-ms {a.min_refresh_ms}" if refresh else ""
     print(f"paced: wrk -t1 -c1 -d{a.duration}s --latency{gz} -s bench/exporter/paced.lua (10 ms between requests){mr}, "
-          f"{a.rounds} alternating rounds, medians; loopback, {os.cpu_count()} CPUs, load average at start {load}; "
+          f"{a.rounds} rounds, each starting one exporter further on, medians; loopback, {os.cpu_count()} CPUs, load average at start {load}; "
           f"fake kubelet answer {answer:,} B ({PODS + 4:,} pods)\n")
     print(f"| exporter | series | body{' (gzip)' if a.gzip else ''} | TCP segments per scrape | paced p50 | paced p99 (runs) | p99 vs without -k | CPU per 1,000 scrapes | RSS |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -213,6 +236,8 @@ def main():
     k8s = "-k, 5,004 pods"
     print(f"\nkubelet List calls during the {elapsed:.0f} s of paced runs: {calls} "
           f"(scrapes of the -k exporter in that time: {scrapes[k8s]:,}; one List every 5 s is {elapsed / 5:.0f})")
+    print(f"\neach run's p99 over its exporter's median, median per place in the round (1st, 2nd, ...): "
+          f"{', '.join(f'{x:.2f}' for x in by_place(runs, positions))}")
     for k, v in med.items():
         if v["errors"]:
             print(f"\nwrk reported for {k}: {v['errors']}")
