@@ -24,6 +24,7 @@ Usage: /usr/bin/python3 bench/exporter/kubernetes.py BUILD_DIR [--duration SECON
 """
 import http.client
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -144,8 +145,8 @@ def same_size_counters(gpulse, target, path):
 
 def rotated(names, i):
     """The order of round i: each round starts one exporter further on, so that every exporter
-    runs in every place of a round equally often (a fixed order would give one exporter always the
-    place after the same other)."""
+    runs in every place of a round, equally often when the rounds are a multiple of the exporters
+    (a fixed order gives each exporter always the same place, after the same other)."""
     k = i % len(names)
     return names[k:] + names[:k]
 
@@ -153,7 +154,6 @@ def rotated(names, i):
 def by_place(runs, positions):
     """Median over exporters of each run's p99 against its exporter's median p99, per place in the
     round: how much the place itself moves a p99 (1.00 everywhere: no effect)."""
-    import statistics
     ratios = {}
     for k, rs in runs.items():
         med = statistics.median(r["p99"] for r in rs)
