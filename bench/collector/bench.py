@@ -107,10 +107,9 @@ def measure(pid, others, warmup, seconds, perf_out=None):
     return (c1 - c0) / (t1 - t0), (o1 - o0) / (t1 - t0), t1 - t0, peak_rss_mib(pid)
 
 
-def per_cycle(timings):
-    """Per scrape cycle, from the package's scrape-timings.jsonl: requests started, their schedule lag
-    min/p50/p99 (the min: how late the slot's timer fired) and request duration p50/max, in ms (the
-    figures behind a late cycle), and the slot's time (unix seconds)."""
+def read_timings(timings):
+    """The scrape records of the package's scrape-timings.jsonl, per scrape cycle: each request's
+    schedule lag and duration in ms, and the slot's time (unix seconds)."""
     lag, dur, slot = {}, {}, {}
     with open(timings) as f:
         for line in f:
@@ -121,33 +120,33 @@ def per_cycle(timings):
             slot[d["scrape_seq"]] = d["request_started_at_unix"] - d["schedule_lag_seconds"]
             if d.get("request_duration_seconds") is not None:
                 dur.setdefault(d["scrape_seq"], []).append(d["request_duration_seconds"] * 1000)
+    return lag, dur, slot
+
+
+def p99(v):
+    v = sorted(v)
+    return round(v[int(len(v) * 0.99)], 1) if v else None
+
+
+def per_cycle(lag, dur, slot):
+    """Per scrape cycle: requests started, their schedule lag min/p50/p99 (the min: how late the
+    slot's timer fired) and request duration p50/max, in ms (the figures behind a late cycle), and
+    the slot's time (unix seconds)."""
     out = []
     for seq in sorted(lag):
         v, w = sorted(lag[seq]), sorted(dur.get(seq, [0]))
         out.append({"cycle": seq, "requests": len(v), "slot_unix": round(slot[seq], 6), "lag_min_ms": round(v[0], 1),
-                    "lag_p50_ms": round(v[len(v) // 2], 1),
-                    "lag_p99_ms": round(v[int(len(v) * 0.99)], 1), "duration_p50_ms": round(w[len(w) // 2], 1),
-                    "duration_max_ms": round(w[-1], 1)})
+                    "lag_p50_ms": round(v[len(v) // 2], 1), "lag_p99_ms": p99(v),
+                    "duration_p50_ms": round(w[len(w) // 2], 1), "duration_max_ms": round(w[-1], 1)})
     return out
 
 
-def cycle_split(timings, late_ms=2.0):
-    """What the run's lag p99 after the first cycle is made of, from scrape-timings.jsonl: the cycles
-    whose first request left more than `late_ms` after the slot (their timer fired late) apart from
-    the others, the lag p99 of the requests of the on-time cycles alone, and the p99 of each request's
-    lag less its cycle's earliest (how long a cycle's burst of writes takes, wherever it started)."""
-    lag = {}
-    with open(timings) as f:
-        for line in f:
-            d = json.loads(line)
-            if d.get("event", "scrape") == "scrape" and d.get("schedule_lag_seconds") is not None:
-                lag.setdefault(d["scrape_seq"], []).append(d["schedule_lag_seconds"] * 1000)
+def cycle_split(lag, late_ms=2.0):
+    """What the run's lag p99 after the first cycle is made of: the cycles whose first request left
+    more than `late_ms` after the slot (their timer fired late) apart from the others, the lag p99 of
+    the requests of the on-time cycles alone, and the p99 of each request's lag less its cycle's
+    earliest (how long a cycle's burst of writes takes, wherever it started)."""
     steady = [lag[s] for s in sorted(lag)[1:]]
-
-    def p99(v):
-        v = sorted(v)
-        return round(v[int(len(v) * 0.99)], 1) if v else None
-
     on_time = [v for v in steady if min(v) <= late_ms]
     return {"cycles": len(steady), "late_start_cycles": len(steady) - len(on_time),
             "on_time_cycles_lag_p99_ms": p99([x for v in on_time for x in v]),
@@ -194,9 +193,12 @@ def run_collector(args, tmp, servers):
             "steady_lag_max_ms": float(steady[3]), "timer_anchor": timer, "unix_minus_monotonic_s": unix_minus_monotonic(),
             "missed_slots": m["missed_sample_count"], "cycles": m["scrape_count"], "rows": rows,
             "max_scrape_duration_s": m["max_scrape_duration_seconds"], "summary": err.strip().splitlines()[-1],
-            **({"per_cycle": per_cycle(os.path.join(logs, "power", "scrape-timings.jsonl")),
-                "cycle_split": cycle_split(os.path.join(logs, "power", "scrape-timings.jsonl"))}
-               if args.per_cycle else {})}
+            **(cycle_figures(os.path.join(logs, "power", "scrape-timings.jsonl")) if args.per_cycle else {})}
+
+
+def cycle_figures(timings):
+    lag, dur, slot = read_timings(timings)
+    return {"per_cycle": per_cycle(lag, dur, slot), "cycle_split": cycle_split(lag)}
 
 
 def prometheus_config(base, count, power_only):
