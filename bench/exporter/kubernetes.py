@@ -8,7 +8,8 @@ exporter's CPU time per 1,000 scrapes (utime + stime from /proc/PID/stat over it
 TCP segments this host sends per scrape (nstat's TcpOutSegs over 300 sequential scrapes on one
 connection: loopback carries at most 64 KiB per segment, so a larger page takes more), and the
 kubelet's List calls against the number of scrapes (the kubelet is never called on the scrape path:
-only at start and every --kubelet-refresh-ms, default 5 s).
+only at start and every --kubelet-refresh-ms, default 5 s). Under the table: each ratio's 95%
+interval from the rounds drawn again with replacement (ratio_interval), and the place's effect.
 
 With --same-size-anchor a fourth exporter runs beside them: the exporter without -k given a
 counters file (-f) of the built-in counters plus as many more device fields as make its page at
@@ -24,6 +25,7 @@ Usage: /usr/bin/python3 bench/exporter/kubernetes.py BUILD_DIR [--duration SECON
 """
 import http.client
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -162,6 +164,26 @@ def by_place(runs, positions):
     return [round(statistics.median(ratios[p]), 2) for p in sorted(ratios)]
 
 
+def upper_median(xs):
+    """The middle value, the upper one of an even count (the run median_run picks)."""
+    return sorted(xs)[len(xs) // 2]
+
+
+def ratio_interval(runs, base, k, resamples=2000, seed=20):
+    """The 2.5th and 97.5th percentiles of k's median p99 over base's when the rounds are drawn again
+    with replacement (a paired bootstrap: both exporters' runs of one round stay together, as they
+    shared the machine's state then): how far the ratio of one run of the bench can be trusted."""
+    rng = random.Random(seed)
+    n = len(runs[base])
+    ratios = []
+    for _ in range(resamples):
+        idx = [rng.randrange(n) for _ in range(n)]
+        ratios.append(upper_median([runs[k][i]["p99"] for i in idx]) /
+                      upper_median([runs[base][i]["p99"] for i in idx]))
+    ratios.sort()
+    return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
+
+
 def main():
     def more(ap):
         ap.add_argument("--gzip", action="store_true")
@@ -233,6 +255,9 @@ def main():
         segs, sent = segments[k]
         print(f"| gpulse {k} | {series(body)} | {sent:,} B | {segs:.1f} | {m['p50']:.3f} ms | {m['p99']:.3f} ms ({m['all_p99']}) | "
               f"{m['p99'] / med[base]['p99']:.2f}x | {1000 * cpu[k] / max(1, scrapes[k]):.3f} s | {rss[k] / 1024:.1f} MiB |")
+    print(f"\np99 vs without -k, 95% interval (the {a.rounds} rounds drawn again with replacement, 2,000 times): " +
+          "; ".join(f"{k} {lo:.2f}x to {hi:.2f}x" for k in med if k != base
+                    for lo, hi in [ratio_interval(runs, base, k)]))
     k8s = "-k, 5,004 pods"
     print(f"\nkubelet List calls during the {elapsed:.0f} s of paced runs: {calls} "
           f"(scrapes of the -k exporter in that time: {scrapes[k8s]:,}; one List every 5 s is {elapsed / 5:.0f})")
