@@ -10,6 +10,7 @@ connection: loopback carries at most 64 KiB per segment, so a larger page takes 
 kubelet's List calls against the number of scrapes (the kubelet is never called on the scrape path:
 only at start and every --kubelet-refresh-ms, default 5 s). Under the table: each ratio's 95%
 interval from the rounds drawn again with replacement (ratio_interval), and the place's effect.
+bench/exporter/pool_runs.py gives the same from saved outputs, and over several runs pooled.
 
 With --same-size-anchor a fourth exporter runs beside them: the exporter without -k given a
 counters file (-f) of the built-in counters plus as many more device fields as make its page at
