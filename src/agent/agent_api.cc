@@ -10,6 +10,7 @@
 #include "agent/agent.h"
 #include "agent/api_util.h"
 #include "agent/history_query.h"
+#include "agent/request_body.h"
 #include "core/split.h"
 #include "net/http_util.h"
 
@@ -107,12 +108,9 @@ Agent::Reply Agent::Dispatch(const net::HttpRequest& req) {
   const bool get = m == "GET" || m == "HEAD";
   json body = json::object();
   if (m == "POST" || m == "PUT") {
-    if (!req.body.empty()) {
-      body = json::parse(req.body, nullptr, false);
-      if (body.is_discarded() || !body.is_object()) {
-        return Route::Error(400, "the request body is not a JSON object");
-      }
-    }
+    auto parsed = ParseRequestBody(req.body);
+    if (!parsed) return Route::Error(400, parsed.error().message);
+    body = std::move(parsed).value();
   }
   auto method_not_allowed = [&](const char* allow) {
     Reply r = Route::Error(405, fmt::format("{} {} is not served: use {}", m, req.path, allow));

@@ -727,11 +727,17 @@ std::string StateDb::path() const { return impl_->path; }
 Result<std::unique_ptr<StateDb>> StateDb::Open(const std::string& state_dir) {
   if (state_dir.empty()) return InvalidArgument("the state directory is empty");
   if (auto st = MakeDirs(state_dir); !st) return st.error();
+  // A state directory reached through a symbolic link (/var/lib/gpulse -> /data/gpulse) is resolved
+  // once, here: SQLite opens with NOFOLLOW, which refuses a link anywhere in the database's path.
+  std::error_code resolve_error;
+  std::filesystem::path dir = std::filesystem::canonical(state_dir, resolve_error);
+  if (resolve_error) {
+    return ErrnoError(resolve_error.value(), "state directory " + state_dir + ": cannot resolve");
+  }
   auto impl = std::make_unique<Impl>();
-  impl->dir = state_dir;
-  std::filesystem::path dir(state_dir);
+  impl->dir = dir.string();
   impl->path = (dir / kDatabaseFile).string();
-  auto lock = LockStateDir(state_dir, (dir / kLockFile).string());
+  auto lock = LockStateDir(impl->dir, (dir / kLockFile).string());
   if (!lock.ok()) return lock.error();
   impl->lock_fd = *lock;
 

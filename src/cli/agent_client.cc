@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "cli/subcommand.h"
+#include "net/client_channel.h"
 #include "net/http_util.h"
 
 namespace gpulse::cli {
@@ -34,13 +35,26 @@ class Socket {
   }
   int get() const { return fd_; }
   explicit operator bool() const { return fd_ >= 0; }
+  // Gives the descriptor up: this no longer closes it.
+  int Release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
 
  private:
   int fd_;
 };
 
+// The TLS flags of the verb being run (one verb a process): AddHostOption binds them.
+net::ClientTls& TlsFlags() {
+  static net::ClientTls flags;
+  return flags;
+}
+
 struct Where {
   bool unix_socket = false;
+  bool tls = false;
   std::string path;  // unix
   std::string host;  // tcp
   std::string port;
@@ -56,17 +70,18 @@ Result<Where> ParseHost(const std::string& text) {
     }
     return w;
   }
+  std::string rest = text;
   if (text.rfind("https://", 0) == 0) {
-    return InvalidArgument("--host \"" + text +
-                           "\": the CLI has no TLS client yet; use the "
-                           "agent's unix socket on the node, or a tunnel to a plain-HTTP address");
+    w.tls = true;
+    rest = text.substr(8);
+  } else if (text.rfind("http://", 0) == 0) {
+    rest = text.substr(7);
   }
-  std::string rest = text.rfind("http://", 0) == 0 ? text.substr(7) : text;
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
   auto addr = net::ParseListenAddress(rest);
   if (!addr || addr->host.empty()) {
     return InvalidArgument("--host \"" + text +
-                           "\" is not unix://PATH, HOST:PORT or http://HOST:PORT");
+                           "\" is not unix://PATH, HOST:PORT, http://HOST:PORT or https://HOST:PORT");
   }
   w.host = addr->host;
   w.port = std::to_string(addr->port);
@@ -145,16 +160,31 @@ std::string ResolveAgentHost(const std::string& flag) {
 
 namespace {
 
-// Connects and sends one request (Connection: close); the answer is the caller's to read.
-Result<Socket> SendRequest(const std::string& host, const std::string& method,
-                           const std::string& target, const std::string& body, const char* accept) {
-  auto where = ParseHost(host);
-  if (!where) return where.error();
-  auto fd = Connect(*where, host);
+// The connection, with TLS for https:// (the server's certificate checked as TlsFlags say).
+Result<net::ClientChannel> Open(const Where& where, const std::string& host) {
+  auto fd = Connect(where, host);
   if (!fd) return fd.error();
   timeval tv{kTimeoutS, 0};
   setsockopt(fd->get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd->get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  const int raw = fd->Release();  // the channel's from here: it closes it, also on failure
+  if (!where.tls) return net::ClientChannel::Plain(raw);
+  auto channel = net::ClientChannel::Tls(raw, where.host, TlsFlags());
+  if (!channel) {
+    const Error& e = channel.error();
+    return Error{e.code, "the agent at " + host + ": " + e.message};
+  }
+  return channel;
+}
+
+// Connects and sends one request (Connection: close); the answer is the caller's to read.
+Result<net::ClientChannel> SendRequest(const std::string& host, const std::string& method,
+                                       const std::string& target, const std::string& body,
+                                       const char* accept) {
+  auto where = ParseHost(host);
+  if (!where) return where.error();
+  auto fd = Open(*where, host);
+  if (!fd) return fd.error();
   std::string req = method + " " + target + " HTTP/1.1\r\nHost: " +
                     (where->unix_socket ? std::string("localhost") : where->host) +
                     "\r\nConnection: close\r\nAccept: " + accept + "\r\n";
@@ -170,7 +200,7 @@ Result<Socket> SendRequest(const std::string& host, const std::string& method,
   }
   req += "\r\n" + body;
   for (std::size_t sent = 0; sent < req.size();) {
-    ssize_t n = send(fd->get(), req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+    ssize_t n = fd->Send(req.data() + sent, req.size() - sent);
     if (n <= 0)
       return Unavailable("the agent at " + host +
                          " closed the connection: " + std::strerror(errno));
@@ -179,11 +209,13 @@ Result<Socket> SendRequest(const std::string& host, const std::string& method,
   return fd;
 }
 
-// Reads what the socket has within `timeout`: >0 bytes, 0 at the end, -1 on timeout (errno 0) or
-// an error (errno set).
-ssize_t RecvWithin(int fd, char* buf, std::size_t len, std::chrono::milliseconds timeout) {
+// Reads what the connection has within `timeout`: >0 bytes, 0 at the end, -1 on timeout (errno 0)
+// or an error (errno set).
+ssize_t RecvWithin(net::ClientChannel& fd, char* buf, std::size_t len,
+                   std::chrono::milliseconds timeout) {
+  if (fd.Pending()) return fd.Recv(buf, len);  // decrypted already: poll would not see it
   // A signal (Ctrl-C in `top`) ends the wait at once, as a timeout: the caller checks its flag.
-  pollfd p{fd, POLLIN, 0};
+  pollfd p{fd.fd(), POLLIN, 0};
   int ready = poll(&p, 1, static_cast<int>(timeout.count()));
   if (ready == 0 || (ready < 0 && errno == EINTR)) {
     errno = 0;
@@ -192,21 +224,21 @@ ssize_t RecvWithin(int fd, char* buf, std::size_t len, std::chrono::milliseconds
   if (ready < 0) return -1;
   ssize_t n = 0;
   do {
-    n = recv(fd, buf, len, 0);
+    n = fd.Recv(buf, len);
   } while (n < 0 && errno == EINTR);
   return n;
 }
 
 class SocketStream final : public AgentStream {
  public:
-  SocketStream(Socket fd, std::string host, std::string pending, bool chunked)
+  SocketStream(net::ClientChannel fd, std::string host, std::string pending, bool chunked)
       : fd_(std::move(fd)), host_(std::move(host)), raw_(std::move(pending)), chunked_(chunked) {}
 
   Result<bool> Read(std::string& out, std::chrono::milliseconds timeout) override {
     bool got = Decode(out);
     if (got) return true;
     char buf[65536];
-    ssize_t n = RecvWithin(fd_.get(), buf, sizeof buf, timeout);
+    ssize_t n = RecvWithin(fd_, buf, sizeof buf, timeout);
     if (n < 0 && errno == 0) return false;
     if (n < 0) return Unavailable("reading the stream from " + host_ + ": " + std::strerror(errno));
     if (n == 0 || ended_) return Unavailable("the server at " + host_ + " ended the stream");
@@ -248,7 +280,7 @@ class SocketStream final : public AgentStream {
     }
   }
 
-  Socket fd_;
+  net::ClientChannel fd_;
   std::string host_;
   std::string raw_;  // bytes received, not yet decoded
   bool chunked_;
@@ -265,7 +297,7 @@ Result<AgentReply> CallAgent(const std::string& host, const std::string& method,
   std::string raw;
   char buf[65536];
   for (;;) {
-    ssize_t n = recv(fd->get(), buf, sizeof buf, 0);
+    ssize_t n = fd->Recv(buf, sizeof buf);
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -288,7 +320,7 @@ Result<std::unique_ptr<AgentStream>> OpenAgentStream(const std::string& host,
   constexpr std::chrono::milliseconds kHeadTimeout{5'000};
   std::size_t head_end = std::string::npos;
   while (head_end == std::string::npos) {
-    ssize_t n = RecvWithin(fd->get(), buf, sizeof buf, kHeadTimeout);
+    ssize_t n = RecvWithin(*fd, buf, sizeof buf, kHeadTimeout);
     if (n <= 0)
       return Unavailable("the server at " + host + " sent no answer to " + target + " within 5 s");
     raw.append(buf, static_cast<std::size_t>(n));
@@ -307,7 +339,7 @@ Result<std::unique_ptr<AgentStream>> OpenAgentStream(const std::string& host,
   if (head->status != 200) {
     // The refusal's text (e.g. the viewer limit) is short: read what comes within a moment.
     for (int i = 0; i < 20 && raw.size() < 64 * 1024; ++i) {
-      ssize_t n = RecvWithin(fd->get(), buf, sizeof buf, std::chrono::milliseconds(100));
+      ssize_t n = RecvWithin(*fd, buf, sizeof buf, std::chrono::milliseconds(100));
       if (n <= 0) break;
       raw.append(buf, static_cast<std::size_t>(n));
     }
@@ -330,8 +362,21 @@ std::string ReplyError(const AgentReply& r) {
 
 void AddHostOption(CLI::App& app, std::string& host) {
   app.add_option("--host", host,
-                 "The agent: unix://PATH, HOST:PORT or http://HOST:PORT (default: $GPULSE_HOST, "
-                 "else unix:///run/gpulse/agent.sock)");
+                 "The agent: unix://PATH, HOST:PORT, http://HOST:PORT or https://HOST:PORT "
+                 "(default: $GPULSE_HOST, else unix:///run/gpulse/agent.sock)");
+  net::ClientTls& tls = TlsFlags();
+  app.add_option("--ca-file", tls.ca_file,
+                 "With https://: the CA that signed the agent's certificate (default: the "
+                 "system's trusted CAs)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--cert-file", tls.cert_file,
+                 "With https://: a client certificate, for an agent that asks for one")
+      ->check(CLI::ExistingFile);
+  app.add_option("--key-file", tls.key_file, "With https://: the client certificate's key")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--insecure", tls.insecure,
+               "With https://: do not verify the agent's certificate or name (insecure: anyone on "
+               "the path can read the password and the answers)");
 }
 
 std::optional<nlohmann::json> CallForVerb(const std::string& verb, const std::string& host,

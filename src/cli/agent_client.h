@@ -1,10 +1,11 @@
 // How the management verbs (`group`, `watch`, `stats`, `dmon --host`) talk to a node agent: one
 // blocking HTTP/1.1 request over the agent's unix socket or TCP, JSON in and out.
 //
-// --host takes unix://PATH, HOST:PORT or http://HOST:PORT (default: $GPULSE_HOST, else the local
-// socket unix:///run/gpulse/agent.sock). Basic auth, when the agent's web config asks for it, comes
-// from $GPULSE_AGENT_USER and $GPULSE_AGENT_PASSWORD. https:// is refused with a message: the CLI
-// has no TLS client yet (use the unix socket on the node, or a tunnel).
+// --host takes unix://PATH, HOST:PORT, http://HOST:PORT or https://HOST:PORT (default:
+// $GPULSE_HOST, else the local socket unix:///run/gpulse/agent.sock). With https:// the agent's
+// certificate is verified (--ca-file, else the system's CAs; --insecure skips it) and --cert-file
+// and --key-file present a client certificate. Basic auth, when the agent's web config asks for it,
+// comes from $GPULSE_AGENT_USER and $GPULSE_AGENT_PASSWORD.
 #pragma once
 
 #include <chrono>
@@ -64,7 +65,7 @@ std::optional<nlohmann::json> CallForVerb(const std::string& verb, const std::st
                                           const std::string& method, const std::string& target,
                                           const nlohmann::json& body, int want, int* code);
 
-// Adds --host to a verb.
+// Adds --host and the TLS flags (--ca-file, --cert-file, --key-file, --insecure) to a verb.
 void AddHostOption(CLI::App& app, std::string& host);
 
 }  // namespace gpulse::cli

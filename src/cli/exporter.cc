@@ -18,6 +18,7 @@
 #include "cli/gpu_options.h"
 #include "cli/procfs_options.h"
 #include "cli/subcommand.h"
+#include "core/utf8.h"
 #include "gpu/registry.h"
 #include "identity/mask_tokens.h"
 #include "identity/pod_resources.h"
@@ -106,15 +107,24 @@ int UsageOrFailure(const Error& e) {
                                                                                  : kExitFailure;
 }
 
-// dcgm-exporter's rule: $NODE_NAME (set by Kubernetes DaemonSets), else the host name.
-std::optional<std::string> ChooseHostname(const ExporterCliOptions& o) {
-  if (o.no_hostname) return std::nullopt;
-  if (!o.hostname.empty()) return o.hostname;
+// dcgm-exporter's rule: $NODE_NAME (set by Kubernetes DaemonSets), else the host name. A value
+// given by the user that is not valid UTF-8 is refused, its source named: the page would not parse.
+// The system's host name is taken with bad bytes replaced (prom/writer.h), as a driver's string.
+Result<std::optional<std::string>> ChooseHostname(const ExporterCliOptions& o) {
+  if (o.no_hostname) return std::optional<std::string>();
+  auto given = [](const std::string& value, const char* source) -> Result<std::optional<std::string>> {
+    if (!IsValidUtf8(value)) {
+      return InvalidArgument(std::string(source) +
+                             ": the Hostname label value is not valid UTF-8");
+    }
+    return std::optional<std::string>(value);
+  };
+  if (!o.hostname.empty()) return given(o.hostname, "--hostname");
   if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0')
-    return std::string(node);
+    return given(node, "$NODE_NAME");
   char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) == 0) return std::string(buf);
-  return std::nullopt;
+  if (gethostname(buf, sizeof buf - 1) == 0) return std::optional<std::string>(std::string(buf));
+  return std::optional<std::string>();
 }
 
 // -k and its companions (ADR 0021). The id type and resource names are checked even without -k.
@@ -211,7 +221,9 @@ int RunAgent(ExporterCliOptions& o, std::unique_ptr<gpu::Backend> backend,
 
 int Run(ExporterCliOptions& o) {
   if (Status s = ApplyDcgmExporterFlags(o); !s.ok()) return UsageOrFailure(s.error());
-  o.exp.hostname = ChooseHostname(o);
+  auto hostname = ChooseHostname(o);
+  if (!hostname) return UsageOrFailure(hostname.error());
+  o.exp.hostname = *hostname;
   if (Status s = ApplyAgentFlags(o); !s.ok()) return UsageOrFailure(s.error());
   o.exp.version = kGpulseVersion;
   o.exp.commit = kGpulseGitCommit;

@@ -447,6 +447,47 @@ constexpr std::array kSelfMetrics = {
         "gpulse_job_power_estimate_watts integrated over time since the job first used the GPU "
         "or MIG instance (trapezoid rule between reads; an estimate, "
         "docs/adr/0022-per-pod-usage.md)."},
+    // As Prometheus' client libraries name them (node_exporter, Prometheus): dashboards and alerts
+    // written for those work unchanged.
+    SelfMetricSpec{kProcessCpuSeconds, "process_cpu_seconds_total", "seconds", C,
+                   "Total user and system CPU time spent in seconds."},
+    SelfMetricSpec{kProcessOpenFds, "process_open_fds", "", G, "Number of open file descriptors."},
+    SelfMetricSpec{kProcessMaxFds, "process_max_fds", "", G,
+                   "Maximum number of open file descriptors."},
+    SelfMetricSpec{kProcessVirtualMemory, "process_virtual_memory_bytes", "bytes", G,
+                   "Virtual memory size in bytes."},
+    SelfMetricSpec{kProcessVirtualMemoryMax, "process_virtual_memory_max_bytes", "bytes", G,
+                   "Maximum amount of virtual memory available in bytes (-1: no limit)."},
+    SelfMetricSpec{kProcessResidentMemory, "process_resident_memory_bytes", "bytes", G,
+                   "Resident memory size in bytes."},
+    SelfMetricSpec{kProcessStartTime, "process_start_time_seconds", "seconds", G,
+                   "Start time of the process since unix epoch in seconds."},
+    SelfMetricSpec{kHttpConnections, "gpulse_http_connections", "", G,
+                   "HTTP connections open now (TCP, TLS and the agent's unix socket)."},
+    SelfMetricSpec{kHttpConnectionsAccepted, "gpulse_http_connections_accepted_total", "", C,
+                   "HTTP connections accepted since start."},
+    SelfMetricSpec{kHttpConnectionsRefused, "gpulse_http_connections_refused_total", "", C,
+                   "HTTP connections closed at once: every slot busy with a request, the client "
+                   "address at its limit, or a unix-socket client without the right."},
+    SelfMetricSpec{kHttpConnectionsEvicted, "gpulse_http_connections_evicted_total", "", C,
+                   "HTTP connections closed at the connection limit to admit a new one, by what "
+                   "they were doing: unproven (no request passed yet) or idle (between requests)."},
+    SelfMetricSpec{kHttpRequests, "gpulse_http_requests_total", "", C,
+                   "HTTP requests read whole since start."},
+    SelfMetricSpec{kHttpRequestsRefused, "gpulse_http_requests_refused_total", "", C,
+                   "HTTP requests answered with an error by a limit of the server, by reason: "
+                   "header_too_large (431), body_too_large (413), malformed (400), in_flight (503), "
+                   "auth_busy (429 or 503)."},
+    SelfMetricSpec{kHttpTlsHandshakesFailed, "gpulse_http_tls_handshakes_failed_total", "", C,
+                   "TLS handshakes that did not complete, by reason: queue_full (the handshake "
+                   "thread's queue was full and the connection was closed) or error."},
+    SelfMetricSpec{kWebConfigLastReloadSuccessful, "gpulse_web_config_last_reload_successful", "",
+                   G,
+                   "1 when the last reload of the web config file succeeded or none was needed, 0 "
+                   "when a changed file did not load and the previous config stays in force."},
+    SelfMetricSpec{kWebConfigReloads, "gpulse_web_config_reloads_total", "", C,
+                   "Reloads of the web config file after it or a file it names changed, by result "
+                   "(success, failure)."},
 };
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {

@@ -199,7 +199,7 @@ struct UnreadableFieldSpec {
 std::span<const UnreadableFieldSpec> UnreadableFields();
 const UnreadableFieldSpec* FindUnreadableField(std::string_view name);
 
-// gpulse's own metric families, exposed by the exporter next to the DCGM fields.
+// gpulse's own metric families, exposed by the exporter next to the DCGM fields (and the agent).
 enum class SelfMetric {
   kBuildInfo,
   kBackendUp,
@@ -224,11 +224,28 @@ enum class SelfMetric {
   kJobSmUtilization,
   kJobPowerEstimate,
   kJobEnergyEstimate,
+  // The process collector of Prometheus' client libraries, and the HTTP server's own counts.
+  kProcessCpuSeconds,
+  kProcessOpenFds,
+  kProcessMaxFds,
+  kProcessVirtualMemory,
+  kProcessVirtualMemoryMax,
+  kProcessResidentMemory,
+  kProcessStartTime,
+  kHttpConnections,
+  kHttpConnectionsAccepted,
+  kHttpConnectionsRefused,
+  kHttpConnectionsEvicted,
+  kHttpRequests,
+  kHttpRequestsRefused,
+  kHttpTlsHandshakesFailed,
+  kWebConfigLastReloadSuccessful,
+  kWebConfigReloads,
 };
 
 struct SelfMetricSpec {
   SelfMetric id;
-  std::string_view name;  // gpulse_...
+  std::string_view name;  // gpulse_..., or process_... (the client libraries' names)
   std::string_view unit;  // base unit in the name, "" when none
   PromType prom_type;
   std::string_view help;

@@ -13,6 +13,7 @@
 #include "exporter/json_api.h"
 #include "exporter/landing.h"
 #include "exporter/pod_usage.h"
+#include "exporter/self_metrics.h"
 #include "exporter/ui_assets.h"
 #include "net/event_stream.h"
 #include "net/http_util.h"
@@ -150,7 +151,9 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
     auto web = net::LoadWebConfig(options.web_config_file);
     if (!web) return web.error();
     so.web = std::move(web).value();
+    so.web_config_file = options.web_config_file;
   }
+  so.log = [](const std::string& what) { Log(what); };
   std::unique_ptr<Exporter> e(new Exporter(std::move(options), std::move(backend)));
   e->extension_ = extension;
   e->Install(std::move(counters));
@@ -178,6 +181,7 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
   if (e->options_.kubernetes) e->StartKubelet();
   e->server_->OnSignal(SIGHUP, [self] {
     self->Reload();
+    self->server_->ReloadWebConfig();
     if (self->kubelet_) self->kubelet_->RefreshNow();
   });
   e->server_->OnSignal(SIGTERM, [self] {
@@ -432,6 +436,7 @@ void Exporter::ServeMetrics(bool gzip, net::Respond respond) {
     r.compressible = true;
     std::string tail = snap ? snap->extension_exposition : std::string();
     tail += hub_->Exposition();
+    tail += RenderSelfMetrics(sys::ReadProcessStats(), server_->stats());
     // A client that takes gzip gets the kept body's compressed pieces (page_cache.h); should zlib
     // fail, the server compresses the whole body as for any other answer.
     if (gzip && snap) {

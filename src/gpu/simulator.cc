@@ -34,8 +34,13 @@ Result<std::string> PrepareSimulator(const BackendOptions& options) {
   std::string scenario = options.simulate;
   if (LooksLikePath(scenario)) {
     std::error_code ec;
-    if (!fs::is_regular_file(scenario, ec)) {
+    const fs::file_status st = fs::status(scenario, ec);
+    if (!fs::exists(st)) {
       return InvalidArgument("--simulate: scenario file " + scenario + " does not exist");
+    }
+    if (!fs::is_regular_file(st)) {  // a FIFO would block the simulator, /dev/zero never end
+      return InvalidArgument("--simulate: scenario file " + scenario +
+                             " is not a regular file (a FIFO, a device or a directory)");
     }
     scenario = fs::absolute(scenario, ec).string();
   }

@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <list>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -59,8 +61,8 @@ std::string FormatEndpoint(const tcp::endpoint& ep) {
   return host + ":" + std::to_string(ep.port());
 }
 
-Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsSettings& t) {
-  auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+Result<std::shared_ptr<asio::ssl::context>> MakeTlsContext(const TlsSettings& t) {
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
   boost::system::error_code ec;
   ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::single_dh_use, ec);
   ctx->use_certificate_chain_file(t.cert_file, ec);
@@ -96,6 +98,12 @@ Result<std::unique_ptr<asio::ssl::context>> MakeTlsContext(const TlsSettings& t)
   return ctx;
 }
 
+// The bcrypt pool: one or two threads, below the loop (work_pool.h).
+std::unique_ptr<WorkPool> MakeAuthPool(std::size_t queue) {
+  std::size_t threads = std::clamp<std::size_t>(std::thread::hardware_concurrency() / 2, 1, 2);
+  return std::make_unique<WorkPool>(threads, queue);
+}
+
 // Lets a busy exporter hold as many sockets as it allows connections.
 void RaiseFileLimit(std::size_t wanted) {
   rlimit r{};
@@ -112,17 +120,28 @@ struct Server::Impl {
   // Members session destructors touch come first: they outlive the io_context, whose destruction
   // destroys the sessions still referenced by pending handlers.
   std::unordered_set<SessionBase*> sessions;
+  // Connections that have passed a request and are between requests (or reading one), least
+  // recently active first: at the limit, the front makes room after the unproven ones.
+  std::list<SessionBase*> lru;
   std::unordered_map<std::string, std::size_t> per_peer;        // open connections by address
   std::unordered_map<std::string, std::size_t> auth_in_flight;  // bcrypt checks by address
   std::size_t unproven = 0;  // sessions that have not yet passed a request (TLS, auth included)
+  std::size_t in_flight = 0;  // requests handed to the handler and not yet answered
   std::uint64_t next_seq = 0;
   std::size_t peak_since_trim = 0;
   bool trim_armed = false;
   bool draining = false;
   bool destroying = false;
   std::atomic<std::uint64_t> accepted{0}, rejected{0}, requests{0}, open{0}, evicted{0},
-      auth_busy{0};
-  std::unique_ptr<asio::ssl::context> ssl;
+      evicted_idle{0}, auth_busy{0}, refused_header{0}, refused_body{0}, refused_malformed{0},
+      refused_busy{0}, handshakes_refused{0}, handshakes_failed{0}, reloads{0},
+      reload_failures{0};
+  std::atomic<bool> web_ok{true};
+  std::atomic<std::int64_t> web_loaded_unix_s{0};
+  // Shared: a connection keeps the context it began with (a reference on its SSL_CTX) across a
+  // reload that puts a new one in force.
+  std::shared_ptr<asio::ssl::context> ssl;
+  WebConfigFiles web_files;  // what the web config in force was loaded from
 
   asio::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
@@ -142,6 +161,7 @@ struct Server::Impl {
   std::string local;
   // After ioc: destroyed first, so a check finishing during destruction can still post to ioc.
   std::unique_ptr<WorkPool> auth_pool;
+  std::unique_ptr<WorkPool> handshake_pool;
 
   ~Impl() {
     destroying = true;
@@ -157,6 +177,9 @@ struct Server::Impl {
   Status ListenUnix();
   void RemoveUnixSocket();
   bool MakeRoom();
+  Status ApplyWebConfig(WebConfig web);
+  void CheckWebConfig(bool force);
+  void Say(const std::string& what) const;
   void WaitSignal();
   void BeginShutdown();
   void SessionGone();
@@ -190,10 +213,40 @@ class SessionBase {
     --srv_.unproven;
   }
 
+  // A proven connection between requests, or reading one, goes to the back of the LRU list (the
+  // most recently active); one whose request is complete leaves it until it waits again.
+  void Touch() {
+    if (!proven_ || !registered_) return;
+    if (in_lru_) {
+      srv_.lru.splice(srv_.lru.end(), srv_.lru, lru_pos_);
+    } else {
+      lru_pos_ = srv_.lru.insert(srv_.lru.end(), this);
+      in_lru_ = true;
+    }
+  }
+  void LeaveLru() {
+    if (!in_lru_) return;
+    srv_.lru.erase(lru_pos_);
+    in_lru_ = false;
+  }
+  // A request handed to the handler counts until its answer comes (or the connection goes).
+  void BeginInFlight() {
+    in_flight_ = true;
+    ++srv_.in_flight;
+  }
+  void EndInFlight() {
+    if (!in_flight_) return;
+    in_flight_ = false;
+    --srv_.in_flight;
+  }
+  bool registered() const { return registered_; }
+
   // Called when the socket closes (a Respond callback may keep the object alive longer): the
   // connection no longer counts against the limits or holds up a drain.
   void Deregister() {
     if (!registered_) return;
+    LeaveLru();
+    EndInFlight();
     registered_ = false;
     srv_.sessions.erase(this);
     if (auto it = srv_.per_peer.find(peer_); it != srv_.per_peer.end() && --it->second == 0)
@@ -210,6 +263,9 @@ class SessionBase {
   const std::uint64_t seq_;
   bool registered_ = true;
   bool proven_ = false;
+  bool in_lru_ = false;
+  bool in_flight_ = false;
+  std::list<SessionBase*>::iterator lru_pos_;
 };
 
 template <class Stream>
@@ -222,7 +278,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
         remote_(std::move(remote)),
         credentials_(credentials),
         deadline_(srv.ioc),
-        born_(std::chrono::steady_clock::now()) {}
+        born_(std::chrono::steady_clock::now()) {
+    // Whatever a client sends sits here only until it is parsed, and never more than this: a
+    // line longer (a chunk-size line with a 100 MB extension) fails the read with buffer_overflow
+    // instead of growing the buffer.
+    buffer_.max_size(ReadBufferLimit(srv.opt));
+  }
 
   // A session the io_context drops without Close (abandoned at the drain timeout) lets its stream
   // go too: no waker may point at this server afterwards.
@@ -239,8 +300,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
                               srv_.opt.read_timeout}));
       stream_.async_handshake([self = this->shared_from_this()](boost::system::error_code ec) {
         self->idle_ = false;
-        if (ec) return self->Close();
-        self->WaitRequest();
+        self->OnHandshake(ec);
       });
     } else {
       WaitRequest();
@@ -255,6 +315,22 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
  private:
   static constexpr bool kTls = std::is_same_v<Stream, TlsSocket>;
+
+  void OnHandshake(boost::system::error_code ec) {
+    if (!ec && registered()) return WaitRequest();
+    if (ec == asio::error::no_buffer_space) {
+      ++srv_.handshakes_refused;
+    } else if (ec == TlsSocket::kPlainHttp) {
+      // As Go's TLS servers (node_exporter, Prometheus) answer an HTTP request sent to them.
+      ++srv_.refused_malformed;
+      static constexpr std::string_view kAnswer =
+          "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+      ::send(Lowest().native_handle(), kAnswer.data(), kAnswer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    } else if (ec) {
+      ++srv_.handshakes_failed;
+    }
+    Close();
+  }
 
   auto& Lowest() {
     if constexpr (kTls) {
@@ -282,8 +358,17 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void Close() {
     if (!Lowest().is_open()) return Deregister();
-    if constexpr (kTls) stream_.ShutdownNow();
     boost::system::error_code ec;
+    if constexpr (kTls) {
+      // A handshake step running on the handshake thread uses the socket and its SSL: wake it by
+      // shutting the socket down, and close for good when its completion comes back to the loop.
+      if (stream_.offloaded()) {
+        ::shutdown(Lowest().native_handle(), SHUT_RDWR);
+        Disarm();
+        return Deregister();
+      }
+      stream_.ShutdownNow();
+    }
     Lowest().shutdown(asio::socket_base::shutdown_both, ec);
     Lowest().close(ec);
     Disarm();
@@ -297,6 +382,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void WaitRequest() {
     if (srv_.draining) return Close();
     idle_ = true;
+    Touch();
     if (proven()) {
       Arm(srv_.opt.read_timeout);
     } else {
@@ -314,6 +400,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void DoRead() {
     if (srv_.draining) return Close();
+    Touch();
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(srv_.opt.max_header_bytes));
     parser_->body_limit(srv_.opt.max_body_bytes);
@@ -325,22 +412,48 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void OnRead(boost::system::error_code ec) {
     idle_ = false;
+    LeaveLru();
     Disarm();  // the request is here: the handler takes the time it takes, as before
-    if (ec == http::error::header_limit) return Reject(431, "request header too large");
-    if (ec == http::error::body_limit) return Reject(413, "request body too large");
-    if (ec) return Close();  // end of stream, timeout, reset, malformed request
+    if (ec) return OnReadError(ec);
     ++srv_.requests;
     const auto& req = parser_->get();
     keep_alive_ = req.keep_alive() && !srv_.draining;
     head_ = req.method() == http::verb::head;
     // Authentication first: an unauthenticated client learns nothing, not even which methods exist.
     // A unix-socket client was admitted by the socket's permissions and its credentials instead.
+    if (!credentials_) srv_.CheckWebConfig(false);  // a rotated password applies from now
     if (!srv_.auth || credentials_) return Dispatch();
     auto v = srv_.auth->Lookup(View(req[http::field::authorization]));
     if (auto* d = std::get_if<BasicAuth::Verdict>(&v)) {
       return *d == BasicAuth::Verdict::kAccept ? Dispatch() : Unauthorized();
     }
     VerifyOffLoop(std::move(std::get<BasicAuth::Pending>(v)));
+  }
+
+  // Over a limit, or unparseable: an answer that says which (as Go's net/http gives), then the
+  // connection closes. The end of the stream, a reset or our own deadline closes it silently.
+  void OnReadError(boost::system::error_code ec) {
+    if (ec == http::error::header_limit) {
+      ++srv_.refused_header;
+      return Reject(431, "request header too large");
+    }
+    if (ec == http::error::body_limit) {
+      ++srv_.refused_body;
+      return Reject(413, "request body too large");
+    }
+    if (ec == http::error::buffer_overflow) {
+      const bool in_header = !parser_ || !parser_->is_header_done();
+      ++(in_header ? srv_.refused_header : srv_.refused_malformed);
+      return in_header ? Reject(431, "request line or header line too long")
+                       : Reject(400, "chunk-size line or trailer too long");
+    }
+    const bool truncated = ec == http::error::end_of_stream || ec == http::error::partial_message;
+    if (ec.category() == http::make_error_code(http::error::bad_method).category() && !truncated &&
+        Lowest().is_open()) {
+      ++srv_.refused_malformed;
+      return Reject(400, "malformed request: " + ec.message());
+    }
+    Close();
   }
 
   // bcrypt on the auth pool; the loop serves everyone else meanwhile. A peer may have only a few
@@ -351,9 +464,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     ++mine;
     Arm(srv_.opt.write_timeout);  // a check never outlives its connection's budget
     Server::Impl* srv = &srv_;
+    // The users in force now: a reload meanwhile does not change this check's.
     bool queued = srv_.auth_pool->TrySubmit(
-        [self = this->shared_from_this(), srv, p = std::move(p)]() mutable {
-          bool ok = srv->auth->Verify(p);
+        [self = this->shared_from_this(), srv, auth = *srv_.auth, p = std::move(p)]() mutable {
+          bool ok = auth.Verify(p);
           asio::post(srv->ioc, [self = std::move(self), ok] { self->AfterCheck(ok); });
         });
     if (!queued) {
@@ -391,6 +505,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void Dispatch() {
     Prove();
     const auto& req = parser_->get();
+    if (srv_.in_flight >= srv_.opt.max_requests_in_flight) {
+      ++srv_.refused_busy;
+      HttpResponse r = TextResponse(503, "too many requests in progress; retry");
+      r.headers.emplace_back("Retry-After", "1");
+      return Write(std::move(r));
+    }
     const bool write = req.method() == http::verb::post || req.method() == http::verb::put ||
                        req.method() == http::verb::delete_;
     if (req.method() != http::verb::get && !head_ && !(write && srv_.opt.allow_writes)) {
@@ -410,6 +530,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     hr.remote = remote_;
     accepts_gzip_ = hr.accepts_gzip;
     Server::Impl* srv = &srv_;
+    BeginInFlight();
     Respond respond = [self = this->shared_from_this(), srv](HttpResponse r) {
       asio::post(srv->ioc, [self, r = std::move(r)]() mutable { self->Write(std::move(r)); });
     };
@@ -423,6 +544,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void Write(HttpResponse r) {
+    EndInFlight();
     if (!Lowest().is_open()) {
       if (r.stream) r.stream->Detach();
       return;
@@ -602,17 +724,26 @@ void Server::Impl::DoAccept() {
 
 // At the limit, the oldest connection that has not yet passed a request (an idle TCP connection,
 // a stalled handshake, a client that only sends wrong passwords) makes room for the new one:
-// connections that never prove themselves cannot lock real scrapers out. False when every open
-// connection has passed a request.
+// connections that never prove themselves cannot lock real scrapers out. Failing that, the
+// keep-alive connection idle the longest (or slowest in sending its request) goes: a crowd of
+// clients, from however many addresses, holds only connections a new scraper can take over. False
+// when every open connection is busy with a request.
 bool Server::Impl::MakeRoom() {
-  if (unproven == 0) return false;
-  SessionBase* oldest = nullptr;
-  for (SessionBase* s : sessions) {
-    if (!s->proven() && (oldest == nullptr || s->seq() < oldest->seq())) oldest = s;
+  SessionBase* victim = nullptr;
+  if (unproven != 0) {
+    for (SessionBase* s : sessions) {
+      if (!s->proven() && (victim == nullptr || s->seq() < victim->seq())) victim = s;
+    }
   }
-  if (oldest == nullptr) return false;
-  ++evicted;
-  oldest->CloseNow();
+  if (victim != nullptr) {
+    ++evicted;
+  } else if (!lru.empty()) {
+    victim = lru.front();
+    ++evicted_idle;
+  } else {
+    return false;
+  }
+  victim->CloseNow();
   return true;
 }
 
@@ -640,9 +771,11 @@ void Server::Impl::OnAccept(boost::system::error_code ec, tcp::socket socket) {
     return DoAccept();
   }
   socket.set_option(tcp::no_delay(true), ignored);
+  CheckWebConfig(false);
   if (ssl) {
-    std::make_shared<Session<TlsSocket>>(*this, TlsSocket(std::move(socket), ssl->native_handle()),
-                                         std::move(peer), std::move(remote))
+    std::make_shared<Session<TlsSocket>>(
+        *this, TlsSocket(std::move(socket), ssl->native_handle(), handshake_pool.get()),
+        std::move(peer), std::move(remote))
         ->Start();
   } else {
     std::make_shared<Session<tcp::socket>>(*this, std::move(socket), std::move(peer),
@@ -776,6 +909,66 @@ void Server::Impl::RemoveUnixSocket() {
   unix_path.clear();
 }
 
+void Server::Impl::Say(const std::string& what) const {
+  if (opt.log) {
+    opt.log(what);
+  } else {
+    std::fprintf(stderr, "%s\n", what.c_str());
+  }
+}
+
+// Everything of the new config is loaded before any of it is put in force: a certificate that does
+// not load leaves the old users too. Connections already open keep their TLS context; the users
+// and headers apply from the next request.
+Status Server::Impl::ApplyWebConfig(WebConfig web) {
+  if (web.tls.has_value() != (ssl != nullptr)) {
+    return InvalidArgument(std::string("it would switch the listener ") +
+                           (ssl ? "from TLS to plain HTTP" : "from plain HTTP to TLS") +
+                           ", which needs a restart");
+  }
+  std::shared_ptr<asio::ssl::context> ctx;
+  if (web.tls) {
+    auto made = MakeTlsContext(*web.tls);
+    if (!made) return made.error();
+    ctx = std::move(made).value();
+  }
+  std::optional<BasicAuth> users;
+  if (!web.basic_auth_users.empty()) {
+    auto made = BasicAuth::Create(web.basic_auth_users, opt.verify_password);
+    if (!made) return made.error();
+    users.emplace(std::move(made).value());
+  }
+  if (ctx) ssl = std::move(ctx);
+  auth = std::move(users);
+  if (auth && !auth_pool) auth_pool = MakeAuthPool(opt.max_auth_queue);
+  opt.web = std::move(web);
+  return Status::Ok();
+}
+
+// exporter-toolkit reads its web config for every request and its certificate for every
+// handshake; this stats the files for every connection and request and reads them only when one
+// changed (or when forced). A file that does not load keeps the config in force, said once per
+// change, and counted.
+void Server::Impl::CheckWebConfig(bool force) {
+  if (opt.web_config_file.empty() || (!force && !web_files.Changed())) return;
+  auto loaded = LoadWebConfig(opt.web_config_file);
+  // What was seen is stamped either way: a broken file is reported once, not at every connection.
+  WebConfigFiles seen = StampWebConfig(opt.web_config_file, loaded ? *loaded : opt.web);
+  Status applied = loaded ? ApplyWebConfig(*loaded) : Status(loaded.error());
+  web_files = std::move(seen);
+  if (applied.ok()) {
+    ++reloads;
+    web_ok = true;
+    web_loaded_unix_s = static_cast<std::int64_t>(std::time(nullptr));
+    Say("web config " + opt.web_config_file + ": reloaded");
+  } else {
+    ++reload_failures;
+    web_ok = false;
+    Say("web config " + opt.web_config_file +
+        ": not reloaded, the previous one stays in force: " + applied.error().message);
+  }
+}
+
 void Server::Impl::WaitSignal() {
   signals.async_wait([this](boost::system::error_code ec, int signo) {
     if (ec) return;
@@ -833,13 +1026,17 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options, Handler ha
     auto ctx = MakeTlsContext(*options.web.tls);
     if (!ctx) return ctx.error();
     impl->ssl = std::move(ctx).value();
+    // One thread: handshakes wait their turn there, never on the loop (ADR 0024).
+    impl->handshake_pool = std::make_unique<WorkPool>(1, std::max<std::size_t>(1, options.max_handshakes_queued));
   }
   if (!options.web.basic_auth_users.empty()) {
     auto auth = BasicAuth::Create(options.web.basic_auth_users, options.verify_password);
     if (!auth) return auth.error();
     impl->auth.emplace(std::move(auth).value());
-    std::size_t threads = std::clamp<std::size_t>(std::thread::hardware_concurrency() / 2, 1, 2);
-    impl->auth_pool = std::make_unique<WorkPool>(threads, options.max_auth_queue);
+    impl->auth_pool = MakeAuthPool(options.max_auth_queue);
+  }
+  if (!options.web_config_file.empty()) {
+    impl->web_files = StampWebConfig(options.web_config_file, options.web);
   }
   boost::system::error_code ec;
   tcp::resolver resolver(impl->ioc);
@@ -914,7 +1111,22 @@ ServerStats Server::stats() const {
   s.connections_evicted = impl_->evicted.load();
   s.auth_busy = impl_->auth_busy.load();
   s.unix_refused = impl_->unix_refused.load();
+  s.connections_evicted_idle = impl_->evicted_idle.load();
+  s.refused_header = impl_->refused_header.load();
+  s.refused_body = impl_->refused_body.load();
+  s.refused_malformed = impl_->refused_malformed.load();
+  s.refused_busy = impl_->refused_busy.load();
+  s.handshakes_refused = impl_->handshakes_refused.load();
+  s.handshakes_failed = impl_->handshakes_failed.load();
+  s.web_config_reloads = impl_->reloads.load();
+  s.web_config_reload_failures = impl_->reload_failures.load();
+  s.web_config_ok = impl_->web_ok.load();
+  s.web_config_loaded_unix_s = impl_->web_loaded_unix_s.load();
   return s;
+}
+
+void Server::ReloadWebConfig() {
+  asio::post(impl_->ioc, [impl = impl_.get()] { impl->CheckWebConfig(true); });
 }
 
 }  // namespace gpulse::net

@@ -5,7 +5,14 @@
 // connections cost 228 MB (issue 13). An AsyncReadStream and AsyncWriteStream, so Beast's HTTP
 // reads and writes run over it unchanged.
 //
-// Internal to server.cc (it pulls in the Boost headers). Thread-compatible: one loop thread.
+// The handshake's OpenSSL calls (the expensive part of a connection: a signature, a key exchange)
+// run on a handshake thread when a pool is given (ADR 0024): the loop only waits for the socket
+// and hands each step over, so a flood of handshakes cannot delay a scrape on a connection already
+// established. While a step is away, offloaded() is true and the loop must not touch the SSL or
+// close the socket (shutdown(2) is safe: it ends the step early).
+//
+// Internal to server.cc (it pulls in the Boost headers). Thread-compatible: one loop thread, and
+// the handshake thread during a step.
 #pragma once
 
 #include <openssl/bio.h>
@@ -18,6 +25,7 @@
 #include <memory>
 
 #include "net/asio.h"
+#include "net/work_pool.h"
 
 namespace gpulse::net {
 
@@ -56,8 +64,16 @@ class TlsSocket {
  public:
   using executor_type = boost::asio::ip::tcp::socket::executor_type;
 
-  // REQUIRES: `ctx` outlives this object. No OpenSSL state exists until the handshake starts.
-  TlsSocket(boost::asio::ip::tcp::socket socket, SSL_CTX* ctx) : socket_(std::move(socket)), ctx_(ctx) {
+  // The handshake failed because the client spoke plain HTTP (its first byte is a letter).
+  static inline const boost::system::error_code kPlainHttp =
+      boost::asio::error::make_error_code(boost::asio::error::invalid_argument);
+
+  // Holds a reference on `ctx` (a reload may replace the server's). `pool`: where handshake steps
+  // run (nullptr: on the loop); it must outlive this object. No OpenSSL state exists until the
+  // handshake starts. A full pool fails the handshake with no_buffer_space.
+  TlsSocket(boost::asio::ip::tcp::socket socket, SSL_CTX* ctx, WorkPool* pool = nullptr)
+      : socket_(std::move(socket)), ctx_(ctx), pool_(pool) {
+    SSL_CTX_up_ref(ctx_.get());
     boost::system::error_code ignored;
     socket_.non_blocking(true, ignored);
   }
@@ -66,6 +82,8 @@ class TlsSocket {
   boost::asio::ip::tcp::socket& socket() { return socket_; }
   // Whether OpenSSL holds decrypted bytes not read yet (a pipelined request).
   bool pending() const { return ssl_ && SSL_has_pending(ssl_.get()) == 1; }
+  // A handshake step is running on the pool's thread.
+  bool offloaded() const { return offloaded_; }
 
   // Waits until the client's first bytes arrive and only then makes the OpenSSL connection: a
   // client that connects and sends nothing costs no TLS state (OpenSSL would otherwise hold a
@@ -102,6 +120,9 @@ class TlsSocket {
   struct SslFree {
     void operator()(SSL* s) const { SSL_free(s); }
   };
+  struct CtxFree {
+    void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
+  };
 
   template <class Buffer, class Buffers>
   static Buffer First(const Buffers& buffers) {
@@ -126,6 +147,31 @@ class TlsSocket {
       default:
         return Want::kFail;
     }
+  }
+
+  // Whether the first bytes waiting are an HTTP request rather than a TLS record (0x16).
+  bool PlainHttpWaiting() {
+    unsigned char first = 0;
+    ssize_t n = ::recv(socket_.native_handle(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 1 && first >= 'A' && first <= 'Z';
+  }
+
+  // One handshake step: the SSL made on the first, then SSL_do_handshake. On the thread that
+  // calls SSL_get_error after it (OpenSSL's error queue is per thread).
+  Want HandshakeStep() {
+    if (!ssl_) {
+      ssl_.reset(SSL_new(ctx_.get()));
+      BIO* bio = ssl_ ? BIO_new(NoSigpipeSocketBio()) : nullptr;
+      if (bio == nullptr) return Want::kFail;
+      BIO_set_data(bio, reinterpret_cast<void*>(static_cast<std::intptr_t>(socket_.native_handle())));
+      SSL_set_bio(ssl_.get(), bio, bio);  // the SSL owns it; the socket stays Asio's
+      SSL_set_accept_state(ssl_.get());
+    }
+    ERR_clear_error();
+    int r = SSL_do_handshake(ssl_.get());
+    Want w = r == 1 ? Want::kDone : Classify(r);
+    ERR_clear_error();
+    return w;
   }
 
   // Waits for the socket, or completes. `Self` is async_compose's intermediate handler; the first
@@ -153,17 +199,26 @@ class TlsSocket {
       started = true;
       if (ec) return self.complete(ec);
       if (first) return s->Continue(self, first, Want::kRead);  // the ClientHello, first
-      if (!s->ssl_) {
-        s->ssl_.reset(SSL_new(s->ctx_));
-        BIO* bio = s->ssl_ ? BIO_new(NoSigpipeSocketBio()) : nullptr;
-        if (bio == nullptr) return s->Continue(self, false, Want::kFail);
-        BIO_set_data(bio, reinterpret_cast<void*>(static_cast<std::intptr_t>(s->socket_.native_handle())));
-        SSL_set_bio(s->ssl_.get(), bio, bio);  // the SSL owns it; the socket stays Asio's
-        SSL_set_accept_state(s->ssl_.get());
+      if (!s->ssl_ && s->PlainHttpWaiting()) return self.complete(kPlainHttp);
+      if (s->pool_ == nullptr) return s->Continue(self, false, s->HandshakeStep());
+      // The step on the handshake thread; its outcome comes back to the loop. The op is moved
+      // into shared ownership because the pool's jobs must be copyable.
+      auto held = std::make_shared<Self>(std::move(self));
+      s->offloaded_ = true;
+      TlsSocket* sock = s;
+      bool queued = s->pool_->TrySubmit([sock, held] {
+        Want w = sock->HandshakeStep();
+        boost::asio::post(sock->socket_.get_executor(), [sock, held, w] {
+          sock->offloaded_ = false;
+          Self op = std::move(*held);
+          sock->Continue(op, false, w);
+        });
+      });
+      if (!queued) {
+        s->offloaded_ = false;
+        Self op = std::move(*held);
+        op.complete(boost::asio::error::no_buffer_space);
       }
-      ERR_clear_error();
-      int r = SSL_do_handshake(s->ssl_.get());
-      s->Continue(self, first, r == 1 ? Want::kDone : s->Classify(r));
     }
   };
 
@@ -193,7 +248,9 @@ class TlsSocket {
   };
 
   boost::asio::ip::tcp::socket socket_;
-  SSL_CTX* ctx_;
+  std::unique_ptr<SSL_CTX, CtxFree> ctx_;
+  WorkPool* pool_ = nullptr;
+  bool offloaded_ = false;
   std::unique_ptr<SSL, SslFree> ssl_;
 };
 

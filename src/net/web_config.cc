@@ -1,5 +1,6 @@
 #include "net/web_config.h"
 
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -95,6 +96,32 @@ bool IsHeaderValue(const std::string& s) {
   return true;
 }
 
+// exporter-toolkit's allow-list (web/handler.go's extraHTTPHeaders): the name exactly as written,
+// and for two of them the values it allows; the others take any value.
+Status CheckAllowedHeader(const std::string& name, const std::string& value) {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> kAllowed = {
+      {"Strict-Transport-Security", {}},
+      {"X-Content-Type-Options", {"nosniff"}},
+      {"X-Frame-Options", {"deny", "sameorigin"}},
+      {"X-XSS-Protection", {}},
+      {"Content-Security-Policy", {}},
+  };
+  auto it = kAllowed.find(name);
+  if (it == kAllowed.end()) {
+    return InvalidArgument("http_server_config.headers: \"" + name +
+                           "\" can not be configured (allowed: Content-Security-Policy, "
+                           "Strict-Transport-Security, X-Content-Type-Options, X-Frame-Options, "
+                           "X-XSS-Protection)");
+  }
+  if (it->second.empty()) return Status::Ok();
+  for (const auto& v : it->second)
+    if (v == value) return Status::Ok();
+  std::string list;
+  for (const auto& v : it->second) list += (list.empty() ? "" : ", ") + v;
+  return InvalidArgument("http_server_config.headers." + name + ": \"" + value +
+                         "\" is not one of " + list);
+}
+
 Result<TlsSettings> ParseTls(const Checker& c, const YAML::Node& n) {
   Status keys = c.Keys(
       n, "tls_server_config",
@@ -179,6 +206,9 @@ Result<WebConfig> ParseRoot(const Checker& c, const YAML::Node& root) {
           return c.Bad(kv.second, "http_server_config.headers." + name +
                                       ": control characters (CR, LF, NUL, ...) are not allowed in a header value");
         }
+        if (Status allowed = CheckAllowedHeader(name, *v); !allowed) {
+          return c.Bad(kv.first, allowed.error().message);
+        }
         w.headers.emplace_back(name, *v);
       }
     }
@@ -223,6 +253,42 @@ Result<WebConfig> LoadWebConfig(const std::string& path) {
   if (!text) return Error{text.error().code, "--web-config-file: " + text.error().message};
   fs::path base = fs::absolute(fs::path(path)).parent_path();
   return ParseWebConfig(*text, base.string(), path);
+}
+
+bool WebConfigFiles::Stamp::operator==(const Stamp& o) const {
+  return path == o.path && exists == o.exists && dev == o.dev && ino == o.ino && size == o.size &&
+         mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
+}
+
+WebConfigFiles::Stamp WebConfigFiles::Take(const std::string& path) {
+  Stamp s;
+  s.path = path;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return s;
+  s.exists = true;
+  s.dev = st.st_dev;
+  s.ino = st.st_ino;
+  s.size = st.st_size;
+  s.mtime = st.st_mtim;
+  return s;
+}
+
+bool WebConfigFiles::Changed() const {
+  for (const Stamp& s : files_)
+    if (!(Take(s.path) == s)) return true;
+  return false;
+}
+
+WebConfigFiles StampWebConfig(const std::string& path, const WebConfig& web) {
+  WebConfigFiles f;
+  f.files_.push_back(WebConfigFiles::Take(path));
+  if (web.tls) {
+    f.files_.push_back(WebConfigFiles::Take(web.tls->cert_file));
+    f.files_.push_back(WebConfigFiles::Take(web.tls->key_file));
+    if (!web.tls->client_ca_file.empty())
+      f.files_.push_back(WebConfigFiles::Take(web.tls->client_ca_file));
+  }
+  return f;
 }
 
 }  // namespace gpulse::net

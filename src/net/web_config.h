@@ -9,14 +9,20 @@
 //     client_auth_type: NoClientCert   # or RequireAndVerifyClientCert, VerifyClientCertIfGiven
 //     client_ca_file: ca.crt
 //   http_server_config:
-//     headers: {X-Frame-Options: deny}
+//     headers: {X-Frame-Options: deny}   # only exporter-toolkit's five security headers
 //   basic_auth_users:
 //     alice: $2y$10$...            # bcrypt
 //
 // Every key is checked: an unknown key, or one gpulse does not implement (cipher_suites,
 // curve_preferences, ...), is an error naming the file and the key rather than being ignored.
+// Headers are exporter-toolkit's allow-list, names as written there: Strict-Transport-Security,
+// X-Content-Type-Options (nosniff), X-Frame-Options (deny or sameorigin), X-XSS-Protection and
+// Content-Security-Policy; any other (Content-Type, Set-Cookie, ...) is refused.
 #pragma once
 
+#include <sys/types.h>
+
+#include <ctime>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,6 +52,31 @@ struct WebConfig {
 };
 
 Result<WebConfig> LoadWebConfig(const std::string& path);
+
+// A web config file and the files it names (certificate, key, client CA) as stat(2) saw them, so a
+// server can tell cheaply whether any changed: a rotated certificate keeps its path, and a
+// Kubernetes secret is swapped behind a symbolic link (stat follows it).
+class WebConfigFiles {
+ public:
+  WebConfigFiles() = default;
+  // True when a file appeared, went, or differs in device, inode, size or modification time.
+  bool Changed() const;
+
+ private:
+  friend WebConfigFiles StampWebConfig(const std::string& path, const WebConfig& web);
+  struct Stamp {
+    std::string path;
+    bool exists = false;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    off_t size = 0;
+    timespec mtime{};
+    bool operator==(const Stamp& o) const;
+  };
+  static Stamp Take(const std::string& path);
+  std::vector<Stamp> files_;
+};
+WebConfigFiles StampWebConfig(const std::string& path, const WebConfig& web);
 // Parses YAML text; `base_dir` resolves relative paths, `origin` names the source in errors.
 Result<WebConfig> ParseWebConfig(const std::string& yaml, const std::string& base_dir,
                                  const std::string& origin);

@@ -2,6 +2,9 @@
 
 #include <charconv>
 #include <cmath>
+#include <string>
+
+#include "core/utf8.h"
 
 namespace gpulse::prom {
 namespace {
@@ -28,6 +31,10 @@ bool IsValidLabelName(std::string_view name) {
 }
 
 void AppendEscapedLabelValue(std::string& out, std::string_view value) {
+  if (!IsValidUtf8(value)) {
+    std::string valid = ReplaceInvalidUtf8(value);
+    return AppendEscapedLabelValue(out, valid);
+  }
   for (char c : value) {
     switch (c) {
       case '\\':

@@ -30,7 +30,8 @@ enum class ValueFormat { kInteger, kFixed, kShortest };
 bool IsValidMetricName(std::string_view name);  // [a-zA-Z_:][a-zA-Z0-9_:]*
 bool IsValidLabelName(std::string_view name);   // [a-zA-Z_][a-zA-Z0-9_]*, not starting with __
 
-// Label value escaping: backslash, double quote and newline.
+// Label value escaping: backslash, double quote and newline; a value that is not valid UTF-8 (a
+// string from a driver) has each bad byte replaced by U+FFFD, so the page always parses.
 void AppendEscapedLabelValue(std::string& out, std::string_view value);
 // HELP escaping: backslash and newline.
 void AppendEscapedHelp(std::string& out, std::string_view help);

@@ -124,6 +124,20 @@ TEST_F(StateDbTest, CreatesDirectoriesAndFilesWithExactModes) {
   EXPECT_EQ(BigEndian32(head, 68), kApplicationId);
 }
 
+TEST_F(StateDbTest, AStateDirectoryReachedThroughASymbolicLinkOpens) {
+  fs::create_directories(root_ + "/real");
+  fs::create_symlink(root_ + "/real", root_ + "/link");
+  dir_ = root_ + "/link";
+  auto db = OpenOk();  // SQLite's NOFOLLOW refused the link: "unable to open database file"
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(db->path(), root_ + "/real/agent.db");
+  ASSERT_TRUE(db->CreateGroup("g", 1).ok());
+  db.reset();
+  auto again = OpenOk();
+  ASSERT_NE(again, nullptr);
+  EXPECT_TRUE(fs::exists(root_ + "/real/agent.db"));
+}
+
 TEST_F(StateDbTest, GroupIdsStartAtTwoAndAreNeverReused) {
   auto db = OpenOk();
   ASSERT_NE(db, nullptr);

@@ -13,7 +13,7 @@ import time
 
 from gpulse_e2e import DEVICE_SELECTION_VARS, GPULSE, run, validate
 
-LISTEN_RE = re.compile(r"serving .* on (http://127\.0\.0\.1:(\d+))/metrics")
+LISTEN_RE = re.compile(r"serving .* on (https?://127\.0\.0\.1:(\d+))/metrics")
 START_TIMEOUT_S = 30
 REQUEST_TIMEOUT_S = 120
 

@@ -141,7 +141,10 @@ class LiveTest(GpulseTestCase):
             families = lambda t: {l for l in t.splitlines() if l.startswith("# TYPE")}
             self.assertLessEqual(families(text), families(unzipped))
             self.assertEqual(len(sample_lines(unzipped, "gpulse_device_sample_age_seconds")), 8)
-            self.assertTrue(unzipped.endswith("gpulse_live_viewers_refused_total 0\n"), unzipped[-200:])
+            self.assertIn("\ngpulse_live_viewers_refused_total 0\n", unzipped)
+            self.assertIn("\nprocess_resident_memory_bytes ", unzipped)  # the exporter's own, last
+            self.assertTrue(unzipped.endswith('gpulse_web_config_reloads_total{result="failure"} 0\n'),
+                            unzipped[-200:])
             status, _, body = e.get("/health")
             self.assertEqual((status, body.decode().strip()), (200, "ok"))
             status, headers, body = e.get("/api/v1/devices")

@@ -25,14 +25,20 @@ def free_port():
 
 
 class Prometheus:
-    def __init__(self, targets, rule_file):
+    """A real Prometheus scraping `targets` as job "gpu" every second; `scrape` adds keys to that
+    scrape config (scheme, tls_config, basic_auth, ...)."""
+
+    def __init__(self, targets, rule_file=None, scrape=None):
         self.dir = tempfile.mkdtemp(prefix="gpulse-prom-")
-        shutil.copy(rule_file, os.path.join(self.dir, "rules.yml"))
+        job = {"job_name": "gpu", "static_configs": [{"targets": targets}]}
+        job.update(scrape or {})
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "1s"},
-            "rule_files": ["rules.yml"],
-            "scrape_configs": [{"job_name": "gpu", "static_configs": [{"targets": targets}]}],
+            "scrape_configs": [job],
         }
+        if rule_file is not None:
+            shutil.copy(rule_file, os.path.join(self.dir, "rules.yml"))
+            config["rule_files"] = ["rules.yml"]
         with open(os.path.join(self.dir, "prometheus.yml"), "w") as f:
             json.dump(config, f)  # JSON is YAML
         self.port = free_port()

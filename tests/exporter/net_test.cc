@@ -198,6 +198,17 @@ TEST(WebConfig, ErrorsNameTheFileLineAndKey) {
             "web.yml:2: http_server_config.headers.X-A: control characters"},
            {"http_server_config:\n  headers: {\"X A\": ok}\n",
             "\"X A\" is not a valid header name"},
+           // exporter-toolkit's allow-list: a header that would change what a response is, no.
+           {"http_server_config:\n  headers: {Content-Type: text/html}\n",
+            "web.yml:2: http_server_config.headers: \"Content-Type\" can not be configured"},
+           {"http_server_config:\n  headers: {Set-Cookie: a=1}\n", "can not be configured"},
+           {"http_server_config:\n  headers: {WWW-Authenticate: Basic}\n", "can not be configured"},
+           {"http_server_config:\n  headers: {x-frame-options: deny}\n",
+            "\"x-frame-options\" can not be configured"},
+           {"http_server_config:\n  headers: {X-Frame-Options: allow}\n",
+            "X-Frame-Options: \"allow\" is not one of deny, sameorigin"},
+           {"http_server_config:\n  headers: {X-Content-Type-Options: sniff}\n",
+            "is not one of nosniff"},
        }) {
     auto w = ParseWebConfig(c.yaml, "/d", "web.yml");
     ASSERT_FALSE(w.ok()) << c.yaml;

@@ -19,6 +19,17 @@ TEST(PromWriter, LabelValuesEscapeBackslashQuoteAndNewline) {
   EXPECT_EQ(out, "a\\\\b\\\"c\\nd");
 }
 
+TEST(PromWriter, ALabelValueThatIsNotUtf8HasEachBadByteReplaced) {
+  // A GPU name from a driver with a stray Latin-1 byte, and a truncated sequence at the end: the
+  // page must still parse (Prometheus refuses the whole page over one such value).
+  std::string out;
+  AppendEscapedLabelValue(out, "Tesla\xe9 \"X\"\xe2\x82");
+  EXPECT_EQ(out, "Tesla\xEF\xBF\xBD \\\"X\\\"\xEF\xBF\xBD\xEF\xBF\xBD");
+  out.clear();
+  AppendEscapedLabelValue(out, "caf\xc3\xa9 \xe2\x82\xac");  // valid: kept as it is
+  EXPECT_EQ(out, "caf\xc3\xa9 \xe2\x82\xac");
+}
+
 TEST(PromWriter, HelpEscapesBackslashAndNewlineButNotQuotes) {
   std::string out;
   AppendEscapedHelp(out, "say \"hi\"\\\n");

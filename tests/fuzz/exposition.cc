@@ -2,11 +2,13 @@
 // sanitizer report", every sample it accepts must survive a round trip: written back with the
 // exposition writer's escaping (src/prom/writer.h) and parsed again, it gives the same name,
 // labels, value (bit for bit, NaN as NaN) and timestamp; so must every HELP text (one without a
-// carriage return: the writer never writes one, and a trailing one is the line ending's).
+// carriage return: the writer never writes one, and a trailing one is the line ending's). A label
+// value that is not UTF-8 comes back as the writer writes it: each bad byte replaced by U+FFFD.
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "core/utf8.h"
 #include "fuzz/fuzz_util.h"
 #include "prom/parser.h"
 #include "prom/writer.h"
@@ -23,7 +25,10 @@ struct Sample {
 };
 
 Sample Copy(const prom::ParsedSample& s) {
-  return {std::string(s.name), s.labels, s.value, s.timestamp_ms};
+  Sample c{std::string(s.name), s.labels, s.value, s.timestamp_ms};
+  for (auto& l : c.labels)
+    if (!IsValidUtf8(l.value)) l.value = ReplaceInvalidUtf8(l.value);
+  return c;
 }
 
 bool Same(const Sample& a, const Sample& b) {

@@ -4,7 +4,9 @@
 // then reads from each request: method, target and path, keep-alive, Accept-Encoding (AcceptsGzip)
 // and the Authorization header (ParseBasicAuthorization; never bcrypt). A request over a limit must
 // fail with that limit's error (the server answers 431 or 413), and an accepted body is within its
-// limit.
+// limit. Memory: the read buffer has the server's maximum (ReadBufferLimit), so a line longer than it
+// (a chunk-size line with a huge extension) fails with buffer_overflow (400 or 431), and the buffer
+// never grows past the maximum whatever arrives.
 //
 // Input: byte 0 is the read size (0: everything at once), the rest is what the client sends.
 #include <algorithm>
@@ -33,14 +35,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const net::ServerOptions opt;
   fuzz::ByteStream stream(fuzz::Text(data + 1, size - 1), data[0]);
   beast::flat_buffer buffer;
+  const std::size_t limit = net::ReadBufferLimit(opt);
+  buffer.max_size(limit);
   for (int n = 0; n < 64; ++n) {  // a keep-alive connection: one request after another
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
     parser.body_limit(opt.max_body_bytes);
     beast::error_code ec;
     http::read(stream, buffer, parser, ec);
-    if (ec == http::error::header_limit || ec == http::error::body_limit)
-      break;        // 431, 413: closed
+    FUZZ_CHECK(buffer.capacity() <= limit);
+    if (ec == http::error::header_limit || ec == http::error::body_limit ||
+        ec == http::error::buffer_overflow)
+      break;        // 431, 413, 400: closed
     if (ec) break;  // end of stream or a malformed request: closed
     FUZZ_CHECK(parser.is_done());
     const auto& req = parser.get();

@@ -50,8 +50,9 @@ done
 # The anchor first: every other rate is read against it (bench/RESULTS.md).
 TARGETS=(anchor exposition exposition_chunks scrape http_request http_response http_util basic_auth
          counters web_config collect_config scenario visible cgroup procfs run_json journal field_list
-         power_parsers series_image agent_query pod_resources)
-declare -A MAX_LEN=([exposition]=16384 [exposition_chunks]=16384 [scrape]=16384 [http_request]=16384
+         power_parsers series_image agent_query pod_resources request_body clock_sync drm_readers
+         live_frame process_stat)
+declare -A MAX_LEN=([exposition]=16384 [exposition_chunks]=16384 [scrape]=16384 [http_request]=65536
                     [http_response]=8192 [run_json]=16384 [journal]=16384 [power_parsers]=65536 [web_config]=8192
                     [collect_config]=8192 [scenario]=8192)
 if [[ -n "$ONLY" ]]; then IFS=, read -r -a TARGETS <<< "$ONLY"; fi

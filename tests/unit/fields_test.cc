@@ -92,7 +92,7 @@ TEST(Fields, EverySelfMetricHasOneRowWithAConventionalName) {
   std::set<std::string_view> names;
   for (const SelfMetricSpec& m : AllSelfMetrics()) {
     EXPECT_EQ(&SelfMetricAt(m.id), &m) << m.name;
-    EXPECT_TRUE(m.name.starts_with("gpulse_")) << m.name;
+    EXPECT_TRUE(m.name.starts_with("gpulse_") || m.name.starts_with("process_")) << m.name;
     EXPECT_TRUE(names.insert(m.name).second) << m.name;
     EXPECT_EQ(m.name.ends_with("_total"), m.prom_type == PromType::kCounter) << m.name;
     if (!m.unit.empty()) {  // the unit comes before a counter's _total (Prometheus's convention)
