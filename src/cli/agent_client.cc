@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cli/agent_reply.h"
 #include "cli/subcommand.h"
 #include "net/client_channel.h"
 #include "net/http_util.h"
@@ -123,33 +124,6 @@ Result<Socket> Connect(const Where& w, const std::string& shown) {
   return fail(last);
 }
 
-Result<AgentReply> ParseReply(const std::string& raw, const std::string& shown) {
-  std::size_t head_end = raw.find("\r\n\r\n");
-  if (raw.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos || raw.size() < 12) {
-    return Unavailable("the agent at " + shown + " sent no HTTP response");
-  }
-  AgentReply r;
-  r.status = std::atoi(raw.c_str() + 9);
-  std::string head = raw.substr(0, head_end);
-  for (std::size_t at = head.find("\r\n"); at != std::string::npos;
-       at = head.find("\r\n", at + 2)) {
-    std::size_t end = head.find("\r\n", at + 2);
-    std::string line =
-        head.substr(at + 2, end == std::string::npos ? std::string::npos : end - at - 2);
-    std::string lower = line;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower.rfind("content-type:", 0) == 0) {
-      r.content_type = line.substr(13);
-      r.content_type.erase(0, r.content_type.find_first_not_of(' '));
-    }
-  }
-  r.body = raw.substr(head_end + 4);
-  if (r.content_type.rfind("application/json", 0) == 0) {
-    r.json = nlohmann::json::parse(r.body, nullptr, false);
-  }
-  return r;
-}
-
 }  // namespace
 
 std::string ResolveAgentHost(const std::string& flag) {
@@ -232,60 +206,25 @@ ssize_t RecvWithin(net::ClientChannel& fd, char* buf, std::size_t len,
 class SocketStream final : public AgentStream {
  public:
   SocketStream(net::ClientChannel fd, std::string host, std::string pending, bool chunked)
-      : fd_(std::move(fd)), host_(std::move(host)), raw_(std::move(pending)), chunked_(chunked) {}
+      : fd_(std::move(fd)), host_(std::move(host)), raw_(std::move(pending)), body_(chunked) {}
 
   Result<bool> Read(std::string& out, std::chrono::milliseconds timeout) override {
-    bool got = Decode(out);
+    bool got = body_.Decode(raw_, out);
     if (got) return true;
     char buf[65536];
     ssize_t n = RecvWithin(fd_, buf, sizeof buf, timeout);
     if (n < 0 && errno == 0) return false;
     if (n < 0) return Unavailable("reading the stream from " + host_ + ": " + std::strerror(errno));
-    if (n == 0 || ended_) return Unavailable("the server at " + host_ + " ended the stream");
+    if (n == 0 || body_.ended()) return Unavailable("the server at " + host_ + " ended the stream");
     raw_.append(buf, static_cast<std::size_t>(n));
-    return Decode(out);
+    return body_.Decode(raw_, out);
   }
 
  private:
-  // Moves the body bytes in raw_ to `out` (undoing chunked transfer); true when any moved.
-  bool Decode(std::string& out) {
-    if (!chunked_) {
-      bool any = !raw_.empty();
-      out += raw_;
-      raw_.clear();
-      return any;
-    }
-    bool any = false;
-    for (;;) {
-      if (left_ == 0) {
-        std::size_t eol = raw_.find("\r\n");
-        if (eol == std::string::npos) return any;
-        if (eol == 0) {  // the CRLF after a chunk's data
-          raw_.erase(0, 2);
-          continue;
-        }
-        left_ = std::strtoull(raw_.substr(0, eol).c_str(), nullptr, 16);
-        raw_.erase(0, eol + 2);
-        if (left_ == 0) {
-          ended_ = true;
-          return any;
-        }
-      }
-      std::size_t take = std::min<std::size_t>(left_, raw_.size());
-      if (take == 0) return any;
-      out.append(raw_, 0, take);
-      raw_.erase(0, take);
-      left_ -= take;
-      any = true;
-    }
-  }
-
   net::ClientChannel fd_;
   std::string host_;
   std::string raw_;  // bytes received, not yet decoded
-  bool chunked_;
-  std::size_t left_ = 0;  // bytes left in the current chunk
-  bool ended_ = false;
+  StreamBody body_;
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/agent_reply.h"
 #include "core/result.h"
 
 namespace CLI {
@@ -23,13 +24,6 @@ class App;
 namespace gpulse::cli {
 
 inline constexpr const char* kDefaultAgentSocket = "unix:///run/gpulse/agent.sock";
-
-struct AgentReply {
-  int status = 0;
-  std::string content_type;
-  std::string body;
-  nlohmann::json json;  // parsed when the body is JSON (else discarded)
-};
 
 // "" = $GPULSE_HOST, else the default socket.
 std::string ResolveAgentHost(const std::string& flag);

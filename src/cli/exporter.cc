@@ -248,6 +248,7 @@ int Run(ExporterCliOptions& o) {
   // A body is allocated and freed per scrape (80 kB on a MIG node, more with many GPUs): keep the
   // freed pages for the next one instead of faulting in fresh ones every time (sys/heap.h).
   sys::KeepFreedMemory(16 << 20, 16 << 20);
+  sys::LimitArenas(2);  // the loop's and one for every other thread: RSS that does not creep
   if (o.agent) return RunAgent(o, std::move(backend).value(), *counters);
   auto e = exporter::Exporter::Create(o.exp, std::move(backend).value(), *counters);
   if (!e) return UsageOrFailure(e.error());

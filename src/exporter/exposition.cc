@@ -62,45 +62,6 @@ void Header(std::string& out, SelfMetric m) {
 
 }  // namespace
 
-Result<DeviceSelection> ParseDeviceSelection(std::string_view text) {
-  DeviceSelection sel;
-  auto bad = [&](std::string_view why) {
-    return InvalidArgument(fmt::format("devices \"{}\": {} (dcgm-exporter's forms: f, g, g:0,1, g:0-3, i)",
-                                       text, why));
-  };
-  if (text == "f") return sel;
-  if (text == "i") {
-    sel.kind = DeviceSelection::Kind::kInstances;
-    return sel;
-  }
-  if (text.starts_with("i:")) {
-    return bad("GPU-instance entity ids are DCGM's own numbering, which gpulse does not have; use i");
-  }
-  if (text != "g" && !text.starts_with("g:")) return bad("expected f, g[:IDS] or i");
-  sel.kind = DeviceSelection::Kind::kGpus;
-  if (text == "g") return sel;
-  std::string_view list = text.substr(2);
-  while (true) {
-    std::string_view item = list.substr(0, list.find(','));
-    auto number = [&](std::string_view n) -> std::optional<unsigned> {
-      unsigned v = 0;
-      auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
-      if (ec != std::errc() || end != n.data() + n.size() || n.empty() || v > 1023) return std::nullopt;
-      return v;
-    };
-    std::size_t dash = item.find('-');
-    auto lo = number(item.substr(0, dash));
-    auto hi = dash == std::string_view::npos ? lo : number(item.substr(dash + 1));
-    if (!lo || !hi || *hi < *lo) return bad(fmt::format("\"{}\" is not an index or a range a-b", item));
-    for (unsigned v = *lo; v <= *hi; ++v) {
-      if (std::find(sel.gpus.begin(), sel.gpus.end(), v) == sel.gpus.end()) sel.gpus.push_back(v);
-    }
-    if (item.size() == list.size()) break;
-    list.remove_prefix(item.size() + 1);
-  }
-  return sel;
-}
-
 std::string ReplaceBlanks(std::string_view model) {
   std::string out;
   bool blank = false;

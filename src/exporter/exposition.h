@@ -27,22 +27,11 @@
 #include "core/device.h"
 #include "core/entity.h"
 #include "exporter/counters.h"
+#include "exporter/device_selection.h"
 #include "exporter/snapshot.h"
 #include "identity/pod_resources.h"
 
 namespace gpulse::exporter {
-
-// dcgm-exporter's -d/--devices: which entities have series. `f` (flex, the default): every GPU, a
-// MIG-enabled one's per-instance readings on its instances; `g[:IDS]`: GPUs only (a MIG-enabled GPU
-// keeps its whole-GPU readings), all or the listed indices; `i`: MIG GPU instances only.
-struct DeviceSelection {
-  enum class Kind { kFlex, kGpus, kInstances };
-  Kind kind = Kind::kFlex;
-  std::vector<unsigned> gpus;  // kGpus: these indices only; empty: every GPU
-};
-
-// Parses dcgm-exporter's syntax: "f", "g", "g:0,2", "g:0-3", "i". An error names what is wrong.
-Result<DeviceSelection> ParseDeviceSelection(std::string_view text);
 
 struct PageOptions {
   std::optional<std::string> hostname;  // the Hostname label; nullopt drops it (--no-hostname)

@@ -153,6 +153,8 @@ struct Server::Impl {
   asio::steady_timer drain_timer{ioc};
   asio::steady_timer accept_retry{ioc};
   asio::steady_timer trim_timer{ioc};
+  asio::steady_timer periodic_trim{ioc};
+  std::uint64_t requests_at_trim = 0;
   std::map<int, std::function<void()>> on_signal;
 
   ServerOptions opt;
@@ -184,6 +186,7 @@ struct Server::Impl {
   void BeginShutdown();
   void SessionGone();
   void MaybeTrim();
+  void ArmPeriodicTrim();
 };
 
 class SessionBase {
@@ -984,6 +987,7 @@ void Server::Impl::BeginShutdown() {
   acceptor.close(ignored);
   unix_acceptor.close(ignored);
   accept_retry.cancel();
+  periodic_trim.cancel();
   signals.cancel(ignored);
   std::vector<SessionBase*> now(sessions.begin(), sessions.end());
   for (SessionBase* s : now) s->CloseIfIdle();
@@ -1012,6 +1016,24 @@ void Server::Impl::MaybeTrim() {
     if (ec) return;
     malloc_trim(0);
     peak_since_trim = sessions.size();
+  });
+}
+
+// While requests come, every second the heap's free pages go back to the system. The exporter
+// keeps up to 16 MiB of freed heap for the next scrape's body (sys::KeepFreedMemory), and which
+// pages those are depends on what the last seconds allocated (pods come and go, clients send what
+// they send), so without this the RSS of a long run wanders by that much (bench/RESULTS.md, issue
+// 39's soak); a trim a second costs the page faults of one scrape's body a second, not one per
+// scrape.
+void Server::Impl::ArmPeriodicTrim() {
+  periodic_trim.expires_after(std::chrono::seconds(1));
+  periodic_trim.async_wait([this](boost::system::error_code ec) {
+    if (ec || draining) return;
+    if (const std::uint64_t now = requests.load(); now != requests_at_trim) {
+      malloc_trim(0);
+      requests_at_trim = now;
+    }
+    ArmPeriodicTrim();
   });
 }
 
@@ -1087,6 +1109,7 @@ void Server::Run() {
   impl_->DoAccept();
   if (!impl_->unix_path.empty()) impl_->DoAcceptUnix();
   if (!impl_->on_signal.empty()) impl_->WaitSignal();
+  impl_->ArmPeriodicTrim();
   impl_->ioc.run();
 }
 

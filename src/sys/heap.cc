@@ -9,4 +9,6 @@ void KeepFreedMemory(std::size_t keep_bytes, std::size_t mmap_from_bytes) {
   ::mallopt(M_MMAP_THRESHOLD, static_cast<int>(mmap_from_bytes));
 }
 
+void LimitArenas(int arenas) { ::mallopt(M_ARENA_MAX, arenas); }
+
 }  // namespace gpulse::sys

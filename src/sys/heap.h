@@ -14,4 +14,11 @@ namespace gpulse::sys {
 // serves allocations up to `mmap_from_bytes` from the heap.
 void KeepFreedMemory(std::size_t keep_bytes, std::size_t mmap_from_bytes);
 
+// glibc gives each thread that allocates while another holds an arena an arena of its own, up to
+// 8 per core, and each keeps what its thread freed (up to keep_bytes above): a server whose helper
+// threads (gRPC's, the worker pools') each parse a large answer now and then holds that much per
+// thread for good, and its RSS climbs with the number of threads that ever did (bench/RESULTS.md,
+// issue 39's soak). This caps the arenas at `arenas`. Call before starting threads.
+void LimitArenas(int arenas);
+
 }  // namespace gpulse::sys
