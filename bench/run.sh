@@ -42,6 +42,12 @@ echo
 echo "== exporter with TLS and basic auth under hostile clients (bench/exporter/hostile.py)"
 /usr/bin/python3 -W ignore::DeprecationWarning bench/exporter/hostile.py "$build"
 echo
+echo "== exporter under each network attack, side by side with its quiet self (bench/exporter/network.py, ~5 min)"
+/usr/bin/python3 -W ignore::DeprecationWarning bench/exporter/network.py "$build" --duration 8 --rounds 3
+echo
+echo "== agent soak: 10^6 scrapes with pods churning and hostile clients (bench/agent/soak.py, ~2 min)"
+/usr/bin/python3 bench/agent/soak.py "$build"
+echo
 echo "== collector vs Prometheus, 1,024 endpoints x 8 GPUs at 1 s (bench/collector, ~5 min)"
 bash bench/collector/run.sh "$build"
 echo

@@ -112,6 +112,13 @@ def wrk(url, duration, connections=WRK_CONNECTIONS, paced=False, headers=()):
             "bytes": len(fetch(url)[1])}
 
 
+def cpu_s(pid):
+    """A process's CPU time so far, user and system, in seconds (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_kib(pid):
     fields = {}
     with open(f"/proc/{pid}/status") as f:

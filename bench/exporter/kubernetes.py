@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from bench import bench_args, fetch, free_port, median_run, rss_kib, wrk
+from bench import bench_args, cpu_s, fetch, free_port, median_run, rss_kib, wrk
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -56,12 +56,6 @@ def start(gpulse, port, extra):
         time.sleep(0.01)
     p.kill()
     raise SystemExit("gpulse exporter did not start")
-
-
-def cpu_s(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def uuids(gpulse):

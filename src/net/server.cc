@@ -192,7 +192,10 @@ struct Server::Impl {
 class SessionBase {
  public:
   SessionBase(Server::Impl& srv, std::string peer)
-      : srv_(srv), peer_(std::move(peer)), seq_(srv.next_seq++) {
+      : srv_(srv),
+        peer_(std::move(peer)),
+        born_(std::chrono::steady_clock::now()),
+        seq_(srv.next_seq++) {
     srv_.sessions.insert(this);
     ++srv_.per_peer[peer_];
     ++srv_.unproven;
@@ -206,6 +209,7 @@ class SessionBase {
   virtual void CloseNow() = 0;
   bool proven() const { return proven_; }
   std::uint64_t seq() const { return seq_; }
+  std::chrono::steady_clock::time_point born() const { return born_; }
 
  protected:
   // The connection has passed a request (its TLS handshake and authentication included): it now
@@ -261,6 +265,7 @@ class SessionBase {
 
   Server::Impl& srv_;
   const std::string peer_;  // the client's address without the port
+  const std::chrono::steady_clock::time_point born_;
 
  private:
   const std::uint64_t seq_;
@@ -280,8 +285,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
         stream_(std::move(stream)),
         remote_(std::move(remote)),
         credentials_(credentials),
-        deadline_(srv.ioc),
-        born_(std::chrono::steady_clock::now()) {
+        deadline_(srv.ioc) {
     // Whatever a client sends sits here only until it is parsed, and never more than this: a
     // line longer (a chunk-size line with a 100 MB extension) fails the read with buffer_overflow
     // instead of growing the buffer.
@@ -691,7 +695,6 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   std::optional<PeerCredentials> credentials_;  // unix-socket clients
   asio::steady_timer deadline_;
   std::uint64_t deadline_gen_ = 0;
-  const std::chrono::steady_clock::time_point born_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
@@ -725,20 +728,28 @@ void Server::Impl::DoAccept() {
   });
 }
 
-// At the limit, the oldest connection that has not yet passed a request (an idle TCP connection,
-// a stalled handshake, a client that only sends wrong passwords) makes room for the new one:
-// connections that never prove themselves cannot lock real scrapers out. Failing that, the
-// keep-alive connection idle the longest (or slowest in sending its request) goes: a crowd of
-// clients, from however many addresses, holds only connections a new scraper can take over. False
-// when every open connection is busy with a request.
+// At the limit, the oldest connection that has not passed a request within unproven_grace of its
+// connect (an idle TCP connection, a stalled handshake, a client that only sends wrong passwords)
+// makes room for the new one: connections that never prove themselves cannot lock real scrapers
+// out. Failing that, the keep-alive connection idle the longest (or slowest in sending its request)
+// goes: a crowd of clients, from however many addresses, holds only connections a new scraper can
+// take over, and its reconnections push out one another's idle connections, not a new scraper
+// still in its handshake. Failing that, the oldest unproven connection however young. False when
+// every open connection is busy with a request.
 bool Server::Impl::MakeRoom() {
-  SessionBase* victim = nullptr;
+  SessionBase* oldest_unproven = nullptr;
   if (unproven != 0) {
     for (SessionBase* s : sessions) {
-      if (!s->proven() && (victim == nullptr || s->seq() < victim->seq())) victim = s;
+      if (!s->proven() && (oldest_unproven == nullptr || s->seq() < oldest_unproven->seq())) {
+        oldest_unproven = s;
+      }
     }
   }
-  if (victim != nullptr) {
+  const bool stalled = oldest_unproven != nullptr &&
+                       std::chrono::steady_clock::now() - oldest_unproven->born() >= opt.unproven_grace;
+  SessionBase* victim = nullptr;
+  if (stalled || (oldest_unproven != nullptr && lru.empty())) {
+    victim = oldest_unproven;
     ++evicted;
   } else if (!lru.empty()) {
     victim = lru.front();

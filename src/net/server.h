@@ -8,9 +8,10 @@
 // the header ends, 400 after), a header over max_header_bytes gets 431, a body over max_body_bytes
 // 413, and a request Beast cannot parse 400; each closes the connection. Connections in all and per
 // client address: at the global limit a new connection makes room by closing, first, the oldest
-// connection that has not yet passed a request, else the idle keep-alive connection unused the
-// longest, so a crowd holding idle connections never locks a new scraper out; only when every
-// connection is busy is the new one closed. Requests handed to the handler and not yet answered are
+// connection that has not passed a request within unproven_grace of its connect (stalled), else
+// the idle keep-alive connection unused the longest, else the oldest unproven one, so a crowd
+// holding idle connections never locks a new scraper out; only when every connection is busy is
+// the new one closed. Requests handed to the handler and not yet answered are
 // bounded apart (503 past max_requests_in_flight). A TLS handshake deadline and a first-request
 // deadline from the connect (both well below the idle timeout), a read timeout for each later
 // request, a write timeout. Only GET and HEAD are served (405 otherwise; POST, PUT and DELETE too
@@ -56,6 +57,10 @@ struct ServerOptions {
   std::size_t max_auth_checks_per_peer = 4;    // bcrypt checks in flight for one client address
   std::size_t max_auth_queue = 64;             // bcrypt checks waiting for the pool
   std::chrono::milliseconds handshake_timeout{5'000};       // connect to TLS handshake done
+  // At the connection limit an unproven connection younger than this is closed to make room only
+  // when no idle keep-alive connection can go: a new scraper mid-handshake is not pushed out by a
+  // crowd that reconnects; one older (stalled, silent) goes first.
+  std::chrono::milliseconds unproven_grace{2'000};
   std::chrono::milliseconds first_request_timeout{10'000};  // connect to the first whole request
   std::chrono::milliseconds read_timeout{30'000};   // waiting for and reading each later request
   std::chrono::milliseconds write_timeout{10'000};  // writing one response

@@ -116,6 +116,41 @@ TEST_F(ServerTest, AtTheLimitTheIdleConnectionUnusedLongestMakesRoom) {
   EXPECT_EQ(server->stats().connections_rejected, 0u);
 }
 
+TEST_F(ServerTest, AYoungUnprovenConnectionStaysWhileAnIdleOneCanGo) {
+  // A crowd that reconnects must push out its own idle connections, not a new scraper that is
+  // still in its handshake (or, here, has not sent its request yet).
+  ServerOptions o;
+  o.max_connections = 2;
+  o.unproven_grace = std::chrono::milliseconds(60'000);
+  Start(o, Hello());
+  Client idle(server->local_address());
+  idle.Send(Get("/i"));
+  ASSERT_NE(idle.Receive("hello /i").find("hello /i"), std::string::npos);
+  Client scraper(server->local_address());  // connected, request not sent yet: unproven, young
+  Client crowd(server->local_address());    // the table is full: the idle one goes
+  EXPECT_TRUE(idle.ClosedByPeer());
+  scraper.Send(Get("/s"));
+  EXPECT_NE(scraper.Receive("hello /s").find("200 OK"), std::string::npos);
+  EXPECT_EQ(server->stats().connections_evicted_idle, 1u);
+  EXPECT_EQ(server->stats().connections_evicted, 0u);
+}
+
+TEST_F(ServerTest, AnUnprovenConnectionPastItsGraceGoesBeforeAnIdleOne) {
+  ServerOptions o;
+  o.max_connections = 2;
+  o.unproven_grace = std::chrono::milliseconds(0);  // every unproven connection counts as stalled
+  Start(o, Hello());
+  Client idle(server->local_address());
+  idle.Send(Get("/i"));
+  ASSERT_NE(idle.Receive("hello /i").find("hello /i"), std::string::npos);
+  Client silent(server->local_address());
+  Client next(server->local_address());
+  EXPECT_TRUE(silent.ClosedByPeer());
+  idle.Send(Get("/i2"));
+  EXPECT_NE(idle.Receive("hello /i2").find("hello /i2"), std::string::npos);
+  EXPECT_EQ(server->stats().connections_evicted, 1u);
+}
+
 TEST_F(ServerTest, WhenEveryConnectionIsBusyANewOneIsClosed) {
   Parking p;
   ServerOptions o;
