@@ -1,6 +1,7 @@
 // This process's resource use, as Prometheus' client libraries report it in their process
 // collector (process_cpu_seconds_total, process_resident_memory_bytes, ...): from /proc/self/stat,
-// /proc/stat's boot time, /proc/self/fd and the descriptor limit.
+// /proc/stat's boot time, the count of /proc/self/fd (its size since Linux 6.2) and the
+// descriptor limit.
 //
 // Thread-safety: pure functions, and ReadProcessStats reads only /proc.
 #pragma once
