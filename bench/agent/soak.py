@@ -2,8 +2,9 @@
 by wrk (4 keep-alive connections, as fast as it answers) while
 
   - a fake kubelet (tests/e2e/fake_kubelet.py) changes its answer every 2 s: the node's pods renamed
-    and moved between GPUs, with 500 to 1,500 filler pods, so pod labels, holders and per-pod series
-    come and go (the agent lists every --kubelet-refresh-ms 1000);
+    and moved between GPUs, and 1,000 filler pods under names that change, so pod labels, holders and
+    per-pod series come and go while the answer keeps its size (the agent lists every
+    --kubelet-refresh-ms 1000);
   - hostile clients open and close connections without end: a request cut half-way, a chunk-size
     line with a 1 MiB extension, a malformed request, a connection that sends nothing, each from a
     new connection, about 50 a second.
@@ -38,6 +39,7 @@ from kubernetes import uuids  # noqa: E402
 
 PROCFS = os.path.join(SOURCE, "tests", "testdata", "procfs", "k8s-8xH100")
 FIRST = 10_000
+FILLERS = 1000
 
 
 def churned_pods(u, generation):
@@ -48,7 +50,9 @@ def churned_pods(u, generation):
     pods = [("ml", f"train-{g}", [("trainer", [(gpu, [u[a], u[a + 1], u[a + 2], u[a + 3]])])]),
             ("serving", f"vllm-{g % 7}", [("vllm", [(gpu, [u[b] + "::1", u[b + 1] + "::0"])])]),
             ("batch", f"batch-{g % 5}", [("worker", [(gpu, [u[6] + "::0"])])])]
-    return pods + filler_pods(500 + (g * 337) % 1000, prefix=f"filler-{g % 3}")
+    # As many filler pods every time, under other names: the answer's size stays, so the anchor and
+    # the end hold the same workload and what moves is what the churn leaves behind.
+    return pods + filler_pods(FILLERS, prefix=f"filler-{g % 3}")
 
 
 def churn(kubelet, u, stop):
