@@ -168,7 +168,7 @@ def main():
         rate = done / (time.monotonic() - t0)
         log.flush()
         heap_anchor = heap_in_use(agent.pid, log.name)
-        rows.append((done, anchor, rss_parts(agent.pid)))
+        rows.append((done, anchor, rss_parts(agent.pid), heap_anchor))
         next_row = 100_000
         while done < a.scrapes:
             seconds = max(2, min(60, int((min(next_row, a.scrapes) - done) / max(rate, 1)) + 1))
@@ -177,7 +177,7 @@ def main():
             rate = n / (time.monotonic() - t0)
             done, failed = done + n, failed + bad
             if done >= next_row or done >= a.scrapes:
-                rows.append((done, rss_kib(agent.pid)[0], rss_parts(agent.pid)))
+                rows.append((done, rss_kib(agent.pid)[0], rss_parts(agent.pid), heap_in_use(agent.pid, log.name)))
                 next_row += 100_000
         stop.set()
         for t in threads:
@@ -197,12 +197,15 @@ def main():
         kubelet.stop()
     print(f"{done:,} scrapes ({failed} non-2xx), kubelet List calls: {kubelet.calls}, hostile connections: "
           f"cut {counts[0]}, chunk extension {counts[1]}, garbage {counts[2]}, silent {counts[3]}")
-    print("| scrapes | agent RSS MiB | against the anchor | of which anonymous (heap) MiB | file-backed MiB |")
-    print("|---:|---:|---:|---:|---:|")
-    for n, rss, (anon, filed) in rows:
-        print(f"| {n:,} | {rss / 1024:.2f} | {(rss - anchor) / 1024:+.2f} MiB | {anon / 1024:.2f} | {filed / 1024:.2f} |")
+    mib = lambda b: f"{b / 2**20:.2f}" if b is not None else "?"
+    print("| scrapes | agent RSS MiB | against the anchor | of which anonymous (heap) MiB | file-backed MiB | "
+          "allocator's bytes in use MiB |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n, rss, (anon, filed), used in rows:
+        print(f"| {n:,} | {rss / 1024:.2f} | {(rss - anchor) / 1024:+.2f} MiB | {anon / 1024:.2f} | {filed / 1024:.2f} | "
+              f"{mib(used)} |")
     print(f"| end, hostile clients stopped 3 s before | {end / 1024:.2f} | {(end - anchor) / 1024:+.2f} MiB | "
-          f"{end_parts[0] / 1024:.2f} | {end_parts[1] / 1024:.2f} |")
+          f"{end_parts[0] / 1024:.2f} | {end_parts[1] / 1024:.2f} | {mib(heap_end)} |")
     print(f"peak RSS (VmHWM): {hwm / 1024:.2f} MiB; target: end within 1 MiB of the anchor "
           f"({'met' if end - anchor < 1024 else 'NOT met'})")
     if heap_anchor is not None and heap_end is not None:
