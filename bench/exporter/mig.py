@@ -40,7 +40,7 @@ def main():
             procs[(scenario, refresh)] = start(gpulse, scenario, port, refresh)
             urls[(scenario, refresh)] = f"http://127.0.0.1:{port}/metrics"
     nport = free_port()
-    node = start_node_exporter(nport)
+    node, _ = start_node_exporter(nport)
     nurl = f"http://127.0.0.1:{nport}/metrics"
     runs = {k: [] for k in urls}
     node_runs = []

@@ -233,6 +233,7 @@ int Run(const DmonOptions& o) {
   if (info.simulated && o.format == "table") {
     fmt::print("# simulated GPUs: scenario {}\n", info.scenario);
   }
+  b.PrimeProfiling(*fields);  // the first row has the profiling fields (waits 100 ms once)
   Printer printer(o, info, *fields);
   printer.Header();
   std::fflush(stdout);

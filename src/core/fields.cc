@@ -683,6 +683,10 @@ std::string_view PromTypeName(PromType type) {
   return type == PromType::kCounter ? "counter" : "gauge";
 }
 
+bool FromTwoReads(const FieldSpec& field) {
+  return field.nvml == NvmlSource::kGpm || field.nvml == NvmlSource::kNvlinkThroughput;
+}
+
 bool PerInstance(const FieldSpec& field) {
   if (field.nvml == NvmlSource::kGpm) return field.per_instance;
   switch (field.nvml) {

@@ -154,6 +154,10 @@ SysfsSource SourceFor(const FieldSpec& field, SysfsVendor vendor);
 // the whole GPU only and is never copied to its instances.
 bool PerInstance(const FieldSpec& field);
 
+// Whether the reading is computed over the interval between two reads (GPM metrics, NVLink
+// throughput): the first read of it is absent by nature, not a failed read.
+bool FromTwoReads(const FieldSpec& field);
+
 // All rows, in catalogue order (ordered by id).
 std::span<const FieldSpec> AllFields();
 

@@ -94,6 +94,7 @@ std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> 
                        const ExporterOptions& options) {
   std::vector<FieldIndex> fields = counters->ReadFields();
   std::vector<Entity> entities = BuildEntities(backend.info());
+  backend.PrimeProfiling(fields);  // one read, so it has the profiling fields (waits 100 ms once)
   auto snap = ReadSnapshot(backend, entities, fields, options.kubernetes || options.slurm_jobs);
   std::optional<PodLabels> pods;
   std::shared_ptr<const k8s::PodState> state;

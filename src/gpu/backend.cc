@@ -21,6 +21,8 @@ void UnsupportedSample(std::span<const FieldIndex> fields, Sample& out) {
 
 bool Backend::SetSimulatedClock(double /*seconds*/) { return false; }
 
+void Backend::PrimeProfiling(std::span<const FieldIndex> /*fields*/) {}
+
 DeviceSettings Backend::ReadSettings(std::size_t /*pos*/) { return {}; }
 
 namespace {

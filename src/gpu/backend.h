@@ -50,6 +50,13 @@ class Backend {
 
   virtual const ReadStats& stats() const = 0;
 
+  // Readings over an interval (NVML GPM's profiling fields) need two samples at least 100 ms
+  // apart: a read never waits for them, so the first read of such a field has it absent and the
+  // next read after the floor has it. A one-shot command that wants values on its first read
+  // (dmon, devices) calls this first: it takes the first samples of `fields` for every entity and
+  // waits out the floor once (on a simulated clock, without waiting). The default: nothing.
+  virtual void PrimeProfiling(std::span<const FieldIndex> fields);
+
   // The processes using the device at position `pos`, with per-process memory and utilization
   // where the driver gives them. Listing processes is expensive and serialising in the driver
   // (research/vendors.md section 2), so a backend answers from a cache younger than

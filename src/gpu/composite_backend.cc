@@ -202,6 +202,16 @@ class CompositeBackend final : public Backend {
     return none;
   }
 
+  void PrimeProfiling(std::span<const FieldIndex> fields) override {
+    std::vector<FieldIndex> wanted(fields.begin(), fields.end());
+    for (std::size_t m = 0; m < members_.size(); ++m) {
+      (void)Call<bool>(m, "profiling", [=](Backend& b) {
+        b.PrimeProfiling(wanted);
+        return true;
+      });
+    }
+  }
+
   bool SetSimulatedClock(double seconds) override {
     bool any = false;
     for (std::size_t m = 0; m < members_.size(); ++m) {

@@ -145,11 +145,14 @@ report::InstanceSample ToInstanceSample(const Sample& s, const Entity& e, std::i
   return g;
 }
 
-void NoteAbsences(const Sample& s, std::span<const FieldIndex> fields, report::TimelineAbsence& a) {
+void NoteAbsences(const Sample& s, std::span<const FieldIndex> fields, bool first_read,
+                  report::TimelineAbsence& a) {
   const TimelineIndex& t = Indices();
   for (std::size_t i = 0; i < kColumns; ++i) {
     FieldIndex f = t.columns[i];
     if (std::find(fields.begin(), fields.end(), f) == fields.end() || s.values[f]) continue;
+    // A reading over the interval between two reads has none at the first: not a failed read.
+    if (first_read && !s.unsupported[f] && FromTwoReads(FieldAt(f))) continue;
     std::string key = Column(i).key;
     if (f < s.unsupported.size() && s.unsupported[f]) {
       if (std::find(a.unsupported.begin(), a.unsupported.end(), key) == a.unsupported.end()) {
@@ -170,8 +173,14 @@ void Recorder::SampleGpus(std::int64_t elapsed_ns, report::Run& run) {
       continue;
     }
     if (!e.readable() || e.state == EntityState::kLost) continue;
+    const std::int64_t asked = MonotonicNowNs();
     gpu::ReadEntity(*backend_, e, fields_, scratch_);
-    for (std::uint64_t xid : scratch_.xid_events) run.xid_events.push_back({elapsed_ns, e.gpu, xid});
+    // The reading's own time (issue 40): what the backend stamped when it read, when that lies
+    // on this clock between the call and its return; else when it was asked.
+    const std::int64_t read_at =
+        scratch_.t_mono_ns >= asked && scratch_.t_mono_ns <= MonotonicNowNs() ? scratch_.t_mono_ns : asked;
+    const std::int64_t at = read_at - t0_mono_;
+    for (std::uint64_t xid : scratch_.xid_events) run.xid_events.push_back({at, e.gpu, xid});
     if (scratch_.state == DeviceState::kLost) {
       // A GPU and its instances are lost together, whichever of them saw it first.
       for (std::size_t j = 0; j < run.entities.size(); ++j) {
@@ -182,11 +191,14 @@ void Recorder::SampleGpus(std::int64_t elapsed_ns, report::Run& run) {
       continue;
     }
     if (e.kind == EntityKind::kGpuInstance) {
-      run.instance_samples.push_back(ToInstanceSample(scratch_, e, elapsed_ns));
+      run.instance_samples.push_back(ToInstanceSample(scratch_, e, at));
       continue;
     }
-    if (auto g = ToGpuSample(scratch_, e.gpu, elapsed_ns)) run.gpu_samples.push_back(*g);
-    NoteAbsences(scratch_, fields_, AbsenceOf(run, e.gpu));
+    if (read_once_.size() < run.entities.size()) read_once_.resize(run.entities.size(), false);
+    const bool first_read = !read_once_[i];
+    read_once_[i] = true;
+    if (auto g = ToGpuSample(scratch_, e.gpu, at)) run.gpu_samples.push_back(*g);
+    NoteAbsences(scratch_, fields_, first_read, AbsenceOf(run, e.gpu));
   }
 }
 
@@ -273,6 +285,7 @@ sys::ExitStatus Recorder::Record(sys::ChildProcess& child, report::Run& run, rep
   fields_ = RequiredTimelineFields();
   fields_.insert(fields_.end(), options_.optional_fields.begin(), options_.optional_fields.end());
   const std::int64_t t0_mono = MonotonicNowNs();
+  t0_mono_ = t0_mono;
   run.info.start_unix_ns = UnixNowNs();
   run.info.sample_period_ns = options_.period_ns;
   run.info.include_descendants = options_.include_descendants;

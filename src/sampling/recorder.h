@@ -39,7 +39,10 @@ std::optional<report::GpuSample> ToGpuSample(const Sample& s, std::uint32_t devi
 report::InstanceSample ToInstanceSample(const Sample& s, const Entity& e, std::int64_t elapsed_ns);
 
 // Counts, for one GPU's reading, the timeline readings it lacks: unsupported or failed this tick.
-void NoteAbsences(const Sample& s, std::span<const FieldIndex> fields, report::TimelineAbsence& a);
+// At the GPU's `first_read` a reading over the interval between two reads (FromTwoReads) is absent
+// by nature and not counted.
+void NoteAbsences(const Sample& s, std::span<const FieldIndex> fields, bool first_read,
+                  report::TimelineAbsence& a);
 
 class Recorder {
  public:
@@ -70,6 +73,8 @@ class Recorder {
   const std::atomic<bool>* child_exited_;
   std::vector<FieldIndex> fields_;
   Sample scratch_;
+  std::int64_t t0_mono_ = 0;     // Record's start: samples are stamped relative to it
+  std::vector<bool> read_once_;  // per run.entities position: a GPU sample has been taken
   bool sample_process_ = true;
 };
 

@@ -283,6 +283,21 @@ class RecordTest(GpulseTestCase):
                          [{"device_index": 0, "energy_millijoules": doc["gpu"]["energy_millijoules"], "source": "counter"}])
         self.assertEqual(len(doc["resource_timeline"]["samples"]), 2)
 
+    def test_counter_and_integrated_energy_agree_on_hopper_from_the_first_interval(self):
+        # Issue 40: the first read primed GPM with a 100 ms sleep after the sample's stamp, so the
+        # counter missed the first 100 ms (+13% integrated over 1 s) and a 100 ms tick was skipped.
+        out, _ = self.record("-i", "100", "--", "sleep", "1", scenario="1xH200")
+        doc = json.loads(load(os.path.join(out, "run.json")))
+        dev = doc["gpu"]["per_device"][0]
+        self.assertEqual(dev["energy_source"], "counter")
+        self.assertLess(abs(dev["energy_relative_difference"]), 0.01, dev)
+        first = doc["gpu_timeline"]["samples"][0]
+        self.assertLess(first["elapsed_ns"], 100_000_000, "the first reading is stamped when it was read")
+        self.assertIn("power_draw_milliwatts", first)
+        self.assertNotIn("sm_active", first, "a GPM ratio needs two samples: absent at the first")
+        self.assertIn("sm_active", doc["gpu_timeline"]["samples"][-1])
+        self.assertEqual(doc["gpu_timeline"].get("absent", []), [], "absent at the first read is not a failure")
+
     def test_text_report_separates_sections_and_warns_about_a_wrapper(self):
         out, p = self.record("--", "sleep", "0.4", scenario="1xH200")
         text = load(os.path.join(out, "report.txt"))

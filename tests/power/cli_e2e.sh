@@ -39,6 +39,29 @@ grep -q 'manifest malformed: not an object (list)' "$TMP/damaged.txt" || { echo 
 "$BIN" energy --power-dir "$PD" --format yaml 2> /dev/null; check energy_bad_format_exits_2 2 $?
 "$BIN" energy --power-dir "$TMP/nowhere" 2> /dev/null; check energy_missing_dir_exits_2 2 $?
 
+# One power_w changed after the fact (issue 40): validate-power and energy both refuse the package.
+{ read -r TPD; read -r TRR; } < <("$MAKE" "$TMP/tampered")
+"$PY" - "$TPD/samples.csv" <<'PYEOF'
+import sys
+path = sys.argv[1]
+lines = open(path).read().split("\n")
+cells = lines[5].split(",")
+cells[-1] = str(float(cells[-1]) + 1.0)
+lines[5] = ",".join(cells)
+open(path, "w").write("\n".join(lines))
+PYEOF
+"$BIN" validate-power --power-dir "$TPD" --result-root "$TRR" > /dev/null; check tampered_validate_exits_1 1 $?
+"$BIN" energy --power-dir "$TPD" --result-root "$TRR" --format json > "$TMP/tampered.json"; check tampered_energy_exits_1 1 $?
+"$PY" - "$SRC/docs/schema/energy.schema.json" "$TMP/tampered.json" <<'PYEOF' || fails=$((fails + 1))
+import json, sys, jsonschema
+doc = json.load(open(sys.argv[2]))
+jsonschema.validate(doc, json.load(open(sys.argv[1])))
+assert doc["all_valid"] is False and doc["samples_verified"] is False, doc
+assert doc["total_j"] is None and all(not w["verified"] and w["total_j"] is None for w in doc["windows"])
+assert "samples_sha256 mismatch" in doc["integrity_failures"][0], doc["integrity_failures"]
+print("ok   a tampered samples.csv is unverified in energy, every figure withheld")
+PYEOF
+
 "$PY" - "$SRC/docs/schema/validate-power.schema.json" "$TMP/ok.json" "$TMP/gap.json" <<'PYEOF' || fails=$((fails + 1))
 import json, sys, jsonschema
 schema = json.load(open(sys.argv[1]))

@@ -67,5 +67,42 @@ TEST(RecordEnergy, StepLoadCounterAndIntegralHaveKnownAnswers) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 40: the first read of a profiling field used to wait the GPM floor (100 ms) inside Read,
+// after the sample had been stamped, so a run's first interval lost 100 ms of counter energy and a
+// 100 ms tick was skipped. A read now never waits: the profiling fields of the first read are
+// absent (not unsupported) and a one-shot command asks for PrimeProfiling first.
+std::unique_ptr<gpu::Backend> OpenH200() {
+  gpu::BackendOptions options;
+  options.simulate = "1xH200";
+  options.simulator_library = std::string(GPULSE_BIN_DIR) + "/libgpulse-nvml-sim.so";
+  auto backend = gpu::OpenBackend(options);
+  EXPECT_TRUE(backend.ok()) << backend.error().message;
+  return backend.ok() ? std::move(backend).value() : nullptr;
+}
+
+TEST(RecordEnergy, AReadNeverWaitsForTheProfilingFloor) {
+  auto b = OpenH200();
+  ASSERT_NE(b, nullptr);
+  const FieldIndex sm_active = *IndexOf(1002), power = *IndexOf(155);
+  const std::vector<FieldIndex> fields = {power, sm_active};
+  Sample s;
+  b->Read(0, fields, s);
+  EXPECT_TRUE(s.values[power].has_value());
+  EXPECT_FALSE(s.values[sm_active].has_value()) << "the first read did not wait for a second sample";
+  EXPECT_FALSE(s.unsupported[sm_active]) << "absent this read, not unsupported";
+}
+
+TEST(RecordEnergy, PrimeProfilingGivesTheFirstReadItsValues) {
+  auto b = OpenH200();
+  ASSERT_NE(b, nullptr);
+  const FieldIndex sm_active = *IndexOf(1002);
+  const std::vector<FieldIndex> fields = {sm_active};
+  b->PrimeProfiling(fields);
+  Sample s;
+  b->Read(0, fields, s);
+  ASSERT_TRUE(s.values[sm_active].has_value());
+  EXPECT_GT(*s.values[sm_active], 0.5);
+}
+
 }  // namespace
 }  // namespace gpulse

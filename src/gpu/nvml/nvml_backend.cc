@@ -62,7 +62,9 @@ void NvmlBackend::AttachGpm(const std::vector<std::vector<nvmlDevice_t>>& mig_ha
   }
 }
 
-void NvmlBackend::PrimeGpm(std::span<const FieldIndex> fields) {
+void NvmlBackend::PrimeProfiling(std::span<const FieldIndex> fields) { PrimeGpm(fields, true); }
+
+void NvmlBackend::PrimeGpm(std::span<const FieldIndex> fields, bool wait) {
   if (gpm_primed_) return;
   bool wanted = false;
   for (FieldIndex f : fields) wanted = wanted || FieldAt(f).nvml == NvmlSource::kGpm;
@@ -85,7 +87,7 @@ void NvmlBackend::PrimeGpm(std::span<const FieldIndex> fields) {
   }
   if (simulated) {
     SetSimulatedClock(static_cast<double>(*simulated) / 1e9);
-  } else if (last) {
+  } else if (last && wait) {
     SleepUntilMonotonicNs(*last + kGpmMinIntervalNs);
   }
 }
@@ -121,7 +123,7 @@ void NvmlBackend::DrainEvents() {
 }
 
 void NvmlBackend::Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) {
-  PrimeGpm(fields);
+  PrimeGpm(fields, /*wait=*/false);
   for (FieldIndex f : fields) {
     if (FieldAt(f).nvml == NvmlSource::kLastXid) {
       DrainEvents();
@@ -137,7 +139,7 @@ void NvmlBackend::ReadInstance(std::size_t pos, std::size_t mig_pos,
                                std::span<const FieldIndex> fields, Sample& out) {
   DeviceReader& r = instance_readers_.at(pos).at(mig_pos);
   if (readers_.at(pos).lost()) r.MarkLost();  // an instance goes with its GPU
-  PrimeGpm(fields);
+  PrimeGpm(fields, /*wait=*/false);
   out.t_mono_ns = NowMonoNs();
   out.t_unix_ns = NowUnixNs();
   r.Read(fields, out, stats_);

@@ -33,6 +33,7 @@ class NvmlBackend final : public gpu::Backend {
   const gpu::ReadStats& stats() const override { return stats_; }
   ProcessList Processes(std::size_t pos) override;
   bool SetSimulatedClock(double seconds) override;
+  void PrimeProfiling(std::span<const FieldIndex> fields) override;
 
   // Settings (docs/nvml-backend.md, "Settings"): read and changed through NVML on request, never
   // cached. A missing optional symbol makes the setting absent (ReadSettings) or kUnavailable (the
@@ -51,9 +52,12 @@ class NvmlBackend final : public gpu::Backend {
   void RegisterXidEvents();
   void DrainEvents();
   void AttachGpm(const std::vector<std::vector<nvmlDevice_t>>& mig_handles);
-  // Before the first read of a profiling field: one GPM sample of every entity, then the 100 ms
-  // floor once, so that the first read already has values.
-  void PrimeGpm(std::span<const FieldIndex> fields);
+  // Before the first read of a profiling field: one GPM sample of every entity. With `wait`
+  // (PrimeProfiling) the 100 ms floor is then waited out once so that the next read has values;
+  // a read never waits (issue 40: the wait delayed the first sample's readings past its stamp and
+  // the exporter's first scrape). On a simulated clock the samples are taken one floor earlier in
+  // simulated time, so the first read has values either way.
+  void PrimeGpm(std::span<const FieldIndex> fields, bool wait);
 
   std::int64_t NowMonoNs() const;  // the simulated clock when one is set
   std::int64_t NowUnixNs() const;

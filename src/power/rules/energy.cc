@@ -8,6 +8,7 @@
 
 #include "power/readers/contract.h"
 #include "power/rules/coverage_rules.h"
+#include "power/rules/integrity.h"
 #include "power/rules/recompute.h"
 
 namespace gpulse::power {
@@ -92,6 +93,24 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
   return out;
 }
 
+// samples.csv is not what the manifest describes: nothing integrated from it is a figure.
+void Unverified(WindowEnergy& w) {
+  w.verified = false;
+  w.valid = false;
+  w.total_j.reset();
+  w.total_error_bound_j.reset();
+  for (GpuEnergy& g : w.gpus) {
+    g.valid = false;
+    g.energy_j.reset();
+    g.error_bound_j.reset();
+    g.mean_power_w.reset();
+  }
+  for (RoleEnergy& r : w.roles) {
+    r.energy_j.reset();
+    r.error_bound_j.reset();
+  }
+}
+
 }  // namespace
 
 bool EnergyReport::all_valid() const {
@@ -128,6 +147,7 @@ Result<EnergyReport> ComputeEnergy(const EnergyOptions& opt) {
   rep.package_reasons = r.reasons;
   rep.result_files_checked = opt.result_root.has_value();
   for (const auto& s : r.samples.Reasons()) rep.problems.push_back(s + " in samples.csv");
+  rep.integrity_failures = SamplesIntegrityFailures(*manifest, r.samples);
   for (size_t i = 0; i < r.windows_eval.size(); ++i) {
     const WindowEvaluation& we = r.windows_eval[i];
     WindowEnergy w;
@@ -147,6 +167,7 @@ Result<EnergyReport> ComputeEnergy(const EnergyOptions& opt) {
         w.gpus.push_back(FromCoverage(dc, *topology, *we.coverage_span, rep.sample_interval_s));
     }
     Totals(w);
+    if (!rep.integrity_failures.empty()) Unverified(w);
     rep.windows.push_back(std::move(w));
   }
   if (rep.all_valid()) {
@@ -162,13 +183,16 @@ Result<EnergyReport> ComputeEnergy(const EnergyOptions& opt) {
 
 std::string RenderEnergyText(const EnergyReport& rep) {
   std::string out;
+  for (const auto& f : rep.integrity_failures) out += "UNVERIFIED " + f + "\n";
   for (const auto& p : rep.problems) out += "WARN " + p + "\n";
   if (!rep.result_files_checked) out += "note: result files not checked (no --result-root)\n";
   for (const auto& w : rep.windows) {
     out += fmt::format("window {} ({}): ", WindowLabel(w.key),
                        w.window_file.value_or("no window file"));
-    if (!w.reasons.empty()) {
-      out += "INVALID " + Join(w.reasons, ",") + "\n";
+    if (!w.reasons.empty() || !w.verified) {
+      std::vector<std::string> why = w.reasons;
+      if (!w.verified) why.insert(why.begin(), "unverified: samples.csv does not match the manifest");
+      out += "INVALID " + Join(why, ",") + "\n";
       continue;
     }
     out += fmt::format("{:.3f} s, total {} J ± {} J{}\n", w.duration_s.value_or(0), Num(w.total_j),
@@ -223,6 +247,7 @@ Json RenderEnergyJson(const EnergyReport& rep) {
                        {"end_unix", Opt(w.end_unix)},
                        {"duration_s", Opt(w.duration_s)},
                        {"valid", w.valid},
+                       {"verified", w.verified},
                        {"reason_codes", w.reasons},
                        {"gpus", gpus},
                        {"roles", roles},
@@ -234,6 +259,8 @@ Json RenderEnergyJson(const EnergyReport& rep) {
           {"sample_interval_seconds", Opt(rep.sample_interval_s)},
           {"package_reason_codes", rep.package_reasons},
           {"problems", rep.problems},
+          {"samples_verified", rep.integrity_failures.empty()},
+          {"integrity_failures", rep.integrity_failures},
           {"windows", windows},
           {"all_valid", rep.all_valid()},
           {"total_j", Opt(rep.total_j)},

@@ -51,7 +51,8 @@ struct WindowEnergy {
   WindowKey key;
   std::optional<std::string> window_file;
   std::optional<double> start_unix, end_unix, duration_s;
-  bool valid = false;  // the window itself and every GPU in it
+  bool valid = false;  // the window itself and every GPU in it, over verified samples
+  bool verified = true;  // samples.csv matched the manifest's digest and row count
   std::vector<std::string> reasons;
   std::vector<GpuEnergy> gpus;
   std::vector<RoleEnergy> roles;
@@ -62,6 +63,9 @@ struct EnergyReport {
   std::vector<WindowEnergy> windows;
   std::vector<std::string> package_reasons;  // recomputed disk-derived reasons of the whole package
   std::vector<std::string> problems;         // why numbers are missing at package level
+  // Why samples.csv is not the file the manifest describes (integrity.h); when any, every window
+  // is unverified and has no figure.
+  std::vector<std::string> integrity_failures;
   bool result_files_checked = false;
   std::optional<double> sample_interval_s;
   std::optional<double> total_j, total_error_bound_j;  // over all windows, only when all valid

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "power/readers/contract.h"
+#include "power/rules/integrity.h"
 #include "power/rules/reasons.h"
 #include "power/rules/recompute.h"
 #include "power/rules/wire_contract.h"
@@ -59,34 +60,6 @@ void DuplicateKeys(const Json& m, std::vector<std::string>& failures) {
     }
 }
 
-// Digest: present, well-formed, equal to the bytes on disk. Returns validity.
-bool CheckDigest(const Json& m, const SamplesScan& s, std::vector<std::string>& failures) {
-  const Json& d = Get(m, "samples_sha256");
-  if (d.is_null()) {
-    failures.push_back("samples_sha256 is missing");
-    return false;
-  }
-  if (!d.is_string() || !IsLowerHex(d.get<std::string>(), 64)) {
-    failures.push_back("samples_sha256 is not a lowercase SHA-256 digest");
-    return false;
-  }
-  if (!s.present) {
-    failures.push_back("samples_sha256 could not be verified: samples.csv is missing");
-    return false;
-  }
-  if (!s.sha256_hex) {
-    failures.push_back("samples_sha256 could not be verified: " +
-                       s.digest_error.value_or("read error"));
-    return false;
-  }
-  if (*s.sha256_hex != d.get<std::string>()) {
-    failures.push_back("samples_sha256 mismatch: manifest records " + d.get<std::string>() +
-                       ", recomputed " + *s.sha256_hex);
-    return false;
-  }
-  return true;
-}
-
 void ReasonFailures(const Recomputation& r, std::vector<std::string>& out) {
   for (const auto& reason : r.samples.Reasons()) {
     std::string line = reason + " in samples.csv";
@@ -121,10 +94,7 @@ void ReasonFailures(const Recomputation& r, std::vector<std::string>& out) {
 }
 
 void ReconcileEvidence(const Json& m, const Recomputation& r, std::vector<std::string>& out) {
-  auto rows = AsStrictInt(Get(m, "sample_row_count"));
-  if (rows && r.samples.header_ok && *rows != r.samples.data_rows)
-    out.push_back(
-        fmt::format("sample_row_count is {}, samples.csv has {} rows", *rows, r.samples.data_rows));
+  CheckRowCount(m, r.samples, out);
   auto scrapes = AsStrictInt(Get(m, "scrape_count"));
   if (scrapes && r.samples.max_scrape_seq && *scrapes < *r.samples.max_scrape_seq + 1)
     out.push_back(fmt::format("scrape_count is {}, below max(scrape_seq) + 1 = {}", *scrapes,

@@ -9,7 +9,10 @@ namespace {
 
 using namespace testing;
 
-EnergyReport Compute(Package& p, bool with_results = true) {
+// The manifest counts the rows the test leaves, as the collector counts what it wrote, unless the
+// test is about a count that disagrees.
+EnergyReport Compute(Package& p, bool with_results = true, bool count_rows = true) {
+  if (count_rows) p.manifest["sample_row_count"] = p.rows.size();
   p.Write();
   EnergyOptions o;
   o.power_dir = p.power_dir;
@@ -140,6 +143,50 @@ TEST(Energy, RenderingsCarryTheSameFigures) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 8 + 2 + 1);
   std::string text = RenderEnergyText(r);
   EXPECT_NE(text.find("window sa-bench/4"), std::string::npos);
+}
+
+// Issue 40: energy integrated a samples.csv whose power_w had been changed and said all_valid.
+// It now runs validate-power's digest and row checks (integrity.h) and withholds every figure.
+TEST(Energy, ATamperedSamplesFileIsUnverifiedAndHasNoFigure) {
+  Package p;
+  BuildValid1P1D(p);
+  p.Write();  // the digest of the honest rows
+  p.refresh_digest = false;
+  p.rows[40].power += 1.0;  // one power_w changed after the fact
+  EnergyReport r = Compute(p);
+  ASSERT_EQ(r.integrity_failures.size(), 1u);
+  EXPECT_NE(r.integrity_failures[0].find("samples_sha256 mismatch"), std::string::npos);
+  EXPECT_FALSE(r.all_valid());
+  EXPECT_FALSE(r.total_j.has_value());
+  for (const auto& w : r.windows) {
+    EXPECT_FALSE(w.verified);
+    EXPECT_FALSE(w.valid);
+    EXPECT_FALSE(w.total_j.has_value());
+    for (const auto& g : w.gpus) EXPECT_FALSE(g.energy_j.has_value()) << DeviceLabel(g.key);
+  }
+  const Json j = RenderEnergyJson(r);
+  EXPECT_EQ(j["samples_verified"], false);
+  EXPECT_EQ(j["all_valid"], false);
+  EXPECT_NE(RenderEnergyText(r).find("UNVERIFIED samples_sha256 mismatch"), std::string::npos);
+}
+
+TEST(Energy, ARowCountThatDisagreesIsUnverified) {
+  Package p;
+  BuildValid1P1D(p);
+  p.manifest["sample_row_count"] = static_cast<int64_t>(p.rows.size()) + 1;
+  EnergyReport r = Compute(p, true, /*count_rows=*/false);
+  ASSERT_EQ(r.integrity_failures.size(), 1u);
+  EXPECT_NE(r.integrity_failures[0].find("sample_row_count is"), std::string::npos);
+  EXPECT_FALSE(r.all_valid());
+}
+
+TEST(Energy, AnHonestPackageIsVerified) {
+  Package p;
+  BuildValid1P1D(p);
+  EnergyReport r = Compute(p);
+  EXPECT_TRUE(r.integrity_failures.empty());
+  EXPECT_TRUE(r.windows.at(0).verified);
+  EXPECT_EQ(RenderEnergyJson(r)["samples_verified"], true);
 }
 
 TEST(Energy, UnreadableManifestIsAnError) {
