@@ -26,6 +26,10 @@ struct ConfigOptions {
   std::optional<double> power_limit;
 };
 
+// `-c` takes dcgmi's numbers (DCGM's dcgmConfigComputeMode: 0 Unrestricted, 1 Prohibited, 2
+// Exclusive Process); the agent's API takes NVML's nvmlComputeMode_t (0, 2, 3: docs/health.md).
+constexpr int kNvmlModeOfDcgmi[] = {0, 2, 3};
+
 int Usage(const std::string& why) {
   fmt::print(stderr, "gpulse config: {}\n", why);
   return kExitUsage;
@@ -122,7 +126,7 @@ int Get(const ConfigOptions& o) {
 
 int Set(const ConfigOptions& o) {
   json body = {{"group", o.group}};
-  if (o.compute_mode) body["compute_mode"] = *o.compute_mode;
+  if (o.compute_mode) body["compute_mode"] = kNvmlModeOfDcgmi[*o.compute_mode];
   if (o.ecc) body["ecc"] = *o.ecc == 1;
   if (o.sync_boost) body["sync_boost"] = *o.sync_boost == 1;
   if (o.power_limit) body["power_limit_w"] = *o.power_limit;
@@ -175,8 +179,9 @@ Subcommand SetupConfig(CLI::App& parent) {
   app->add_flag("--set", o->set, "Set targets (checked against each GPU's range first)");
   app->add_flag("--enforce", o->enforce, "Apply the targets again now");
   app->add_option("-c,--compmode", o->compute_mode,
-                  "Compute mode: 0 unrestricted, 2 prohibited, 3 exclusive process")
-      ->check(CLI::Range(0, 3));
+                  "Compute mode, numbered as dcgmi's: 0 Unrestricted, 1 Prohibited, 2 Exclusive "
+                  "Process")
+      ->check(CLI::Range(0, 2));
   app->add_option("-e,--eccmode", o->ecc, "ECC mode 0/1 (applies at the next reset)")
       ->check(CLI::Range(0, 1));
   app->add_option("-s,--syncboost", o->sync_boost, "Sync boost 0/1 (not supported: refused)")

@@ -57,6 +57,10 @@ DiagTest CudaLibrary(const DiagInputs& in) {
 
 DiagTest Permissions(const DiagInputs& in) {
   DiagTest t{"Permissions and OS Blocks", DiagResult::kPass, ""};
+  if (in.system->simulated && in.dev_root == kDefaultDevRoot) {
+    // Simulated GPUs have no device nodes; a fixture directory (--dev-root) still gets the check.
+    return {t.name, DiagResult::kSkip, "simulated GPUs: there are no /dev/nvidia* nodes to check"};
+  }
   std::vector<std::string> nodes = {"nvidiactl"};
   for (const DiagGpu& g : in.gpus) {
     if (g.minor_number) nodes.push_back("nvidia" + std::to_string(*g.minor_number));

@@ -36,11 +36,13 @@ struct DiagGpu {
   ProcessList processes;
 };
 
+inline constexpr const char* kDefaultDevRoot = "/dev";
+
 struct DiagInputs {
   const SystemInfo* system = nullptr;
   std::vector<DiagGpu> gpus;          // the group's GPUs
   std::string procfs_root = "/proc";  // /proc/modules
-  std::string dev_root = "/dev";      // /dev/nvidia*
+  std::string dev_root = "/dev";      // /dev/nvidia* (simulated GPUs: skipped unless moved)
   // dlopen of the CUDA driver library; true when it loads. Not called for simulated GPUs.
   std::function<bool(const std::string& library, std::string* error)> load_library;
   std::function<const char*(const char*)> getenv;  // the agent's environment

@@ -297,7 +297,7 @@ class PolicyTest(AgentTestCase):
         a = self.new_agent()
         self.cli_ok(a, "group", "-c", "six")
         self.cli_ok(a, "group", "-g", "2", "-a", "6")
-        self.cli_ok(a, "config", "-g", "2", "--set", "-P", "500", "-c", "3")
+        self.cli_ok(a, "config", "-g", "2", "--set", "-P", "500", "-c", "2")
         self.cli_ok(a, "policy", "-g", "2", "--set", "1,1", "-x")
         a.advance(61)
         v = a.api("GET", "/api/v1/policy/violations?group=2", schema="agent-violations.schema.json")["violations"]
@@ -499,7 +499,8 @@ class ConfigTest(AgentTestCase):
         self.assertIsNone(cfg["target"])
         self.assertEqual(gpus[0]["power_limit_w"]["current"], 700)
         self.assertIsNone(gpus[0]["power_limit_w"]["target"])
-        out = self.cli_json(a, "agent-config-set.schema.json", "config", "-g", "0", "--set", "-P", "500", "-c", "3")
+        out = self.cli_json(a, "agent-config-set.schema.json", "config", "-g", "0", "--set", "-P", "500", "-c", "2")
+        # dcgmi's -c 2 is Exclusive Process; the agent's API speaks NVML's number for it, 3.
         self.assertEqual(out["target"], {"compute_mode": 3, "power_limit_w": 500})
         cfg, gpus = self.settings(a)
         for g in gpus:
@@ -555,7 +556,7 @@ class ConfigTest(AgentTestCase):
                     "devices:\n  - {pci_bus_id: \"00000000:18:00.0\"}\n"
                     "  - {pci_bus_id: \"00000000:2A:00.0\", settings_permission: false}\n")
         a = self.new_agent(scenario=path)
-        self.cli_fails(a, 1, "GPU 1: .*NO_PERMISSION", "config", "-g", "0", "--set", "-P", "500", "-c", "3")
+        self.cli_fails(a, 1, "GPU 1: .*NO_PERMISSION", "config", "-g", "0", "--set", "-P", "500", "-c", "2")
         cfg, gpus = self.settings(a)
         self.assertIsNone(cfg["target"])
         for g in gpus:

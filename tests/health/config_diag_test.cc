@@ -169,6 +169,19 @@ TEST_F(Diag, AMissingDeviceNodeFailsPermissions) {
   EXPECT_NE(t.reason.find("nvidia0 does not exist"), std::string::npos);
 }
 
+// Issue 40: `diag -r 1` always failed on simulated GPUs (no /dev/nvidia* on the machine), so the
+// documented example exited 1. Simulated GPUs skip the check unless --dev-root names a fixture.
+TEST_F(Diag, SimulatedGpusSkipPermissionsUnlessTheDevRootIsMoved) {
+  system_.simulated = true;
+  in_.dev_root = kDefaultDevRoot;
+  DiagTest t = Find("Permissions and OS Blocks");
+  EXPECT_EQ(t.result, DiagResult::kSkip) << t.reason;
+  EXPECT_NE(t.reason.find("simulated"), std::string::npos);
+  in_.dev_root = (root_ / "dev").string();
+  std::filesystem::remove(root_ / "dev/nvidia0");
+  EXPECT_EQ(Find("Permissions and OS Blocks").result, DiagResult::kFail) << "a fixture is checked";
+}
+
 TEST_F(Diag, CudaThatDoesNotLoadFailsAndSimulatedGpusSkip) {
   in_.load_library = [](const std::string&, std::string* e) {
     *e = "not found";
