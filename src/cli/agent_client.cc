@@ -17,6 +17,7 @@
 #include "cli/subcommand.h"
 #include "net/client_channel.h"
 #include "net/http_util.h"
+#include "sys/runtime_dir.h"
 
 namespace gpulse::cli {
 namespace {
@@ -129,7 +130,7 @@ Result<Socket> Connect(const Where& w, const std::string& shown) {
 std::string ResolveAgentHost(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("GPULSE_HOST"); env != nullptr && *env != '\0') return env;
-  return kDefaultAgentSocket;
+  return "unix://" + sys::FindAgentSocket();
 }
 
 namespace {
@@ -302,7 +303,8 @@ std::string ReplyError(const AgentReply& r) {
 void AddHostOption(CLI::App& app, std::string& host) {
   app.add_option("--host", host,
                  "The agent: unix://PATH, HOST:PORT, http://HOST:PORT or https://HOST:PORT "
-                 "(default: $GPULSE_HOST, else unix:///run/gpulse/agent.sock)");
+                 "(default: $GPULSE_HOST, else unix:///run/gpulse/agent.sock, else the per-user socket "
+                 "an agent started without root made)");
   net::ClientTls& tls = TlsFlags();
   app.add_option("--ca-file", tls.ca_file,
                  "With https://: the CA that signed the agent's certificate (default: the "

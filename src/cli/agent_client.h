@@ -2,7 +2,8 @@
 // blocking HTTP/1.1 request over the agent's unix socket or TCP, JSON in and out.
 //
 // --host takes unix://PATH, HOST:PORT, http://HOST:PORT or https://HOST:PORT (default:
-// $GPULSE_HOST, else the local socket unix:///run/gpulse/agent.sock). With https:// the agent's
+// $GPULSE_HOST, else the local socket sys::FindAgentSocket finds: /run/gpulse/agent.sock, else the
+// per-user socket an agent started without root made). With https:// the agent's
 // certificate is verified (--ca-file, else the system's CAs; --insecure skips it) and --cert-file
 // and --key-file present a client certificate. Basic auth, when the agent's web config asks for it,
 // comes from $GPULSE_AGENT_USER and $GPULSE_AGENT_PASSWORD.
@@ -23,9 +24,7 @@ class App;
 
 namespace gpulse::cli {
 
-inline constexpr const char* kDefaultAgentSocket = "unix:///run/gpulse/agent.sock";
-
-// "" = $GPULSE_HOST, else the default socket.
+// "" = $GPULSE_HOST, else the default socket (sys/runtime_dir.h).
 std::string ResolveAgentHost(const std::string& flag);
 
 // Sends one request; fails (Unavailable) when the agent cannot be reached, naming the host.

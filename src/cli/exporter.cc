@@ -25,6 +25,7 @@
 #include "k8s/pod_resources_client.h"
 #include "net/web_config.h"
 #include "sys/heap.h"
+#include "sys/runtime_dir.h"
 
 namespace gpulse::cli {
 namespace {
@@ -42,7 +43,7 @@ struct ExporterCliOptions {
   // `gpulse agent` only.
   bool agent = false;
   agent::AgentOptions agent_options;
-  std::string socket = "/run/gpulse/agent.sock";
+  std::string socket;  // "": sys::ChooseAgentSocket (the system path, else a per-user one)
   std::string socket_mode = "0660";
   std::string socket_group;
   std::int64_t checkpoint_s = 300;
@@ -61,6 +62,15 @@ Status ApplyAgentFlags(ExporterCliOptions& o) {
   o.agent_options.version = kGpulseVersion;
   o.agent_options.hostname = o.exp.hostname.value_or("");
   if (!o.procfs_root.empty()) o.agent_options.procfs_root = o.procfs_root;
+  if (o.socket.empty()) {
+    auto choice = sys::ChooseAgentSocket();
+    if (!choice) return choice.error();
+    o.socket = choice->path;
+    if (!choice->why.empty()) {
+      fmt::print(stderr, "gpulse agent: {}: the management API's socket is {} (the CLI finds it)\n",
+                 choice->why, o.socket);
+    }
+  }
   if (o.socket != "none") {
     o.exp.unix_socket_path = o.socket;
     char* end = nullptr;
@@ -260,8 +270,10 @@ void AddAgentOptions(CLI::App& app, ExporterCliOptions& o) {
   app.add_option("--state-dir", o.agent_options.state_dir,
                  "Where the agent keeps its database (groups, watches, jobs, history)")
       ->capture_default_str();
-  app.add_option("--socket", o.socket, "Unix socket of the management API (\"none\": TCP only)")
-      ->capture_default_str();
+  app.add_option("--socket", o.socket,
+                 "Unix socket of the management API (\"none\": TCP only; default "
+                 "/run/gpulse/agent.sock, made as root, else $XDG_RUNTIME_DIR/gpulse/agent.sock or "
+                 "/tmp/gpulse-UID/agent.sock)");
   app.add_option("--socket-mode", o.socket_mode, "Permissions of the unix socket (octal)")
       ->capture_default_str();
   app.add_option("--socket-group", o.socket_group,

@@ -8,6 +8,9 @@ import unittest
 import jsonschema
 
 GPULSE = os.environ.get("GPULSE_BIN", "build/bin/gpulse")
+# An NVML library that loads and whose nvmlInit answers DRIVER_NOT_LOADED (tests/unit): "no NVIDIA
+# driver" on any machine. A library path that does not exist is a usage error (exit 2), not that.
+NO_DRIVER_NVML = os.path.join(os.path.dirname(os.path.abspath(GPULSE)), "libfake-nvml-nodriver.so")
 SOURCE_DIR = os.environ.get("GPULSE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILTIN_SCENARIOS = ["1xH200", "8xH100", "4xA40-tp2", "mig-a100", "faults", "k8s-8xH100", "sensorless",
                      "lost-at-start", "mig-8xA100", "mig-h100", "profiling-faults", "health-trips"]

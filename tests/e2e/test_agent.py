@@ -169,6 +169,65 @@ class AgentTestCase(GpulseTestCase):
         return g["id"]
 
 
+class DefaultSocketTest(GpulseTestCase):
+    """`gpulse agent` without --socket, started by a user who may not write /run (issue 40: it
+    exited at once with "cannot bind: No such file or directory"). As root the test runs the agent
+    and the CLI as nobody (setpriv), so /run is never written."""
+
+    NOBODY = 65534
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gpulse-default-socket-")
+        os.chmod(self.dir, 0o755)
+        self.xdg = os.path.join(self.dir, "xdg")
+        self.state = os.path.join(self.dir, "state")
+        for d in (self.xdg, self.state):
+            os.mkdir(d, 0o700)
+            if os.geteuid() == 0:
+                os.chown(d, self.NOBODY, self.NOBODY)
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+
+    def as_user(self, *argv):
+        prefix = []
+        if os.geteuid() == 0:
+            prefix = ["setpriv", "--reuid=%d" % self.NOBODY, "--regid=%d" % self.NOBODY, "--clear-groups"]
+        return prefix + [GPULSE, *argv]
+
+    def env(self):
+        env = {k: v for k, v in os.environ.items() if k not in ("GPULSE_HOST", "XDG_RUNTIME_DIR")}
+        env["XDG_RUNTIME_DIR"] = self.xdg
+        return env
+
+    def test_the_agent_falls_back_to_a_per_user_socket_and_the_cli_finds_it(self):
+        if os.path.isdir("/run/gpulse") and os.access("/run/gpulse", os.W_OK) and os.geteuid() != 0:
+            self.skipTest("this user may write /run/gpulse: the system path is the right choice")
+        log_path = os.path.join(self.dir, "agent.log")
+        with open(log_path, "w") as log:
+            agent = subprocess.Popen(self.as_user("agent", "--simulate", "8xH100", "--state-dir", self.state,
+                                                  "-a", "127.0.0.1:0"),
+                                     stdout=subprocess.DEVNULL, stderr=log, env=self.env())
+        self.addCleanup(lambda: agent.poll() is None and (agent.kill(), agent.wait()))
+        sock = os.path.join(self.xdg, "gpulse", "agent.sock")
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock) and agent.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with open(log_path) as f:
+            log = f.read()
+        self.assertIsNone(agent.poll(), "the agent exited:\n" + log)
+        self.assertTrue(stat.S_ISSOCK(os.lstat(sock).st_mode), log)
+        self.assertEqual(stat.S_IMODE(os.lstat(os.path.dirname(sock)).st_mode), 0o700)
+        self.assertRegex(log, r"/run/gpulse is not writable by uid \d+: the management API's socket is "
+                         + re.escape(sock))
+        # The CLI, with neither --host nor $GPULSE_HOST, finds the per-user socket.
+        p = subprocess.run(self.as_user("group", "-c", "found"), capture_output=True, text=True,
+                           env=self.env(), timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('Successfully created group "found"', p.stdout)
+        agent.terminate()
+        self.assertEqual(agent.wait(timeout=30), 0)
+        self.assertFalse(os.path.exists(sock), "the socket is removed at exit")
+
+
 class SchemaFilesTest(unittest.TestCase):
     def test_every_agent_schema_is_a_strict_draft_2020_12_schema(self):
         for name in AGENT_SCHEMAS:

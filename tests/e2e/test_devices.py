@@ -4,7 +4,7 @@ import os
 import tempfile
 import unittest
 
-from gpulse_e2e import BUILTIN_SCENARIOS, GpulseTestCase, run, validate
+from gpulse_e2e import BUILTIN_SCENARIOS, NO_DRIVER_NVML, SOURCE_DIR, GpulseTestCase, run, validate
 
 
 class DevicesTest(GpulseTestCase):
@@ -57,16 +57,28 @@ class DevicesTest(GpulseTestCase):
         self.assertIn("GPU 0: NVIDIA H200", p.stdout)
 
     def test_no_driver_explains_and_exits_zero(self):
-        p = run("devices", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1")
+        p = run("devices", "--nvml-lib", NO_DRIVER_NVML)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(len(p.stdout.strip().splitlines()), 1, p.stdout)
-        self.assertIn("No GPUs found: NVML library not found", p.stdout)
-        p = run("devices", "--json", env={"GPULSE_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"})
+        self.assertIn("No GPUs found: NVIDIA driver not loaded", p.stdout)
+        p = run("devices", "--json", env={"GPULSE_NVML_LIBRARY": NO_DRIVER_NVML})
         self.assertEqual(p.returncode, 0)
         doc = json.loads(p.stdout)
         validate(doc, "devices.schema.json")
         self.assertEqual(doc["devices"], [])
-        self.assertIn("not found", doc["error"])
+        self.assertIn("not loaded", doc["error"])
+
+    def test_a_named_nvml_library_that_does_not_load_is_a_usage_error(self):
+        # Issue 40: it said "No GPUs found" and exited 0, and beside an AMD GPU showed only that one.
+        amd = os.path.join(SOURCE_DIR, "tests", "testdata", "sysfs", "mi300x")
+        for args, env, source in ((["--nvml-lib", "/nonexistent.so"], None, "--nvml-lib"),
+                                  ([], {"GPULSE_NVML_LIBRARY": "/nonexistent.so"}, "$GPULSE_NVML_LIBRARY"),
+                                  (["--nvml-lib", "/nonexistent.so", "--sysfs-root", amd], None, "--nvml-lib")):
+            with self.subTest(args=args, env=env):
+                p = run("devices", *args, env=env)
+                self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+                self.assertEqual(p.stdout, "")
+                self.assertIn(source + ": the NVML library cannot be loaded: /nonexistent.so", p.stderr)
 
     def test_unknown_scenario_is_a_usage_error_naming_it(self):
         p = run("devices", "--simulate", "16xB300")

@@ -6,7 +6,7 @@ import signal
 import subprocess
 import unittest
 
-from gpulse_e2e import BUILTIN_SCENARIOS, GPULSE, GpulseTestCase, run, validate
+from gpulse_e2e import NO_DRIVER_NVML, BUILTIN_SCENARIOS, GPULSE, GpulseTestCase, run, validate
 
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
 
@@ -106,9 +106,9 @@ class DmonTest(GpulseTestCase):
                 self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
 
     def test_no_driver_is_a_failure_with_reason(self):
-        p = run("dmon", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1", "-c", "1")
+        p = run("dmon", "--nvml-lib", NO_DRIVER_NVML, "-c", "1")
         self.assertEqual(p.returncode, 1)
-        self.assertIn("NVML library not found", p.stderr)
+        self.assertIn("NVIDIA driver not loaded", p.stderr)
 
     def test_sigint_ends_cleanly(self):
         proc = subprocess.Popen([GPULSE, "dmon", "--simulate", "1xH200", "-d", "100", "--format", "csv"],

@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
-from gpulse_e2e import SOURCE_DIR, GpulseTestCase, run, validate
+from gpulse_e2e import NO_DRIVER_NVML, SOURCE_DIR, GpulseTestCase, run, validate
 
 K8S_TREE = os.path.join(SOURCE_DIR, "tests", "testdata", "procfs", "k8s-8xH100")
 
@@ -166,9 +166,9 @@ class PsTest(GpulseTestCase):
         self.assertIn("/nonexistent/procfs", p.stderr)
 
     def test_no_driver_is_a_runtime_failure(self):
-        p = run("ps", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1")
+        p = run("ps", "--nvml-lib", NO_DRIVER_NVML)
         self.assertEqual(p.returncode, 1)
-        self.assertIn("not found", p.stderr)
+        self.assertIn("not loaded", p.stderr)
 
 
 class VisibleTest(GpulseTestCase):
@@ -285,8 +285,8 @@ class VisibleTest(GpulseTestCase):
         self.assertEqual(p.returncode, 2)
 
     def test_no_driver_says_why(self):
-        doc = self.visible("--nvml-lib", "/nonexistent/libnvidia-ml.so.1", expect=1)
-        self.assertIn("not found", doc["error"])
+        doc = self.visible("--nvml-lib", NO_DRIVER_NVML, expect=1)
+        self.assertIn("not loaded", doc["error"])
         self.assertEqual(doc["ordinals"], [])
 
 

@@ -10,7 +10,7 @@ import tempfile
 import time
 import unittest
 
-from gpulse_e2e import GPULSE, GpulseTestCase, k8s_with_workload, run, validate
+from gpulse_e2e import NO_DRIVER_NVML, GPULSE, GpulseTestCase, k8s_with_workload, run, validate
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -215,15 +215,15 @@ class RecordTest(GpulseTestCase):
 
     def test_no_gpu_still_records_the_process(self):
         out = os.path.join(self.tmp, "out")
-        p = run("record", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1", "-o", out, "--", "sleep", "0.3")
+        p = run("record", "--nvml-lib", NO_DRIVER_NVML, "-o", out, "--", "sleep", "0.3")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("no GPU samples collected", p.stdout)
-        self.assertIn("NVML library not found", p.stdout)
+        self.assertIn("NVIDIA driver not loaded", p.stdout)
         doc = json.loads(load(os.path.join(out, "run.json")))
         validate(doc, "run.schema.json")
         self.assertIsNone(doc["gpu"], "inferscope writes gpu: null when no GPU sample was taken")
         self.assertGreater(doc["resource"]["sample_count"], 0)
-        self.assertIn("NVML library not found", doc["run"]["gpu_unavailable_reason"])
+        self.assertIn("NVIDIA driver not loaded", doc["run"]["gpu_unavailable_reason"])
 
     def test_only_the_gpus_the_workload_sees_are_sampled(self):
         out = os.path.join(self.tmp, "out")

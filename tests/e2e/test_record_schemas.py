@@ -13,7 +13,7 @@ import unittest
 
 import jsonschema
 
-from gpulse_e2e import GPULSE, GpulseTestCase, k8s_with_workload, run, schema, validate
+from gpulse_e2e import NO_DRIVER_NVML, GPULSE, GpulseTestCase, k8s_with_workload, run, schema, validate
 
 RUN_SCHEMA = "run.schema.json"
 INFERSCOPE_SCHEMA = "inferscope-resource-report.schema.json"
@@ -55,11 +55,11 @@ def errors(doc, schema_name):
 class RecordSchemaTest(GpulseTestCase):
     def record(self, scenario):
         """run.json of `gpulse record [--simulate SCENARIO] -i 100 -- sleep 1`, recorded once per
-        module. NO_GPU: without --simulate and with an NVML library that cannot load, so there is
+        module. NO_GPU: without --simulate and with an NVML library whose driver is not loaded, so there is
         no GPU whatever the machine has."""
         if scenario not in _docs:
             out = os.path.join(_tmp, scenario)
-            source = (["--nvml-lib", "/nonexistent/libnvidia-ml.so.1"] if scenario == NO_GPU
+            source = (["--nvml-lib", NO_DRIVER_NVML] if scenario == NO_GPU
                       else ["--simulate", scenario])
             p = run("record", *source, "-i", "100", "-o", out, "--", "sleep", "1")
             self.assertEqual(p.returncode, 0, f"record {scenario} failed:\n{p.stderr}")

@@ -342,6 +342,18 @@ Result<std::unique_ptr<gpu::Backend>> OpenNvmlBackend(const gpu::BackendOptions&
           "--simulate: the NVML simulator library cannot be loaded: " + loaded.error().message};
     }
   }
+  if (!lib && options.simulate.empty()) {
+    // A library the user named (--nvml-lib, $GPULSE_NVML_LIBRARY) that does not load is a setup
+    // mistake to fix, not "no NVIDIA GPU": never read past it (issue 40).
+    const char* env = std::getenv("GPULSE_NVML_LIBRARY");
+    const std::string named = !options.nvml_library.empty()  ? "--nvml-lib"
+                              : env != nullptr && *env != '\0' ? "$GPULSE_NVML_LIBRARY"
+                                                               : "";
+    if (auto loaded = sys::DynamicLibrary::Open(path); !named.empty() && !loaded) {
+      return Error{ErrorCode::kNotFound, named + ": the NVML library cannot be loaded: " +
+                                             loaded.error().message};
+    }
+  }
   if (!lib) return lib.error();
   const NvmlApi& api = (*lib)->api();
   std::string procfs = options.procfs_root;
