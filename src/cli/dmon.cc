@@ -14,6 +14,7 @@
 
 #include "cli/agent_client.h"
 #include "cli/gpu_options.h"
+#include "cli/procfs_options.h"
 #include "cli/subcommand.h"
 #include "gpu/registry.h"
 #include "net/http_util.h"
@@ -212,6 +213,10 @@ int Run(const DmonOptions& o) {
                "--until); live rows are read from the GPUs directly\n");
     return kExitUsage;
   }
+  if (Status s = CheckProcfsOption(o.gpu.procfs_root); !s.ok()) {
+    fmt::print(stderr, "gpulse dmon: {}\n", s.error().message);
+    return kExitUsage;
+  }
   auto backend = gpu::OpenBackend(o.gpu);
   if (!backend) {
     fmt::print(stderr, "gpulse dmon: {}\n", backend.error().message);
@@ -268,6 +273,7 @@ Subcommand SetupDmon(CLI::App& parent) {
   CLI::App* app =
       parent.add_subcommand("dmon", "Print field values per device per tick, like dcgmi dmon");
   AddGpuOptions(*app, o->gpu);
+  AddProcfsOption(*app, o->gpu.procfs_root);
   app->add_option("-e,--fields", o->fields,
                   "Fields: DCGM ids or names, comma-separated (see `gpulse fields`)")
       ->capture_default_str();

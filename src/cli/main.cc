@@ -36,6 +36,30 @@ int main(int argc, char** argv) {
     args.resize(1);
     args.insert(args.end(), rest.begin(), rest.end());
   }
+  // CLI11 would answer "A subcommand is required" for a misspelt one: name it instead.
+  auto known = [&app](const std::string& name) {
+    for (CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) {
+      if (c->check_name(name)) return true;
+    }
+    return false;
+  };
+  if (!args.empty() && !args.front().empty() && args.front()[0] != '-' && !known(args.front())) {
+    std::fprintf(stderr, "gpulse: unknown subcommand '%s' (gpulse --help lists them)\n",
+                 args.front().c_str());
+    return kExitUsage;
+  }
+  // dcgm-exporter's --version / -v (urfave/cli's version flag), also through the symlink.
+  if (!args.empty() && args.front() == "exporter") {
+    for (std::size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
+      if (args[i] != "--version" && args[i] != "-v") continue;
+      if (self == "dcgm-exporter") {
+        std::printf("dcgm-exporter version %s\n", VersionString().c_str());
+      } else {
+        std::printf("%s\n", VersionString().c_str());
+      }
+      return kExitOk;
+    }
+  }
   std::reverse(args.begin(), args.end());   // CLI11 takes the arguments last first
   app.name(argc > 0 ? argv[0] : "gpulse");  // what parse(argc, argv) would have set, for --help
 

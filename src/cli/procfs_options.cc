@@ -12,6 +12,13 @@ void AddProcfsOption(CLI::App& app, std::string& root) {
                  "with --simulate, none unless given)");
 }
 
+Status CheckProcfsOption(const std::string& option) {
+  if (option.empty()) return Status::Ok();
+  auto chosen = ChooseProcfs(option, false);
+  if (!chosen) return chosen.error();
+  return Status::Ok();
+}
+
 Result<std::optional<sys::RootedFs>> ChooseProcfs(const std::string& option, bool simulated) {
   std::string root = sys::ChooseProcfsRoot(option);
   if (root.empty() && simulated) return std::optional<sys::RootedFs>();

@@ -18,6 +18,10 @@ namespace gpulse::cli {
 
 void AddProcfsOption(CLI::App& app, std::string& root);
 
+// For the subcommands whose backends alone read processes (dmon, record): a --procfs-root that is
+// not a readable directory is an InvalidArgument error naming it; "" is fine.
+Status CheckProcfsOption(const std::string& option);
+
 // The tree to read, or nullopt when none applies (simulated GPUs without a fixture root). A root
 // that is not a readable directory is an InvalidArgument error naming it and where it came from.
 Result<std::optional<sys::RootedFs>> ChooseProcfs(const std::string& option, bool simulated);

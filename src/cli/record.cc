@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "cli/gpu_options.h"
+#include "cli/procfs_options.h"
 #include "cli/subcommand.h"
 #include "cli/version.h"
 #include "gpu/registry.h"
@@ -274,6 +275,10 @@ bool WriteReports(const sys::Dir& out, const report::Run& run, const report::Rep
 // Opens the GPUs and fills what the run knows before CMD starts. nullopt: gpulse cannot record
 // (the message is printed), e.g. a --simulate scenario that cannot be loaded.
 std::optional<std::unique_ptr<gpu::Backend>> OpenGpus(const RecordOptions& o, report::Run& run) {
+  if (Status s = CheckProcfsOption(o.gpu.procfs_root); !s.ok()) {
+    fmt::print(stderr, "gpulse record: {}\n", s.error().message);
+    return std::nullopt;
+  }
   auto backend = gpu::OpenBackend(o.gpu);
   if (!backend && backend.error().code != ErrorCode::kUnavailable) {  // e.g. a bad --simulate
     fmt::print(stderr, "gpulse record: {}\n", backend.error().message);
@@ -378,6 +383,7 @@ Subcommand SetupRecord(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "record", "Run a command, sample its GPUs and process tree, and write run.json and reports");
   AddGpuOptions(*app, o->gpu);
+  AddProcfsOption(*app, o->gpu.procfs_root);  // the backends' per-process readings (not CMD's tree)
   app->add_option("-i,--interval", o->interval_ms, "Sampling period in milliseconds")
       ->capture_default_str()
       ->check(CLI::Range(1, 3'600'000));

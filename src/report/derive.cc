@@ -38,7 +38,10 @@ class AggregateBuilder {
   void Add(const GpuSample& s) {
     ++n_;
     if (s.has(GpuSample::kMemoryUsed)) mem_.Add(s.memory_used_bytes);
-    if (s.has(GpuSample::kMemoryTotal) && !total_) total_ = s.memory_total_bytes;
+    // The largest device's total (inferscope: the first sample's, the same on a homogeneous node;
+    // on a mixed host the first device's total under another device's peak read wrong).
+    if (s.has(GpuSample::kMemoryTotal))
+      total_ = std::max(total_.value_or(0), s.memory_total_bytes);
     if (s.has(GpuSample::kUtilization)) util_.Add(s.utilization_percent);
     if (s.has(GpuSample::kPower)) power_.Add(s.power_draw_milliwatts);
     if (s.has(GpuSample::kTemperature)) temp_.Add(s.temperature_celsius);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 
+#include "core/shell_words.h"
 #include "report/html_events.h"
 #include "report/html_plot.h"
 #include "report/render.h"
@@ -38,8 +39,7 @@ std::string Or(const std::optional<T>& v, const std::function<std::string(T)>& f
 
 std::string Summary(const Run& run, const Report& r) {
   const RunInfo& i = run.info;
-  std::string cmd;
-  for (const std::string& w : i.command) cmd += (cmd.empty() ? "" : " ") + w;
+  const std::string cmd = ShellJoin(i.command);
   std::string o = "<table class=\"summary\">\n";
   o += Row({"command", cmd});
   o += Row({"duration", fmt::format("{:.3f} s", i.duration_ns / 1e9)});
@@ -152,26 +152,11 @@ std::string DeviceGroup(const Run& run, const DeviceReport& d, Canvas& c) {
   return o + "</div>\n</section>\n";
 }
 
-// CPU % of one core between consecutive samples. A drop in the summed CPU time (in a run.json of a
-// gpulse before schema 3, a descendant that exited took its time with it) is no reading: a gap, not
-// a negative value.
-double CpuPercent(const ResourceSample& a, const ResourceSample& b, long ticks_per_second) {
-  double j = static_cast<double>(b.cpu_user_jiffies + b.cpu_system_jiffies) -
-             static_cast<double>(a.cpu_user_jiffies + a.cpu_system_jiffies);
-  if (j < 0) return kAbsent;
-  double dt = (static_cast<double>(b.elapsed_ns) - static_cast<double>(a.elapsed_ns)) / 1e9;
-  return j / ticks_per_second / dt * 100;
-}
-
 std::string ProcessGroup(const Run& run, Canvas& c) {
-  Series rss{"RSS", "#17becf", {}}, cpu{"CPU", "#bcbd22", {}};
-  const auto& s = run.resource_samples;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    double t = s[i].elapsed_ns / 1e9;
-    rss.points.push_back({t, s[i].rss_bytes / 1048576.0});
-    if (i > 0 && s[i].elapsed_ns > s[i - 1].elapsed_ns && run.clock_ticks_per_second > 0) {
-      cpu.points.push_back({t, CpuPercent(s[i - 1], s[i], run.clock_ticks_per_second)});
-    }
+  Series rss{"RSS", "#17becf", {}}, cpu{"CPU", "#bcbd22", CpuPercentSeries(run.resource_samples,
+                                                                           run.clock_ticks_per_second)};
+  for (const ResourceSample& s : run.resource_samples) {
+    rss.points.push_back({s.elapsed_ns / 1e9, s.rss_bytes / 1048576.0});
   }
   std::string o = "<section class=\"process\">\n<h2>Process tree</h2>\n<div class=\"plots\">\n";
   o += html::Plot(c, {"resident memory", "MiB", {rss}, std::nullopt});
@@ -231,10 +216,45 @@ double TimeAxisEnd(const Run& run) {
 
 }  // namespace
 
+namespace {
+
+// CPU % of one core between two samples. A drop in the summed CPU time (in a run.json of a gpulse
+// before schema 3, a descendant that exited took its time with it) is no reading: a gap, not a
+// negative value.
+double CpuPercent(const ResourceSample& a, const ResourceSample& b, long ticks_per_second) {
+  double j = static_cast<double>(b.cpu_user_jiffies + b.cpu_system_jiffies) -
+             static_cast<double>(a.cpu_user_jiffies + a.cpu_system_jiffies);
+  if (j < 0) return kAbsent;
+  double dt = (static_cast<double>(b.elapsed_ns) - static_cast<double>(a.elapsed_ns)) / 1e9;
+  return j / ticks_per_second / dt * 100;
+}
+
+}  // namespace
+
+std::vector<html::Point> CpuPercentSeries(const std::deque<ResourceSample>& s,
+                                          long ticks_per_second) {
+  std::vector<html::Point> points;
+  if (ticks_per_second <= 0 || s.size() < 2) return points;
+  const double min_span_ns = kMinCpuSpanTicks * 1e9 / static_cast<double>(ticks_per_second);
+  std::size_t anchor = 0, previous = 0;  // where the last point's span starts, and the one before
+  for (std::size_t i = 1; i < s.size(); ++i) {
+    if (static_cast<double>(s[i].elapsed_ns - s[anchor].elapsed_ns) < min_span_ns) continue;
+    points.push_back({s[i].elapsed_ns / 1e9, CpuPercent(s[anchor], s[i], ticks_per_second)});
+    previous = anchor;
+    anchor = i;
+  }
+  const std::size_t last = s.size() - 1;
+  if (anchor == last || s[last].elapsed_ns <= s[anchor].elapsed_ns) return points;
+  // A final span shorter than the minimum (CMD exited just after a tick) joins the one before it.
+  const std::size_t from = points.empty() ? 0 : previous;
+  if (!points.empty()) points.pop_back();
+  points.push_back({s[last].elapsed_ns / 1e9, CpuPercent(s[from], s[last], ticks_per_second)});
+  return points;
+}
+
 std::string RenderHtml(const Run& run, const Report& report) {
   Canvas c{html::PlotGeometry(report.gpu.per_device.size() > 2), TimeAxisEnd(run)};
-  std::string cmd;
-  for (const std::string& w : run.info.command) cmd += (cmd.empty() ? "" : " ") + w;
+  const std::string cmd = ShellJoin(run.info.command);
   std::string o = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   o += fmt::format("<title>gpulse run: {}</title>\n<style>{}</style>\n</head>\n<body>\n",
                    Escape(cmd), Style(c.geo));

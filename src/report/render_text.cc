@@ -3,6 +3,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "core/shell_words.h"
 #include "report/render.h"
 
 namespace gpulse::report {
@@ -15,12 +16,6 @@ std::string Iso8601(std::int64_t unix_ns) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-std::string Joined(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
-  return out;
 }
 
 std::string Watts(std::optional<std::uint32_t> mw) {
@@ -37,7 +32,7 @@ std::string Bytes(const std::optional<std::uint64_t>& v) { return v ? FormatByte
 std::string Seconds(std::int64_t ns) { return fmt::format("{:.3f} s", ns / 1e9); }
 
 void Header(std::string& o, const RunInfo& r) {
-  o += fmt::format("gpulse record: {}\n", Joined(r.command));
+  o += fmt::format("gpulse record: {}\n", ShellJoin(r.command));
   if (!r.complete) {
     o += fmt::format("  INCOMPLETE: {}\n",
                      r.incomplete_reason.value_or("the recording did not finish"));
@@ -174,6 +169,15 @@ std::string Joules(std::optional<std::uint64_t> mj) {
   return mj ? Joules(std::optional<double>(static_cast<double>(*mj))) : "n/a";
 }
 
+// Why a device has no energy figure: a GPU that never gave a power reading (a sensorless board)
+// is told apart from a run too short to have two samples (issue 40).
+std::string NoEnergyReason(const DeviceReport& d) {
+  if (d.aggregates.sample_count < 2) return "fewer than 2 samples";
+  if (d.aggregates.power_sample_count == 0)
+    return "the GPU gave no power reading and no energy counter";
+  return "fewer than 2 samples with power or energy";
+}
+
 void Energy(std::string& o, const GpuReport& g) {
   if (!g.energy_millijoules) return;
   o += fmt::format("Energy (source: {}):\n", EnergySourceName(*g.energy_source));
@@ -181,8 +185,7 @@ void Energy(std::string& o, const GpuReport& g) {
   for (const DeviceReport& d : g.per_device) {
     const DeviceEnergy& e = d.energy;
     if (!e.millijoules) {
-      o += fmt::format("  GPU {}              n/a (fewer than 2 samples with power or energy)\n",
-                       d.device_index);
+      o += fmt::format("  GPU {}              n/a ({})\n", d.device_index, NoEnergyReason(d));
       continue;
     }
     std::string cross;

@@ -145,14 +145,17 @@ report::InstanceSample ToInstanceSample(const Sample& s, const Entity& e, std::i
   return g;
 }
 
-void NoteAbsences(const Sample& s, std::span<const FieldIndex> fields, bool first_read,
+void NoteAbsences(const Sample& s, std::span<const FieldIndex> fields, std::uint32_t& had,
                   report::TimelineAbsence& a) {
+  static_assert(kColumns <= 32, "`had` holds one bit per column");
   const TimelineIndex& t = Indices();
   for (std::size_t i = 0; i < kColumns; ++i) {
     FieldIndex f = t.columns[i];
+    if (s.values[f]) had |= 1u << i;
     if (std::find(fields.begin(), fields.end(), f) == fields.end() || s.values[f]) continue;
-    // A reading over the interval between two reads has none at the first: not a failed read.
-    if (first_read && !s.unsupported[f] && FromTwoReads(FieldAt(f))) continue;
+    // A reading over the interval between two reads has none until its second sample (GPM: at
+    // least 100 ms after the first): not a failed read.
+    if (!(had & (1u << i)) && !s.unsupported[f] && FromTwoReads(FieldAt(f))) continue;
     std::string key = Column(i).key;
     if (f < s.unsupported.size() && s.unsupported[f]) {
       if (std::find(a.unsupported.begin(), a.unsupported.end(), key) == a.unsupported.end()) {
@@ -194,11 +197,9 @@ void Recorder::SampleGpus(std::int64_t elapsed_ns, report::Run& run) {
       run.instance_samples.push_back(ToInstanceSample(scratch_, e, at));
       continue;
     }
-    if (read_once_.size() < run.entities.size()) read_once_.resize(run.entities.size(), false);
-    const bool first_read = !read_once_[i];
-    read_once_[i] = true;
+    if (had_.size() < run.entities.size()) had_.resize(run.entities.size(), 0);
     if (auto g = ToGpuSample(scratch_, e.gpu, at)) run.gpu_samples.push_back(*g);
-    NoteAbsences(scratch_, fields_, first_read, AbsenceOf(run, e.gpu));
+    NoteAbsences(scratch_, fields_, had_[i], AbsenceOf(run, e.gpu));
   }
 }
 

@@ -39,9 +39,10 @@ std::optional<report::GpuSample> ToGpuSample(const Sample& s, std::uint32_t devi
 report::InstanceSample ToInstanceSample(const Sample& s, const Entity& e, std::int64_t elapsed_ns);
 
 // Counts, for one GPU's reading, the timeline readings it lacks: unsupported or failed this tick.
-// At the GPU's `first_read` a reading over the interval between two reads (FromTwoReads) is absent
-// by nature and not counted.
-void NoteAbsences(const Sample& s, std::span<const FieldIndex> fields, bool first_read,
+// `had` keeps, per timeline column, whether the GPU has given the reading yet: a reading over the
+// interval between two reads (FromTwoReads) is absent by nature until its first value and is not
+// counted before it.
+void NoteAbsences(const Sample& s, std::span<const FieldIndex> fields, std::uint32_t& had,
                   report::TimelineAbsence& a);
 
 class Recorder {
@@ -74,7 +75,7 @@ class Recorder {
   std::vector<FieldIndex> fields_;
   Sample scratch_;
   std::int64_t t0_mono_ = 0;     // Record's start: samples are stamped relative to it
-  std::vector<bool> read_once_;  // per run.entities position: a GPU sample has been taken
+  std::vector<std::uint32_t> had_;  // per run.entities position: NoteAbsences' columns seen
   bool sample_process_ = true;
 };
 

@@ -68,6 +68,14 @@ class DevicesTest(GpulseTestCase):
         self.assertEqual(doc["devices"], [])
         self.assertIn("not loaded", doc["error"])
 
+    def test_an_unknown_subcommand_is_named(self):
+        # Issue 40: `gpulse frobnicate` said "A subcommand is required".
+        p = run("frobnicate")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown subcommand 'frobnicate'", p.stderr)
+        self.assertNotIn("A subcommand is required", p.stderr)
+        self.assertEqual(run().returncode, 2, "no subcommand at all is still a usage error")
+
     def test_a_named_nvml_library_that_does_not_load_is_a_usage_error(self):
         # Issue 40: it said "No GPUs found" and exited 0, and beside an AMD GPU showed only that one.
         amd = os.path.join(SOURCE_DIR, "tests", "testdata", "sysfs", "mi300x")

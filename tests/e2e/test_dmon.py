@@ -4,6 +4,7 @@ import io
 import json
 import signal
 import subprocess
+import tempfile
 import unittest
 
 from gpulse_e2e import NO_DRIVER_NVML, BUILTIN_SCENARIOS, GPULSE, GpulseTestCase, run, validate
@@ -104,6 +105,16 @@ class DmonTest(GpulseTestCase):
             with self.subTest(args=args):
                 p = run("dmon", "--simulate", "1xH200", *args)
                 self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+
+    def test_procfs_root_is_taken_and_checked(self):
+        # Issue 40: dmon (and record) refused the --procfs-root that docs/vendors.md documents.
+        with tempfile.TemporaryDirectory() as d:
+            p = run("dmon", "--simulate", "1xH200", "--procfs-root", d, "-c", "1", "-e", "POWER")
+            self.assertEqual(p.returncode, 0, p.stderr)
+        p = run("dmon", "--simulate", "1xH200", "--procfs-root", "/nonexistent/procfs", "-c", "1")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--procfs-root", p.stderr)
+        self.assertIn("/nonexistent/procfs", p.stderr)
 
     def test_no_driver_is_a_failure_with_reason(self):
         p = run("dmon", "--nvml-lib", NO_DRIVER_NVML, "-c", "1")

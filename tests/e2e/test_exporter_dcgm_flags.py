@@ -243,6 +243,19 @@ class Invocation(GpulseTestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("DCGM_FI_DEV_GPU_TEMP", p.stdout)
 
+    def test_version_through_the_link_and_the_subcommand(self):
+        # Issue 40: `dcgm-exporter --version` through the link was refused (exit 2).
+        with tempfile.TemporaryDirectory() as d:
+            link = os.path.join(d, "dcgm-exporter")
+            os.symlink(GPULSE, link)
+            for flag in ("--version", "-v"):
+                p = subprocess.run([link, flag], capture_output=True, text=True, timeout=60)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertRegex(p.stdout, r"^dcgm-exporter version gpulse \S+ \(commit \w+\)\n$")
+        p = subprocess.run([GPULSE, "exporter", "--version"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"^gpulse \S+ \(commit \w+\)\n$")
+
     def test_go_style_short_flag_with_equals(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "c.csv")

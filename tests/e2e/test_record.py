@@ -213,6 +213,30 @@ class RecordTest(GpulseTestCase):
         doc = json.loads(load(os.path.join(out, "run.json")))
         self.assertEqual({s["process_count"] for s in doc["resource_timeline"]["samples"]}, {1})
 
+    def test_the_header_quotes_the_commands_arguments(self):
+        # Issue 40: `sh -c "exit 0"` printed as `sh -c exit 0`.
+        out, _ = self.record("--", "sh", "-c", "exit 0", scenario="1xH200")
+        text = load(os.path.join(out, "report.txt"))
+        self.assertIn("gpulse record: sh -c 'exit 0'\n", text)
+        self.assertIn("sh -c &#39;exit 0&#39;", load(os.path.join(out, "report.html")))
+
+    def test_a_sensorless_gpu_says_why_it_has_no_energy(self):
+        # Issue 40: it said "fewer than 2 samples" for a GPU that never had a power reading.
+        out, _ = self.record("--", "sleep", "0.5", scenario="sensorless")
+        text = load(os.path.join(out, "report.txt"))
+        self.assertRegex(text, r"GPU 3 +n/a \(the GPU gave no power reading and no energy counter\)")
+        self.assertNotIn("fewer than 2 samples", text)
+
+    def test_procfs_root_is_taken_and_checked(self):
+        # Issue 40: record refused the --procfs-root that docs/vendors.md documents.
+        out, _ = self.record("--procfs-root", self.tmp, "--", "sleep", "0.2", scenario="1xH200")
+        self.assertTrue(os.path.isfile(os.path.join(out, "run.json")))
+        p = run("record", "--simulate", "1xH200", "--procfs-root", "/nonexistent/procfs",
+                "-o", os.path.join(self.tmp, "bad"), "--", "true")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--procfs-root: ", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "bad")), "nothing written, CMD not run")
+
     def test_no_gpu_still_records_the_process(self):
         out = os.path.join(self.tmp, "out")
         p = run("record", "--nvml-lib", NO_DRIVER_NVML, "-o", out, "--", "sleep", "0.3")

@@ -200,6 +200,20 @@ TEST(Derive, PartialSamplesAggregateEachReadingOverTheSamplesThatHaveIt) {
   EXPECT_DOUBLE_EQ(*r.gpu.per_device[0].energy.integrated_millijoules, 150000 + 250000);
 }
 
+// Issue 40: a mixed host's report said "VRAM peak 118.65 GiB ... total 23.98 GiB", the total being
+// the first device's. The run's total is the largest device's; each device keeps its own.
+TEST(Derive, TheRunsMemoryTotalIsTheLargestDevicesNotTheFirsts) {
+  report::Run run;
+  GpuSample small = S(0, 0, 10, 100, 1000), big = S(0, 1, 90, 900, 5000);
+  small.memory_total_bytes = 24;
+  big.memory_total_bytes = 141;
+  run.gpu_samples = {small, big};
+  Report r = Derive(run);
+  EXPECT_EQ(*r.gpu.aggregates.memory_total_bytes, 141u);
+  EXPECT_EQ(*r.gpu.per_device[0].aggregates.memory_total_bytes, 24u);
+  EXPECT_EQ(*r.gpu.per_device[1].aggregates.memory_total_bytes, 141u);
+}
+
 TEST(Derive, NoPowerAndNoCounterIsNoEnergyNotZero) {
   report::Run run;
   GpuSample a = S(0, 0, 40, 100, 0), b = S(1000, 0, 40, 100, 0);

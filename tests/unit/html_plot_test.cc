@@ -206,5 +206,31 @@ TEST(RenderHtml, NamesEachDeviceRowAndKeepsEventsOfGpusWithoutSamples) {
   EXPECT_EQ(page.find("http"), std::string::npos);  // self-contained
 }
 
+// Issue 40: CMD exiting 5 ms after a tick made the last CPU point one 10 ms tick over 5 ms: 200 %.
+TEST(CpuPercentSeries, AShortFinalSpanJoinsTheOneBeforeIt) {
+  // 100 Hz ticks; samples every 100 ms using 50 % of a core (5 ticks each), then an exit 5 ms
+  // after the last tick that caught one more tick.
+  std::deque<ResourceSample> s;
+  for (int k = 0; k <= 4; ++k) s.push_back({k * 100'000'000LL, 0, 5u * k, 0, 1, 1});
+  s.push_back({405'000'000LL, 0, 21, 0, 1, 1});
+  auto points = CpuPercentSeries(s, 100);
+  ASSERT_EQ(points.size(), 4u);
+  for (std::size_t i = 0; i + 1 < points.size(); ++i) EXPECT_NEAR(points[i].y, 50, 1e-9);
+  EXPECT_DOUBLE_EQ(points.back().x, 0.405);
+  EXPECT_NEAR(points.back().y, 6.0 / 100 / 0.105 * 100, 1e-9) << "6 ticks over 105 ms, not 200 %";
+  for (const auto& p : points) EXPECT_LT(p.y, 100);
+}
+
+TEST(CpuPercentSeries, FastTicksArePooledToTenClockTicks) {
+  std::deque<ResourceSample> s;
+  for (int k = 0; k <= 10; ++k) s.push_back({k * 20'000'000LL, 0, static_cast<std::uint64_t>(k) / 2, 0, 1, 1});
+  auto points = CpuPercentSeries(s, 100);  // 20 ms ticks: a point every 100 ms
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_DOUBLE_EQ(points[0].x, 0.1);
+  EXPECT_NEAR(points[0].y, 2.0 / 100 / 0.1 * 100, 1e-9);
+  EXPECT_TRUE(CpuPercentSeries(std::deque<ResourceSample>{s[0]}, 100).empty());
+  EXPECT_TRUE(CpuPercentSeries(s, 0).empty());
+}
+
 }  // namespace
 }  // namespace gpulse::report::html
