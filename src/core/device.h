@@ -38,8 +38,10 @@ struct DeviceInfo {
   // "intel"/"xe" (the vendor compared case-insensitively). Empty vendor means NVIDIA.
   std::string vendor;
   std::string backend;
-  // On a host read by several backends, `index` is gpulse's number (PCI bus order over every
-  // vendor, docs/vendors.md) and this is the vendor's own (NVML index, DRM card number).
+  // The vendor's own number where it differs from `index`: on a host read by several backends,
+  // `index` is gpulse's number (PCI bus order over every vendor, docs/vendors.md) and this the
+  // NVML index; a sysfs GPU (amdgpu, i915, xe) always has its DRM card number here, its `index`
+  // counting the vendor's GPUs from 0.
   std::optional<unsigned> backend_index;
 };
 

@@ -93,7 +93,8 @@ LabelList DeviceLabels(const SystemInfo& info, const DeviceInfo& d, const MigIns
   // The driver and library versions are one backend's: NVML's on a host where it reads NVIDIA GPUs
   // beside others (docs/adr/0023-vendor-registry.md). Another vendor's GPU on such a host gets no
   // version label rather than NVIDIA's.
-  const bool versions_are_its_own = !d.backend_index || VendorOf(d) == "nvidia";
+  const bool several_backends = info.backend.find('+') != std::string::npos;  // "nvml+amdgpu"
+  const bool versions_are_its_own = !several_backends || VendorOf(d) == "nvidia";
   LabelList rows;
   for (const LabelRow& r : counters.labels) {
     if (!versions_are_its_own) continue;

@@ -395,7 +395,7 @@ class CompositeBackend final : public Backend {
       if (entry.device) {
         DeviceInfo d = mi.devices[*entry.device];
         if (renumber) {
-          d.backend_index = d.index;
+          if (!d.backend_index) d.backend_index = d.index;  // a sysfs GPU's is its DRM card
           d.index = number++;
         }
         if (d.backend.empty()) d.backend = members_[entry.member].name;

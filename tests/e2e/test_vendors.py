@@ -345,10 +345,14 @@ class IntelTest(GpulseTestCase):
                 validate(doc, "devices.schema.json")
                 self.assertEqual([(d["vendor"], d["backend"], d["uuid"]) for d in doc["devices"]],
                                  [("intel", backend, "")])
-                card = doc["devices"][0]["index"]
+                # Numbered from 0 whatever its DRM card (the xe fixture's card0 is a BMC display;
+                # issue 40: it was "GPU 1" and -i 0 failed); the card is its backend_index.
+                self.assertEqual(doc["devices"][0]["index"], 0)
+                card = doc["devices"][0]["backend_index"]
+                self.assertEqual(card, 1 if backend == "xe" else 0)
                 hw = hwmon_dir(root, card)
                 row = self.dmon_row(root)
-                self.assertEqual(row["gpu"], str(card))
+                self.assertEqual(row["gpu"], "0")
                 self.assertEqual(float(row["DCGM_FI_DEV_ENFORCED_POWER_LIMIT"]),
                                  number(os.path.join(hw, "power1_max")) / 1e6)
                 self.assertEqual(int(row["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]),
@@ -377,7 +381,7 @@ class IntelTest(GpulseTestCase):
         validate(doc, "run.schema.json")
         (dev,) = doc["gpu"]["per_device"]
         hw = hwmon_dir(XE, 1)
-        self.assertEqual((dev["device_index"], dev["uuid"]), (1, ""))
+        self.assertEqual((dev["device_index"], dev["uuid"]), (0, ""))  # GPU 0 on DRM card1
         self.assertEqual(dev["memory_total_bytes"],
                          number(os.path.join(card_dir(XE, 1), "tile0", "physical_vram_size_bytes")))
         self.assertEqual(dev["temperature_max_celsius"], temp_by_label(hw, "pkg"))
@@ -393,17 +397,17 @@ class IntelTest(GpulseTestCase):
         energy = intel_energy_file(hwmon_dir(root, 1))
         with Exporter("--sysfs-root", root) as e:
             first = parse_families(e.get("/metrics")[2].decode())
-            self.assertEqual(gpu_samples(first, "DCGM_FI_DEV_POWER_USAGE", 1), [])  # no difference yet
+            self.assertEqual(gpu_samples(first, "DCGM_FI_DEV_POWER_USAGE", 0), [])  # no difference yet
             start = number(energy)
             for step in range(1, 6):
                 time.sleep(0.2)
                 with open(energy, "w", encoding="utf-8") as f:
                     f.write(f"{start + step * 50_000_000}\n")  # 50 J per step
                 fams = parse_families(e.get("/metrics")[2].decode())
-            power = gpu_samples(fams, "DCGM_FI_DEV_POWER_USAGE", 1)
+            power = gpu_samples(fams, "DCGM_FI_DEV_POWER_USAGE", 0)
             self.assertEqual(len(power), 1)
             self.assertGreater(power[0], 0)
-            self.assertEqual(gpu_samples(fams, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 1),
+            self.assertEqual(gpu_samples(fams, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 0),
                              [(start + 5 * 50_000_000) // 1000])
 
     def test_a_level_zero_mask_on_one_gpu(self):

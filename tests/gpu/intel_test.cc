@@ -176,7 +176,8 @@ TEST(IntelBackendOpen, XeArcB580SkipsOtherVendors) {
   ASSERT_TRUE(backend.ok()) << backend.error().message;
   ASSERT_EQ((*backend)->info().devices.size(), 1u);  // card0 is an ast BMC display
   const DeviceInfo& d = (*backend)->info().devices[0];
-  EXPECT_EQ(d.index, 1u);  // the DRM card number
+  EXPECT_EQ(d.index, 0u);  // numbered from 0 though it is card1 (issue 40)
+  EXPECT_EQ(d.backend_index, 1u);  // the DRM card number
   EXPECT_EQ(d.vendor, "intel");
   EXPECT_EQ(d.backend, "xe");
   EXPECT_EQ(d.name, "Intel Arc B580 Graphics");

@@ -42,6 +42,11 @@ Result<std::unique_ptr<AmdgpuBackend>> AmdgpuBackend::Open(const std::string& sy
     backend->devices_.push_back(
         std::make_unique<AmdgpuDevice>(card, device_dir, PciAddress(device_dir)));
     backend->info_.devices.push_back(backend->devices_.back()->info());
+    // GPUs are numbered from 0 in card order, as rocm-smi numbers them: a BMC's display on card0
+    // must not make the only GPU "GPU 1" (issue 40). The card stays in the name and backend_index.
+    DeviceInfo& d = backend->info_.devices.back();
+    d.backend_index = d.index;
+    d.index = static_cast<unsigned>(backend->info_.devices.size() - 1);
   }
   if (backend->devices_.empty()) return Unavailable("no amdgpu GPU under " + drm);
   backend->info_.backend = "amdgpu";

@@ -225,7 +225,13 @@ Result<std::vector<IntelCard>> FindIntelCards(const sys::RootedFs& sysfs) {
   auto names = sysfs.ListDir("class/drm");
   if (names.ok()) {
     for (unsigned n : CardNumbers(*names)) {
-      if (auto card = OpenCard(sysfs, n)) cards.push_back(std::move(*card));
+      if (auto card = OpenCard(sysfs, n)) {
+        // Numbered from 0 in card order: a BMC's display on card0 must not make the only GPU
+        // "GPU 1" (issue 40). The card number stays in the name and backend_index.
+        card->info.backend_index = card->info.index;
+        card->info.index = static_cast<unsigned>(cards.size());
+        cards.push_back(std::move(*card));
+      }
     }
   }
   if (cards.empty()) return Unavailable("no i915 or xe GPU under " + sysfs.PathOf("class/drm"));
