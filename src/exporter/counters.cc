@@ -10,14 +10,14 @@
 namespace gpulse::exporter {
 namespace {
 
-// dcgm-exporter's default-counters.csv, in file order, restricted to what gpulse reads. The PROF
-// fields (1001, 1004, 1005, 1009, 1010), NVLink bandwidth (449) and the vGPU license (526) are left
-// out: docs/exporter.md lists them.
-// dcgm-exporter's default counters file, in its order (research/dcgm.md section 1), without the
-// vGPU license status gpulse cannot read.
-constexpr FieldId kDefaultFieldIds[] = {100, 101, 140, 150,  155,  156,  202,  203,
-                                        204, 206, 207, 230,  251,  252,  253,  449,
-                                        393, 394, 395, 1001, 1004, 1005, 1009, 1010};
+// dcgm-exporter's default counters file (etc/default-counters.csv), in its order, without the
+// vGPU license status gpulse cannot read, plus the fields that file has commented out and the
+// shipped alerts select (issue 40; docs/exporter.md, "The built-in set"): double-bit volatile ECC
+// errors (311), retired pages (390-392) and the NVLink error counters (409, 419, 429, 439), at the
+// places of their commented-out rows. deploy/default-counters.csv is this set, verbatim.
+constexpr FieldId kDefaultFieldIds[] = {100, 101, 140, 150, 155, 156,  202,  203,  204,  206, 207,
+                                        230, 251, 252, 253, 311, 390,  391,  392,  409,  419, 429,
+                                        439, 449, 393, 394, 395, 1001, 1004, 1005, 1009, 1010};
 constexpr FieldId kDefaultLabelIds[] = {1};
 
 std::string_view Trim(std::string_view s) {

@@ -1,8 +1,9 @@
 """A real Prometheus (Debian's prometheus package) on loopback scrapes two gpulse exporters and
-evaluates the recording rules in deploy/; the test checks through Prometheus's HTTP query API that
-the series arrive with dcgm-exporter's labels and the simulator's values, and that every expression
-of the Grafana dashboard evaluates. Everything runs on 127.0.0.1 with ports picked at run time and
-temporary config and data directories; Prometheus is stopped at the end."""
+evaluates the recording and alerting rules in deploy/ (every rule without an evaluation error); the
+test checks through Prometheus's HTTP query API that the series arrive with dcgm-exporter's labels
+and the simulator's values, and that every expression of the Grafana dashboard evaluates. Everything
+runs on 127.0.0.1 with ports picked at run time and temporary config and data directories;
+Prometheus is stopped at the end."""
 import json
 import os
 import shutil
@@ -25,10 +26,11 @@ def free_port():
 
 
 class Prometheus:
-    """A real Prometheus scraping `targets` as job "gpu" every second; `scrape` adds keys to that
-    scrape config (scheme, tls_config, basic_auth, ...)."""
+    """A real Prometheus scraping `targets` as job "gpu" every second, evaluating `rule_files` (a
+    path or a list of paths); `scrape` adds keys to that scrape config (scheme, tls_config,
+    basic_auth, ...)."""
 
-    def __init__(self, targets, rule_file=None, scrape=None):
+    def __init__(self, targets, rule_files=None, scrape=None):
         self.dir = tempfile.mkdtemp(prefix="gpulse-prom-")
         job = {"job_name": "gpu", "static_configs": [{"targets": targets}]}
         job.update(scrape or {})
@@ -36,9 +38,12 @@ class Prometheus:
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "1s"},
             "scrape_configs": [job],
         }
-        if rule_file is not None:
-            shutil.copy(rule_file, os.path.join(self.dir, "rules.yml"))
-            config["rule_files"] = ["rules.yml"]
+        if rule_files is not None:
+            paths = [rule_files] if isinstance(rule_files, str) else list(rule_files)
+            config["rule_files"] = []
+            for i, path in enumerate(paths):
+                shutil.copy(path, os.path.join(self.dir, f"rules-{i}.yml"))
+                config["rule_files"].append(f"rules-{i}.yml")
         with open(os.path.join(self.dir, "prometheus.yml"), "w") as f:
             json.dump(config, f)  # JSON is YAML
         self.port = free_port()
@@ -83,6 +88,25 @@ class Prometheus:
             time.sleep(0.5)
         raise AssertionError(f"{expr}: {got} after {timeout} s, wanted {want}")
 
+    def wait_rules_healthy(self, timeout=90):
+        """Every rule of every loaded group evaluated without error (GET /api/v1/rules)."""
+        deadline = time.monotonic() + timeout
+        bad = {}
+        while time.monotonic() < deadline:
+            url = f"http://127.0.0.1:{self.port}/api/v1/rules"
+            try:
+                with urllib.request.urlopen(url, timeout=10) as r:
+                    groups = json.loads(r.read())["data"]["groups"]
+                rules = {rule["name"]: (rule["health"], rule.get("lastError", ""))
+                         for g in groups for rule in g["rules"]}
+                bad = {n: h for n, h in rules.items() if h[0] != "ok"}
+                if rules and not bad:
+                    return rules
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"rules not all evaluated without error after {timeout} s: {bad}")
+
     def stop(self):
         self.proc.terminate()
         try:
@@ -99,7 +123,8 @@ class PrometheusScrapesExportersTest(GpulseTestCase):
         with Exporter("--simulate", "8xH100", "--hostname", "node-a") as a, \
              Exporter("--simulate", "mig-a100", "--hostname", "node-b") as b:
             prom = Prometheus([f"127.0.0.1:{a.port}", f"127.0.0.1:{b.port}"],
-                              os.path.join(SOURCE_DIR, "deploy", "prometheus", "gpulse-rules.yml"))
+                              [os.path.join(SOURCE_DIR, "deploy", "prometheus", name)
+                               for name in ("gpulse-rules.yml", "gpulse-alerts.yml")])
             try:
                 self.check(prom, a, b)
             finally:
@@ -126,6 +151,14 @@ class PrometheusScrapesExportersTest(GpulseTestCase):
         prom.wait_values("cluster_model:gpu_count:sum", "modelName",
                          {"NVIDIA H100 80GB HBM3": 8, "NVIDIA A100-SXM4-40GB": 2})
         prom.wait_values("node:gpu_count:sum", "Hostname", {"node-a": 8, "node-b": 2})
+        # The MIG-enabled A100 (no utilization, no profiling before Hopper) has no compute reading:
+        # the compute ratio leaves it out, above and below the line; it still counts as a GPU.
+        prom.wait_values("count by (Hostname) (gpu:gpu_compute_used:ratio)", "Hostname", {"node-a": 8, "node-b": 1})
+        prom.wait_values('gpu:gpu_memory_used_bytes:sum{Hostname="node-b"}', "gpu",
+                         {"0": (15210 + 6100 + 3050) * 1048576, "1": 31800 * 1048576})
+        rules = prom.wait_rules_healthy()
+        self.assertIn("GpuNvlinkErrors", rules)
+        self.assertIn("cluster:gpu_compute_used:ratio", rules)
         ratio = float(prom.wait_for("cluster:gpu_memory_used:ratio", 1)[0]["value"][1])
         self.assertGreater(ratio, 0.5)
         self.assertLess(ratio, 1.0)
@@ -216,6 +249,15 @@ class PodRulesTest(GpulseTestCase):
                     prom.wait_values("pod:gpu_compute_used_gpus:sum", "pod",
                                      {"train-0": (93 + 94 + 92 + 95) / 100, "vllm-0": (45 + 43) / 100,
                                       "embed-0": 0.3, "batch-0": 1.0})
+                    # Each pod's own memory of the GPUs it holds (81559 MiB each): embed-0's 12000
+                    # MiB of the time-sliced GPU 4, not GPU 4's whole 42300 MiB (0.52).
+                    prom.wait_values("pod:gpu_memory_used:ratio", "pod",
+                                     {"train-0": 4 * 70000 * mib / (4 * 81559 * mib), "vllm-0": 60000 / (2 * 81559),
+                                      "embed-0": 12000 * mib / (81559 * mib), "batch-0": 20000 * mib / (81559 * mib)})
+                    prom.wait_values("pod:gpu_compute_used:ratio", "pod",
+                                     {"train-0": (93 + 94 + 92 + 95) / 100 / 4, "vllm-0": (45 + 43) / 100 / 2,
+                                      "embed-0": 30 / 100 / 1, "batch-0": 100 / 100 / 1})
+                    prom.wait_values("cluster:gpu_count:sum", "", {"": 8})  # GPUs 4 and 6 once each
                     power = prom.wait_for("pod:gpu_power_watts:sum", 4)
                     self.assertEqual({p["metric"]["namespace"] for p in power}, {"ml", "serving", "batch"})
                 finally:
