@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -102,7 +103,22 @@ void PrintText(const SystemInfo& info) {
     fmt::print("Backend {}, driver {}\n", info.backend, info.driver_version.value_or("N/A"));
   }
   for (const auto& e : info.backend_errors) fmt::print("Backend not read: {}\n", e);
+  // In GPU order, a skipped or lost GPU at its own number (issue 40: it came after the last GPU).
+  std::vector<const SkippedDevice*> skipped;
+  for (const auto& s : info.skipped) skipped.push_back(&s);
+  std::sort(skipped.begin(), skipped.end(),
+            [](const SkippedDevice* a, const SkippedDevice* b) { return a->index < b->index; });
+  std::size_t next = 0;
+  auto skipped_below = [&](unsigned index) {
+    for (; next < skipped.size() && skipped[next]->index < index; ++next) {
+      const SkippedDevice& s = *skipped[next];
+      std::string id = !s.uuid.empty() ? s.uuid : s.pci_bus_id;
+      fmt::print("GPU {}: {}{}: {}\n", s.index, s.lost ? "lost" : "skipped",
+                 id.empty() ? "" : " (" + id + ", from " + s.identity_source + ")", s.reason);
+    }
+  };
   for (const auto& d : info.devices) {
+    skipped_below(d.index);
     std::string mig = !d.mig_enabled ? "MIG N/A" : (*d.mig_enabled ? "MIG on" : "MIG off");
     // Only another vendor's GPU says which backend reads it (NVIDIA-only output is unchanged).
     std::string via = VendorOf(d) == "nvidia" && !d.backend_index
@@ -118,11 +134,7 @@ void PrintText(const SystemInfo& info) {
                  m.compute_instance_id, m.uuid, MemoryText(m.memory_total_bytes));
     }
   }
-  for (const auto& s : info.skipped) {
-    std::string id = !s.uuid.empty() ? s.uuid : s.pci_bus_id;
-    fmt::print("GPU {}: {}{}: {}\n", s.index, s.lost ? "lost" : "skipped",
-               id.empty() ? "" : " (" + id + ", from " + s.identity_source + ")", s.reason);
-  }
+  skipped_below(~0u);
   if (info.devices.empty() && info.skipped.empty()) fmt::print("No GPUs found.\n");
 }
 

@@ -79,10 +79,14 @@ class Printer {
     fmt::print("{}\n{}\n", names, units);
   }
 
-  void Row(const Entity& e, const Sample& s) const {
+  // `last_xid`: the last XID the GPU raised, which a lost GPU keeps showing (issue 40: a lost row
+  // showed XIDER N/A though the GPU had raised XID 79 as it fell off).
+  void Row(const Entity& e, const Sample& s, std::optional<double> last_xid) const {
     const char* state = StateName(e, s);
     bool ok = std::string_view(state) == "ok";
+    const bool lost = std::string_view(state) == "lost";
     auto value = [&](FieldIndex f) -> std::optional<double> {
+      if (lost && FieldAt(f).nvml == NvmlSource::kLastXid) return last_xid;
       return ok && f < s.values.size() ? s.values[f] : std::nullopt;
     };
     if (o_.format == "json") {
@@ -102,6 +106,7 @@ class Printer {
         row["gpu_instance_profile"] = e.profile;
       }
       if (!ok) row["reason"] = e.reason.empty() ? "the driver answered GPU_IS_LOST" : e.reason;
+      if (lost && e.lost_unix_ns) row["lost_unix"] = *e.lost_unix_ns / 1e9;
       fmt::print("{}\n", row.dump());
       return;
     }
@@ -193,9 +198,10 @@ int RunHistory(const DmonOptions& o, const std::vector<FieldIndex>& fields) {
   printer.Header();
   Entity e;
   Sample s;
+  const FieldIndex xid = *IndexOf(230);
   for (const auto& row : reply->json["rows"]) {
     FromRow(row, fields, e, s);
-    printer.Row(e, s);
+    printer.Row(e, s, s.values[xid]);
   }
   return kExitOk;
 }
@@ -246,17 +252,23 @@ int Run(const DmonOptions& o) {
   InstallSignalHandlers();
   sampling::Ticker ticker(static_cast<std::int64_t>(o.delay_ms) * 1'000'000, &g_stop);
   Sample sample;
+  std::vector<std::optional<double>> last_xid(entities.size());
+  const FieldIndex xid_field = *IndexOf(230);
   for (long long done = 0; o.count == 0 || done < o.count; ++done) {
     if (ticker.Next() < 0) break;
     for (std::size_t pos : rows) {
       Entity& e = entities[pos];
       gpu::ReadEntity(b, e, *fields, sample);
+      if (xid_field < sample.values.size() && sample.values[xid_field])
+        last_xid[pos] = sample.values[xid_field];
+      if (!sample.xid_events.empty())  // a lost GPU's XIDs up to and at the loss come as events
+        last_xid[pos] = static_cast<double>(sample.xid_events.back());
       if (sample.state == DeviceState::kLost && e.kind == EntityKind::kGpu &&
           MarkLost(entities, pos, sample.t_unix_ns, "the driver answered GPU_IS_LOST")) {
         fmt::print(stderr, "gpulse dmon: GPU {} lost at {:.3f}: {}\n", e.gpu,
                    sample.t_unix_ns / 1e9, e.reason);
       }
-      printer.Row(e, sample);
+      printer.Row(e, sample, last_xid[pos]);
     }
     std::fflush(stdout);
   }

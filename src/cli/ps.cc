@@ -12,6 +12,7 @@
 #include "cli/procfs_options.h"
 #include "cli/ps_json.h"
 #include "cli/subcommand.h"
+#include "core/entity.h"
 #include "gpu/registry.h"
 #include "identity/attribution.h"
 #include "identity/pod_resources.h"
@@ -105,7 +106,11 @@ std::string PodOrJob(const std::optional<identity::CgroupPlacement>& c, const Ps
   return "-";
 }
 
-void PrintRows(const PsReport& report, bool l, const PsPodNames& names) {
+void PrintRow(const PsRow& r, bool l, const PsPodNames& names);
+
+// Every GPU in GPU order, as nvidia-smi pmon lists them: its processes, else one row saying it has
+// none or why it is not read (issue 40: a skipped GPU was named on stderr only).
+void PrintRows(const SystemInfo& info, const PsReport& report, bool l, const PsPodNames& names) {
   std::string head = fmt::format("{:>3}  {:<{}}  {:>8}  {:<10}  {:<14}  {:>10}  {:>4}", "GPU",
                                  "UUID", l ? 40 : 12, "PID", "USER", "MIG", "GPU MEM", "SM%");
   if (l)
@@ -113,7 +118,33 @@ void PrintRows(const PsReport& report, bool l, const PsPodNames& names) {
                         "TYPE", "RUNTIME", "QOS");
   head += fmt::format("  {:<{}}  {:<36}  {}", "CONTAINER", l ? 64 : 12, "POD / SLURM JOB", "NAME");
   fmt::print("{}\n", head);
-  for (const PsRow& r : report.rows) {
+  std::vector<bool> printed(report.rows.size(), false);
+  for (const Entity& e : BuildEntities(info)) {
+    if (e.kind != EntityKind::kGpu) continue;
+    bool any = false;
+    for (std::size_t i = 0; i < report.rows.size(); ++i) {
+      if (report.rows[i].gpu_index != e.gpu) continue;
+      PrintRow(report.rows[i], l, names);
+      printed[i] = any = true;
+    }
+    if (any) continue;
+    std::string line = fmt::format("{:>3}  {:<{}}  {:>8}  {:<10}  {:<14}  {:>10}  {:>4}", e.gpu,
+                                   e.uuid.empty() ? "-" : Short(e.uuid, l, 12), l ? 40 : 12, "-",
+                                   "-", "-", "-", "-");
+    if (l) line += fmt::format("  {:>4}  {:>4}  {:>4}  {:<4}  {:<10}  {:<10}", "-", "-", "-", "-", "-", "-");
+    const std::string why = e.state == EntityState::kPresent
+                                ? "(no process)"
+                                : fmt::format("({}: {})", EntityStateName(e.state), e.reason);
+    line += fmt::format("  {:<{}}  {:<36}  {}", "-", l ? 64 : 12, "-", why);
+    fmt::print("{}\n", line);
+  }
+  for (std::size_t i = 0; i < report.rows.size(); ++i) {
+    if (!printed[i]) PrintRow(report.rows[i], l, names);
+  }
+}
+
+void PrintRow(const PsRow& r, bool l, const PsPodNames& names) {
+  {
     const auto& c = r.process.cgroup;
     std::string line =
         fmt::format("{:>3}  {:<{}}  {:>8}  {:<10}  {:<14}  {:>10}  {:>4}", r.gpu_index,
@@ -131,7 +162,6 @@ void PrintRows(const PsReport& report, bool l, const PsPodNames& names) {
                         Or(r.process.name));
     fmt::print("{}\n", line);
   }
-  if (report.rows.empty()) fmt::print("(no processes are using a GPU)\n");
 }
 
 std::string GpuList(const Group& g) {
@@ -211,7 +241,7 @@ int Run(const PsOptions& o) {
       fmt::print("# simulated GPUs: scenario {}; processes from {}\n", info.scenario,
                  root ? "procfs tree " + *root : std::string("no procfs tree (--procfs-root)"));
     }
-    PrintRows(report, o.long_format, names);
+    PrintRows(info, report, o.long_format, names);
     PrintGroups(report, o.long_format, names);
   }
   return any_listed ? kExitOk : kExitFailure;

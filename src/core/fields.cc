@@ -388,6 +388,10 @@ constexpr std::array kSelfMetrics = {
     SelfMetricSpec{kDeviceLost, "gpulse_device_lost", "", G,
                    "1 when the GPU has fallen off the bus (NVML GPU_IS_LOST) and its series are "
                    "gone, else 0."},
+    SelfMetricSpec{kDeviceSkipped, "gpulse_device_skipped", "", G,
+                   "1 for a GPU found at start and not read (no permission, an unsupported or "
+                   "inaccessible device), with the reason as a label; 0 for every GPU that is read "
+                   "or was lost."},
     SelfMetricSpec{kDeviceSampleAge, "gpulse_device_sample_age_seconds", "seconds", G,
                    "Seconds between reading the GPU and writing this response."},
     SelfMetricSpec{kXidErrorsTotal, "gpulse_xid_errors_total", "", C,

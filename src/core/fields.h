@@ -210,6 +210,7 @@ enum class SelfMetric {
   kScrapeDuration,
   kDeviceInfo,
   kDeviceLost,
+  kDeviceSkipped,
   kDeviceSampleAge,
   kXidErrorsTotal,
   kBackendFailedCalls,

@@ -131,6 +131,9 @@ MetricsPage::MetricsPage(const SystemInfo& info, std::shared_ptr<const CounterSe
       entities_(BuildEntities(info)) {
   for (const Entity& e : entities_) {
     lost_labels_.push_back(RenderLabelList(LostLabels(e)));
+    LabelList skipped = LostLabels(e);
+    skipped.emplace_back("reason", e.state == EntityState::kSkipped ? e.reason : "");
+    skipped_labels_.push_back(RenderLabelList(skipped));
     if (!e.device_pos) {
       full_labels_.push_back(lost_labels_.back());
       short_labels_.push_back(lost_labels_.back());
@@ -289,20 +292,27 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std
   Header(out, SelfMetric::kScrapeDuration);
   AppendSample(out, SelfMetricAt(SelfMetric::kScrapeDuration).name, "", "", snap.duration_ns / 1e9,
                kFloat);
-  bool any_gpu = false, any_live = false;
+  bool any_gpu = false, any_listed = false, any_live = false;
   for (std::size_t i = 0; i < n; ++i) {
-    any_gpu = any_gpu || (gpu(i) && (entities_[i].device_pos || lost(i)));
+    any_gpu = any_gpu || gpu(i);
+    any_listed = any_listed || (gpu(i) && (entities_[i].device_pos || lost(i)));
     any_live = any_live || live(i);
   }
   if (!any_gpu) return;
 
   // Every GPU that is or was there: present (0), lost after or before start (1). A GPU skipped
-  // for another reason (no permission) is not lost and has no series.
-  Header(out, SelfMetric::kDeviceLost);
+  // for another reason (no permission) is not lost: it has gpulse_device_skipped 1 and its reason.
+  if (any_listed) Header(out, SelfMetric::kDeviceLost);
   for (std::size_t i = 0; i < n; ++i) {
     if (!gpu(i) || (!entities_[i].device_pos && !lost(i))) continue;
     AppendSample(out, SelfMetricAt(SelfMetric::kDeviceLost).name, lost_labels_[i], "",
                  lost(i) ? 1 : 0, kInt);
+  }
+  Header(out, SelfMetric::kDeviceSkipped);  // every GPU, so no entity vanishes (issue 40)
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!gpu(i)) continue;
+    AppendSample(out, SelfMetricAt(SelfMetric::kDeviceSkipped).name, skipped_labels_[i], "",
+                 entities_[i].state == EntityState::kSkipped ? 1 : 0, kInt);
   }
   if (any_live) {
     Header(out, SelfMetric::kDeviceInfo);

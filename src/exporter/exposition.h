@@ -108,6 +108,7 @@ class MetricsPage {
   std::vector<std::string> full_labels_;   // per entity, rendered
   std::vector<std::string> short_labels_;  // per entity: gpu, UUID[, GPU_I_ID] (or pci_bus_id)
   std::vector<std::string> lost_labels_;   // per entity: gpu, UUID, pci_bus_id
+  std::vector<std::string> skipped_labels_;  // per entity: those and the reason it is skipped
   std::vector<bool> has_instances_;        // per entity: a GPU with exported MIG GPU instances
   std::vector<bool> exported_;             // per entity: selected by options_.devices
   mutable std::atomic<std::size_t> size_hint_{0};  // the last body's size (a reserve hint only)

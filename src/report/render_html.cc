@@ -37,6 +37,28 @@ std::string Or(const std::optional<T>& v, const std::function<std::string(T)>& f
   return v ? f(*v) : "n/a";
 }
 
+// The GPUs of the run with no sample (skipped, lost before the start, or never answered), in GPU
+// order: the report names each with its state rather than leaving it out.
+std::vector<const Entity*> GpusWithoutSamples(const Run& run, const Report& r) {
+  std::vector<const Entity*> out;
+  for (const Entity& e : run.entities) {
+    if (e.kind != EntityKind::kGpu) continue;
+    const auto& per = r.gpu.per_device;
+    if (std::none_of(per.begin(), per.end(),
+                     [&](const DeviceReport& d) { return d.device_index == e.gpu; }))
+      out.push_back(&e);
+  }
+  std::sort(out.begin(), out.end(), [](const Entity* a, const Entity* b) { return a->gpu < b->gpu; });
+  return out;
+}
+
+std::string UnsampledState(const Entity& e) {
+  std::string state = e.state == EntityState::kSkipped ? "skipped"
+                      : e.state == EntityState::kLost  ? (e.lost_unix_ns ? "lost" : "lost before start")
+                                                        : "no samples";
+  return e.reason.empty() ? state : state + ": " + e.reason;
+}
+
 std::string Summary(const Run& run, const Report& r) {
   const RunInfo& i = run.info;
   const std::string cmd = ShellJoin(i.command);
@@ -62,11 +84,22 @@ std::string Summary(const Run& run, const Report& r) {
                                    ? std::string(" (") + EnergySourceName(*r.gpu.energy_source) + ")"
                                    : "")});
   o += "</table>\n";
-  if (r.gpu.per_device.empty()) return o;
+  const std::vector<const Entity*> unsampled = GpusWithoutSamples(run, r);
+  if (r.gpu.per_device.empty() && unsampled.empty()) return o;
   o += "<table class=\"devices\">\n";
   o += Row({"GPU", "UUID", "samples", "VRAM peak", "SM mean", "power mean", "temp peak", "energy"},
            "th");
+  std::size_t next = 0;  // every GPU in GPU order: one without samples says why (issue 40)
+  auto unsampled_below = [&](std::uint32_t index) {
+    for (; next < unsampled.size() && unsampled[next]->gpu < index; ++next) {
+      const Entity& e = *unsampled[next];
+      o += fmt::format(
+          "<tr class=\"unsampled\"><td>{}</td><td>{}</td><td>0</td><td colspan=\"5\">{}</td></tr>\n",
+          e.gpu, Escape(e.uuid), Escape(UnsampledState(e)));
+    }
+  };
   for (const DeviceReport& d : r.gpu.per_device) {
+    unsampled_below(d.device_index);
     const GpuAggregates& a = d.aggregates;
     o +=
         Row({std::to_string(d.device_index), d.uuid, std::to_string(a.sample_count),
@@ -80,6 +113,7 @@ std::string Summary(const Run& run, const Report& r) {
              Or<std::uint64_t>(d.energy.millijoules,
                                [](std::uint64_t v) { return fmt::format("{:.1f} J", v / 1000.0); })});
   }
+  unsampled_below(~0u);
   return o + "</table>\n";
 }
 
@@ -164,25 +198,22 @@ std::string ProcessGroup(const Run& run, Canvas& c) {
   return o + "</div>\n</section>\n";
 }
 
-// XIDs and losses of GPUs that have no row (no samples, e.g. lost before the run): their strips.
+// Every GPU that has no row (no samples: skipped, lost before the run): its state and reason, and
+// the strip of its XIDs and loss when it has any.
 std::string EventsWithoutRow(const Run& run, const Report& report, Canvas& c) {
   std::string o;
-  for (std::uint32_t dev : html::DevicesWithEvents(run)) {
-    auto& per = report.gpu.per_device;
-    if (std::any_of(per.begin(), per.end(),
-                    [&](const DeviceReport& d) { return d.device_index == dev; }))
-      continue;
-    std::string name, uuid;
-    for (const Entity& e : run.entities) {
-      if (e.kind != EntityKind::kGpu || e.gpu != dev) continue;
-      name = e.name;
-      uuid = e.uuid;
-    }
-    o += "<div class=\"unsampled\">\n" + DeviceHeader("h3", dev, name, uuid);
-    o += html::EventsStrip(c, dev, html::DeviceEvents(run, dev)) + "</div>\n";
+  const std::vector<std::uint32_t> with_events = html::DevicesWithEvents(run);
+  for (const Entity* e : GpusWithoutSamples(run, report)) {
+    o += fmt::format("<div class=\"unsampled\" data-device=\"{}\" data-state=\"{}\">\n", e->gpu,
+                     EntityStateName(e->state));
+    o += DeviceHeader("h3", e->gpu, e->name, e->uuid);
+    o += "<p class=\"state\">" + Escape(UnsampledState(*e)) + "; no readings</p>\n";
+    if (std::find(with_events.begin(), with_events.end(), e->gpu) != with_events.end())
+      o += html::EventsStrip(c, e->gpu, html::DeviceEvents(run, e->gpu));
+    o += "</div>\n";
   }
   if (o.empty()) return o;
-  return "<section class=\"unsampled-events\">\n<h2>Events of GPUs without samples</h2>\n" + o +
+  return "<section class=\"unsampled-events\">\n<h2>GPUs without samples</h2>\n" + o +
          "</section>\n";
 }
 
