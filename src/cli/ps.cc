@@ -207,6 +207,7 @@ int Run(const PsOptions& o) {
     fmt::print(stderr, "gpulse ps: {}\n", proc.error().message);
     return kExitUsage;
   }
+  b.PrimeProcesses();  // amdgpu/i915/xe: SM% is busy time between two scans (200 ms apart)
   std::vector<ProcessList> lists;
   for (std::size_t pos = 0; pos < info.devices.size(); ++pos) lists.push_back(b.Processes(pos));
   PsReport report = identity::Attribute(info, lists, identity::ReadListedProcesses(lists, *proc));

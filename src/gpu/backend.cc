@@ -23,6 +23,8 @@ bool Backend::SetSimulatedClock(double /*seconds*/) { return false; }
 
 void Backend::PrimeProfiling(std::span<const FieldIndex> /*fields*/) {}
 
+void Backend::PrimeProcesses() {}
+
 DeviceSettings Backend::ReadSettings(std::size_t /*pos*/) { return {}; }
 
 namespace {

@@ -64,6 +64,12 @@ class Backend {
   // REQUIRES: pos < info().devices.size()
   virtual ProcessList Processes(std::size_t pos);
 
+  // Per-process utilization read from DRM fdinfo (amdgpu, i915, xe) is the busy time between two
+  // scans: a one-shot command (`ps`) calls this first, which takes the first scan, waits
+  // kProcessPrimeNs and makes the next Processes() scan again, so its one listing has SM% (issue
+  // 40: it was always N/A). The default: nothing (NVML keeps its own utilization samples).
+  virtual void PrimeProcesses();
+
   // Simulated devices only (the agent's simulated clock, docs/agent.md): sets the simulator's time
   // to `seconds` and stamps every later reading and process list with it (t_mono_ns = seconds,
   // t_unix_ns = kSimulatedEpochUnixNs + seconds), so rates and loads follow the simulated clock.
@@ -103,6 +109,8 @@ void ReadEntity(Backend& backend, const Entity& entity, std::span<const FieldInd
 
 // Process lists are read from the driver at most once per second per device.
 inline constexpr std::int64_t kProcessListMinIntervalNs = 1'000'000'000;
+// PrimeProcesses' wait between the two fdinfo scans.
+inline constexpr std::int64_t kProcessPrimeNs = 200'000'000;
 
 // How to find and open a backend. Empty strings mean "the default".
 struct BackendOptions {

@@ -212,6 +212,15 @@ class CompositeBackend final : public Backend {
     }
   }
 
+  void PrimeProcesses() override {  // each member waits its own prime: they run one after another
+    for (std::size_t m = 0; m < members_.size(); ++m) {
+      (void)Call<bool>(m, "processes", [](Backend& b) {
+        b.PrimeProcesses();
+        return true;
+      });
+    }
+  }
+
   bool SetSimulatedClock(double seconds) override {
     bool any = false;
     for (std::size_t m = 0; m < members_.size(); ++m) {

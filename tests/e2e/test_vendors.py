@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 import unittest
 
@@ -219,13 +220,35 @@ class MixedHostTest(GpulseTestCase):
         for name, text in files.items():
             with open(os.path.join(pid, name), "w", encoding="utf-8") as f:
                 f.write(text)
-        doc = json.loads(self.run_ok("ps", "--json", *self.MIXED, "--procfs-root", proc).stdout)
+        # The GPU works while ps looks: the busy time grows 5 ms every 10 ms (issue 40: ps took one
+        # scan, so SM% was always N/A; it now takes two, 200 ms apart, as nvtop sees a change).
+        stop = threading.Event()
+
+        def busy():
+            busy_ns = 123456789
+            while not stop.wait(0.01):
+                busy_ns += 5_000_000
+                text = files["fdinfo/7"].replace("123456789 ns", f"{busy_ns} ns")
+                tmp_path = os.path.join(pid, "fdinfo", ".7")
+                with open(tmp_path, "w", encoding="utf-8") as f:
+                    f.write(text)
+                os.rename(tmp_path, os.path.join(pid, "fdinfo", "7"))
+
+        writer = threading.Thread(target=busy)
+        writer.start()
+        try:
+            doc = json.loads(self.run_ok("ps", "--json", *self.MIXED, "--procfs-root", proc).stdout)
+        finally:
+            stop.set()
+            writer.join()
         validate(doc, "ps.schema.json")
         amd = [p for p in doc["processes"] if p["gpu"]["index"] == 1]
         self.assertEqual([(p["pid"], p["name"], p["used_memory_bytes"]) for p in amd],
                          [(5151, "train.py", 4194304 * 1024)])
         self.assertEqual(amd[0]["gpu"]["uuid"], rocm_uuid(MI300X))
-        self.assertIsNone(amd[0]["sm_util"])  # one scan: no busy-time difference yet, never 0
+        self.assertIsNotNone(amd[0]["sm_util"])
+        self.assertGreater(amd[0]["sm_util"], 0)
+        self.assertLessEqual(amd[0]["sm_util"], 100)
         self.assertTrue([p for p in doc["processes"] if p["gpu"]["index"] == 0], "the H200's processes")
 
     def test_a_cuda_mask_selects_among_nvidia_gpus_only(self):

@@ -64,6 +64,12 @@ void AmdgpuBackend::Read(std::size_t pos, std::span<const FieldIndex> fields, Sa
   devices_.at(pos)->Read(fields, out, stats_);
 }
 
+void AmdgpuBackend::PrimeProcesses() {
+  const std::int64_t now = MonotonicNowNs();
+  processes_.Prime(now);
+  SleepUntilMonotonicNs(now + kProcessPrimeNs);
+}
+
 ProcessList AmdgpuBackend::Processes(std::size_t pos) {
   return processes_.Read(devices_.at(pos)->pci_address(), MonotonicNowNs());
 }

@@ -28,6 +28,7 @@ class AmdgpuBackend final : public Backend {
   void Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) override;
   const ReadStats& stats() const override { return stats_; }
   ProcessList Processes(std::size_t pos) override;
+  void PrimeProcesses() override;
 
   // The device at `pos` (its hwmon directory, PCI address, energy note), for diagnostics.
   // REQUIRES: pos < info().devices.size()

@@ -2,6 +2,7 @@
 #include "gpu/amdgpu/amdgpu_processes.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "gpu/backend.h"
 #include "gpu/drm/device_names.h"
@@ -18,7 +19,8 @@ ProcessList AmdgpuProcessTracker::Read(const std::string& pdev, std::int64_t now
     list.error = "no procfs root to read DRM clients from";
     return list;
   }
-  if (!last_scan_ns_ || now_mono_ns - *last_scan_ns_ >= kProcessListMinIntervalNs) {
+  if (!last_scan_ns_ || now_mono_ns - *last_scan_ns_ >= kProcessListMinIntervalNs ||
+      std::exchange(scan_next_, false)) {
     Scan(now_mono_ns);
   }
   list.t_mono_ns = *last_scan_ns_;
@@ -26,6 +28,12 @@ ProcessList AmdgpuProcessTracker::Read(const std::string& pdev, std::int64_t now
   auto it = by_pdev_.find(drm::LowerPciAddress(pdev));
   list.processes = it == by_pdev_.end() ? std::vector<GpuProcess>{} : it->second;
   return list;
+}
+
+void AmdgpuProcessTracker::Prime(std::int64_t now_mono_ns) {
+  if (procfs_root_.empty()) return;
+  Scan(now_mono_ns);
+  scan_next_ = true;
 }
 
 void AmdgpuProcessTracker::Scan(std::int64_t now_mono_ns) {

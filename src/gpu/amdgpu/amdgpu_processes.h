@@ -30,6 +30,9 @@ class AmdgpuProcessTracker {
   // scan no older than kProcessListMinIntervalNs before `now_mono_ns`.
   ProcessList Read(const std::string& pdev, std::int64_t now_mono_ns);
 
+  // Takes a scan now and makes the next Read scan again whatever its age (Backend::PrimeProcesses).
+  void Prime(std::int64_t now_mono_ns);
+
  private:
   struct ClientKey {
     std::string pdev;
@@ -46,6 +49,7 @@ class AmdgpuProcessTracker {
 
   std::string procfs_root_;
   std::optional<std::int64_t> last_scan_ns_;
+  bool scan_next_ = false;  // Prime: the next Read scans whatever the last scan's age
   std::map<std::string, std::vector<GpuProcess>> by_pdev_;  // the last scan's answer
   std::map<ClientKey, BusySample> previous_;                // busy time per client, last scan
 };

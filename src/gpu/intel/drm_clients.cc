@@ -117,7 +117,8 @@ Result<DrmClientScan> Scan(const sys::RootedFs& proc, std::int64_t now_ns) {
 DrmClientTracker::DrmClientTracker(std::string procfs_root) : proc_(std::move(procfs_root)) {}
 
 DrmClientTracker::RefreshStatus DrmClientTracker::Refresh(std::int64_t now_ns) {
-  if (current_ && now_ns - current_->t_mono_ns < kProcessListMinIntervalNs) {
+  if (current_ && now_ns - current_->t_mono_ns < kProcessListMinIntervalNs &&
+      !std::exchange(scan_next_, false)) {
     return RefreshStatus::kCached;
   }
   utilization_.clear();
@@ -133,6 +134,12 @@ DrmClientTracker::RefreshStatus DrmClientTracker::Refresh(std::int64_t now_ns) {
   previous_ = std::move(current_);
   current_ = std::move(scan).value();
   return RefreshStatus::kScanned;
+}
+
+void DrmClientTracker::Prime(std::int64_t now_ns) {
+  scan_next_ = true;
+  Refresh(now_ns);
+  scan_next_ = true;
 }
 
 std::optional<double> DrmClientTracker::DeviceUtilization(std::string_view pdev) const {

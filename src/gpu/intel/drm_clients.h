@@ -51,6 +51,9 @@ class DrmClientTracker {
   // there is none). kFailed: the scan failed; the readings are absent until one succeeds.
   RefreshStatus Refresh(std::int64_t now_ns);
 
+  // Scans now and makes the next Refresh scan again whatever its age (Backend::PrimeProcesses).
+  void Prime(std::int64_t now_ns);
+
   // The device's busiest engine class between the last two scans, percent capped at 100; nullopt
   // before the second scan or after a failed one.
   std::optional<double> DeviceUtilization(std::string_view pdev) const;
@@ -70,6 +73,7 @@ class DrmClientTracker {
   // so a tick between scans neither allocates nor walks the clients.
   mutable std::vector<std::pair<std::string, double>> utilization_;
   std::string error_;
+  bool scan_next_ = false;  // Prime: the next Refresh scans whatever the last scan's age
 };
 
 }  // namespace gpulse::gpu::intel

@@ -37,6 +37,7 @@ class IntelBackend final : public Backend {
   const ReadStats& stats() const override { return stats_; }
   void Read(std::size_t pos, std::span<const FieldIndex> fields, Sample& out) override;
   ProcessList Processes(std::size_t pos) override;
+  void PrimeProcesses() override;
 
  private:
   // Whether a read of field `f` gave a value; else the field is marked
@@ -176,6 +177,13 @@ void IntelBackend::Read(std::size_t pos, std::span<const FieldIndex> fields, Sam
         break;
     }
   }
+}
+
+void IntelBackend::PrimeProcesses() {
+  if (!clients_) return;
+  const std::int64_t now = clocks_.mono_ns();
+  clients_->Prime(now);
+  SleepUntilMonotonicNs(MonotonicNowNs() + kProcessPrimeNs);
 }
 
 ProcessList IntelBackend::Processes(std::size_t pos) {
