@@ -15,6 +15,7 @@
 #include "agent/agent.h"
 #include "agent/alert_sender.h"
 #include "agent/api_util.h"
+#include "core/fields.h"
 #include "health/diag.h"
 #include "health/reading.h"
 #include "prom/writer.h"
@@ -613,11 +614,12 @@ std::string Agent::ManagementExposition() const {
     prom::AppendEscapedLabelValue(l, e.uuid);
     return l + "\"" + host_label;
   };
+  auto header = [&out](SelfMetric m) {
+    const SelfMetricSpec& spec = SelfMetricAt(m);
+    prom::AppendFamilyHeader(out, spec.name, spec.help, spec.prom_type);
+  };
   if (!health_watches_.empty()) {
-    prom::AppendFamilyHeader(out, "gpulse_health",
-                             "Health watch verdict of a GPU subsystem: 0 pass, 10 warn, 20 fail "
-                             "(DCGM's values).",
-                             PromType::kGauge);
+    header(SelfMetric::kHealth);
     const std::int64_t now_ms = clock_.NowUnixNs() / kNsPerMs;
     std::map<std::size_t, unsigned> systems;  // a GPU in several watched groups: every subsystem
     for (const auto& [gid, w] : health_watches_) {
@@ -634,8 +636,7 @@ std::string Agent::ManagementExposition() const {
     }
   }
   if (!policies_.empty()) {
-    prom::AppendFamilyHeader(out, "gpulse_policy_violations_total",
-                             "Policy violations seen on a GPU, by condition.", PromType::kCounter);
+    header(SelfMetric::kPolicyViolations);
     std::map<std::pair<std::size_t, unsigned>, std::uint64_t> counts;
     for (const auto& [gid, p] : policies_) {
       for (const auto& [pos, w] : p.watchers) {
@@ -650,27 +651,20 @@ std::string Agent::ManagementExposition() const {
                          gpu_labels(key.first),
                          health::ConditionKey(static_cast<health::Condition>(key.second)), n);
     }
-    prom::AppendFamilyHeader(out, "gpulse_policy_listeners", "Connected policy listeners.",
-                             PromType::kGauge);
+    header(SelfMetric::kPolicyListeners);
     out += fmt::format("gpulse_policy_listeners {}\n",
                        std::count_if(listeners_.begin(), listeners_.end(),
                                      [](const Listener& l) { return !l.stream->closed(); }));
-    prom::AppendFamilyHeader(out, "gpulse_policy_listener_dropped_total",
-                             "Violations dropped because a listener read too slowly.",
-                             PromType::kCounter);
+    header(SelfMetric::kPolicyListenerDropped);
     out += fmt::format("gpulse_policy_listener_dropped_total {}\n", listener_dropped_);
   }
   if (alerts_) {
     AlertSender::Stats s = alerts_->stats();
-    prom::AppendFamilyHeader(out, "gpulse_alerts_sent_total", "Alerts the Alertmanager accepted.",
-                             PromType::kCounter);
+    header(SelfMetric::kAlertsSent);
     out += fmt::format("gpulse_alerts_sent_total {}\n", s.sent);
-    prom::AppendFamilyHeader(out, "gpulse_alerts_failed_total",
-                             "POSTs to the Alertmanager that failed (each retried).",
-                             PromType::kCounter);
+    header(SelfMetric::kAlertsFailed);
     out += fmt::format("gpulse_alerts_failed_total {}\n", s.failed);
-    prom::AppendFamilyHeader(out, "gpulse_alerts_dropped_total",
-                             "Alerts dropped from the full send queue.", PromType::kCounter);
+    header(SelfMetric::kAlertsDropped);
     out += fmt::format("gpulse_alerts_dropped_total {}\n", s.dropped);
   }
   return out;

@@ -71,7 +71,10 @@ void PrintMarkdown() {
                f.reason);
   }
   fmt::print("\n## gpulse's own metrics\n\n");
-  fmt::print("Exposed by `gpulse exporter` next to the DCGM fields (see docs/exporter.md).\n\n");
+  fmt::print(
+      "Exposed by `gpulse exporter` and `gpulse agent` next to the DCGM fields (see "
+      "docs/exporter.md); those the help calls the agent's only are on the agent's /metrics "
+      "alone.\n\n");
   fmt::print("| name | type | help |\n|---|---|---|\n");
   for (const SelfMetricSpec& m : AllSelfMetrics()) {
     fmt::print("| `{}` | {} | {} |\n", m.name, PromTypeName(m.prom_type), m.help);

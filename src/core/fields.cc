@@ -492,6 +492,32 @@ constexpr std::array kSelfMetrics = {
     SelfMetricSpec{kWebConfigReloads, "gpulse_web_config_reloads_total", "", C,
                    "Reloads of the web config file after it or a file it names changed, by result "
                    "(success, failure)."},
+    SelfMetricSpec{kLiveViewers, "gpulse_live_viewers", "", G,
+                   "Live-view streams (/api/v1/stream) connected now."},
+    SelfMetricSpec{kLiveFrames, "gpulse_live_frames_total", "", C,
+                   "Live-view frames built, one per device read."},
+    SelfMetricSpec{kLiveDroppedFrames, "gpulse_live_dropped_frames_total", "", C,
+                   "Live-view frames dropped for viewers reading too slowly."},
+    SelfMetricSpec{kLiveViewersRefused, "gpulse_live_viewers_refused_total", "", C,
+                   "Live-view streams refused at the viewer limit."},
+    SelfMetricSpec{kHealth, "gpulse_health", "", G,
+                   "Health watch verdict of a GPU subsystem: 0 pass, 10 warn, 20 fail (DCGM's "
+                   "values). The agent only, while a health watch exists."},
+    SelfMetricSpec{kPolicyViolations, "gpulse_policy_violations_total", "", C,
+                   "Policy violations seen on a GPU, by condition. The agent only, while a policy "
+                   "exists."},
+    SelfMetricSpec{kPolicyListeners, "gpulse_policy_listeners", "", G,
+                   "Connected policy listeners. The agent only, while a policy exists."},
+    SelfMetricSpec{kPolicyListenerDropped, "gpulse_policy_listener_dropped_total", "", C,
+                   "Violations dropped because a listener read too slowly. The agent only, while a "
+                   "policy exists."},
+    SelfMetricSpec{kAlertsSent, "gpulse_alerts_sent_total", "", C,
+                   "Alerts the Alertmanager accepted. The agent only, with --alertmanager."},
+    SelfMetricSpec{kAlertsFailed, "gpulse_alerts_failed_total", "", C,
+                   "POSTs to the Alertmanager that failed (each retried). The agent only, with "
+                   "--alertmanager."},
+    SelfMetricSpec{kAlertsDropped, "gpulse_alerts_dropped_total", "", C,
+                   "Alerts dropped from the full send queue. The agent only, with --alertmanager."},
 };
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {

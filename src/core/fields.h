@@ -246,6 +246,18 @@ enum class SelfMetric {
   kHttpTlsHandshakesFailed,
   kWebConfigLastReloadSuccessful,
   kWebConfigReloads,
+  // The live views' hub (exporter and agent) and the agent's management features.
+  kLiveViewers,
+  kLiveFrames,
+  kLiveDroppedFrames,
+  kLiveViewersRefused,
+  kHealth,
+  kPolicyViolations,
+  kPolicyListeners,
+  kPolicyListenerDropped,
+  kAlertsSent,
+  kAlertsFailed,
+  kAlertsDropped,
 };
 
 struct SelfMetricSpec {

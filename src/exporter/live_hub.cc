@@ -6,6 +6,8 @@
 #include <chrono>
 
 #include "core/clock.h"
+#include "core/fields.h"
+#include "prom/writer.h"
 
 namespace gpulse::exporter {
 namespace {
@@ -126,17 +128,17 @@ LiveHubStats LiveHub::stats() const {
 
 std::string LiveHub::Exposition() const {
   LiveHubStats s = stats();
-  return fmt::format(
-      "# HELP gpulse_live_viewers Live-view streams (/api/v1/stream) connected now.\n"
-      "# TYPE gpulse_live_viewers gauge\ngpulse_live_viewers {}\n"
-      "# HELP gpulse_live_frames_total Live-view frames built, one per device read.\n"
-      "# TYPE gpulse_live_frames_total counter\ngpulse_live_frames_total {}\n"
-      "# HELP gpulse_live_dropped_frames_total Live-view frames dropped for viewers reading too "
-      "slowly.\n"
-      "# TYPE gpulse_live_dropped_frames_total counter\ngpulse_live_dropped_frames_total {}\n"
-      "# HELP gpulse_live_viewers_refused_total Live-view streams refused at the viewer limit.\n"
-      "# TYPE gpulse_live_viewers_refused_total counter\ngpulse_live_viewers_refused_total {}\n",
-      s.viewers, s.frames, s.dropped, s.refused);
+  std::string out;
+  auto family = [&out](SelfMetric m, std::uint64_t value) {
+    const SelfMetricSpec& spec = SelfMetricAt(m);
+    prom::AppendFamilyHeader(out, spec.name, spec.help, spec.prom_type);
+    out += fmt::format("{} {}\n", spec.name, value);
+  };
+  family(SelfMetric::kLiveViewers, s.viewers);
+  family(SelfMetric::kLiveFrames, s.frames);
+  family(SelfMetric::kLiveDroppedFrames, s.dropped);
+  family(SelfMetric::kLiveViewersRefused, s.refused);
+  return out;
 }
 
 void LiveHub::Loop() {
