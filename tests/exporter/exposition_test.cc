@@ -125,12 +125,15 @@ TEST_F(ExpositionTest, LostGpuLosesItsSeriesAndSaysSo) {
   snap.entities[1].sample = Reading({});
   snap.entities[1].sample.state = DeviceState::kLost;
   std::map<std::string, double> lost;
+  std::map<std::string, double> skipped;
   for (const Line& l : Parse(Render(snap))) {
     for (const auto& lab : l.labels) {
-      if (lab.name == "UUID" && lab.value == "GPU-bbbb" && l.name != "gpulse_device_lost") {
+      if (lab.name == "UUID" && lab.value == "GPU-bbbb" && l.name != "gpulse_device_lost" &&
+          l.name != "gpulse_device_skipped") {
         ADD_FAILURE() << "lost GPU still has " << l.name;
       }
     }
+    if (l.name == "gpulse_device_skipped") skipped[l.labels[1].value] = l.value;
     if (l.name == "gpulse_device_lost") {
       EXPECT_EQ(LabelNames(l), (std::vector<std::string>{"gpu", "UUID", "pci_bus_id"}))
           << "one label set for present and lost GPUs";
@@ -138,6 +141,8 @@ TEST_F(ExpositionTest, LostGpuLosesItsSeriesAndSaysSo) {
     }
   }
   EXPECT_EQ(lost, (std::map<std::string, double>{{"GPU-aaaa", 0}, {"GPU-bbbb", 1}}));
+  EXPECT_EQ(skipped, (std::map<std::string, double>{{"GPU-aaaa", 0}, {"GPU-bbbb", 0}}))
+      << "every GPU keeps its gpulse_device_skipped series, 0 when it was read or lost";
   // A lost GPU keeps its XID counter series with the last value (no reset seen by Prometheus).
   snap.entities[1].sample.xid_counts = {{79, 1}};
   bool kept = false;
