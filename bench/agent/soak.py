@@ -98,6 +98,32 @@ def rss_parts(pid):
     return parts["RssAnon"], parts["RssFile"]
 
 
+def smaps(pid):
+    """{(start address, name): (size KiB, Rss KiB)} of every mapping: where a drift lives (the main
+    arena's [heap], another arena's heap, a thread's stack, a library's pages). A heap keeps its
+    start as it grows, so the start and name key it."""
+    out, key = {}, None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            m = re.match(r"^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$", line)
+            if m:
+                lo, hi = int(m.group(1), 16), int(m.group(2), 16)
+                key, size = (m.group(1), m.group(3).strip() or "(anonymous)"), (hi - lo) // 1024
+            elif line.startswith("Rss:") and key:
+                out[key] = (size, int(line.split()[1]))
+    return out
+
+
+def trim_now(pid):
+    """malloc_trim(0) in the agent (gdb): what RSS would be with every free page handed back now."""
+    try:
+        subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "call (int)malloc_trim(0)"],
+                       capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return True
+
+
 def heap_in_use(pid, log_path):
     """The allocator's bytes in use, all arenas and mmapped chunks (glibc's malloc_stats, called in
     the agent by gdb: it prints to the agent's stderr), or None without gdb. RSS also counts freed
@@ -168,6 +194,7 @@ def main():
         rate = done / (time.monotonic() - t0)
         log.flush()
         heap_anchor = heap_in_use(agent.pid, log.name)
+        maps_anchor = smaps(agent.pid)
         rows.append((done, anchor, rss_parts(agent.pid), heap_anchor))
         next_row = 100_000
         while done < a.scrapes:
@@ -187,6 +214,8 @@ def main():
         hwm = rss_kib(agent.pid)[1]
         end_parts = rss_parts(agent.pid)
         heap_end = heap_in_use(agent.pid, log.name)
+        maps_end = smaps(agent.pid)
+        trimmed = rss_kib(agent.pid)[0] if trim_now(agent.pid) else None
     finally:
         stop.set()
         agent.terminate()
@@ -208,6 +237,15 @@ def main():
           f"{end_parts[0] / 1024:.2f} | {end_parts[1] / 1024:.2f} | {mib(heap_end)} |")
     print(f"peak RSS (VmHWM): {hwm / 1024:.2f} MiB; target: end within 1 MiB of the anchor "
           f"({'met' if end - anchor < 1024 else 'NOT met'})")
+    if trimmed is not None:
+        print(f"after malloc_trim(0) at the end (gdb): RSS {trimmed / 1024:.2f} MiB ({(trimmed - anchor) / 1024:+.2f} MiB)")
+    rss_of = lambda maps, k: maps.get(k, (0, 0))[1]
+    grown = sorted(((rss_of(maps_end, k) - rss_of(maps_anchor, k), k) for k in set(maps_end) | set(maps_anchor)),
+                   reverse=True)
+    print("mappings whose RSS grew most from the anchor to the end (start, name: size, RSS at the anchor -> end):")
+    for d, k in grown[:6]:
+        print(f"  {k[0]} {k[1]}: {maps_end.get(k, (0, 0))[0]} KiB mapped, {rss_of(maps_anchor, k)} -> "
+              f"{rss_of(maps_end, k)} KiB ({d:+d})")
     if heap_anchor is not None and heap_end is not None:
         print(f"allocator's bytes in use (malloc_stats, all arenas): {heap_anchor / 2**20:.2f} MiB at the anchor, "
               f"{heap_end / 2**20:.2f} MiB at the end ({(heap_end - heap_anchor) / 2**20:+.2f} MiB)")
