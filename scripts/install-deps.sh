@@ -11,7 +11,7 @@ packages=(
   python3 python3-jsonschema python3-yaml tmux
   rocm-smi
   chromium
-  prometheus prometheus-node-exporter prometheus-alertmanager wrk python3-prometheus-client
+  prometheus prometheus-node-exporter prometheus-alertmanager wrk python3-prometheus-client curl
   slurm-wlm munge iproute2
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf
 )
