@@ -3,21 +3,29 @@ JOBS ?= $(shell nproc)
 BUILD := build
 GPULSE := $(BUILD)/bin/gpulse
 
-.PHONY: deps configure build demo test bench fuzz clean format
+.PHONY: deps deps-build configure build demo test bench fuzz clean format
 
 deps:
 	bash scripts/install-deps.sh
 
-$(BUILD)/build.ninja: | deps
-	cmake --preset default
+deps-build:
+	bash scripts/install-deps.sh --build-only
 
+# Everything: gpulse, the simulator, the tests and the benchmarks. A tree `make demo` configured
+# without the tests and benchmarks is configured again with them.
 configure: deps
-	cmake --preset default
+	cmake --preset default -DGPULSE_BUILD_TESTS=ON -DGPULSE_BUILD_BENCH=ON
 
-build: deps $(BUILD)/build.ninja
+build: deps
+	@if [ ! -f $(BUILD)/build.ninja ] || grep -q '^GPULSE_BUILD_\(TESTS\|BENCH\):BOOL=OFF' $(BUILD)/CMakeCache.txt; then \
+	  cmake --preset default -DGPULSE_BUILD_TESTS=ON -DGPULSE_BUILD_BENCH=ON; fi
 	cmake --build --preset default -j $(JOBS)
 
-demo: build
+# The first run: only the packages building needs, only gpulse and the simulator built (a fresh tree
+# is configured without the tests and benchmarks; one configured with them keeps them).
+demo: deps-build
+	@[ -f $(BUILD)/build.ninja ] || cmake --preset default -DGPULSE_BUILD_TESTS=OFF -DGPULSE_BUILD_BENCH=OFF
+	cmake --build --preset default -j $(JOBS) --target gpulse gpulse_nvml_sim
 	bash scripts/demo.sh $(GPULSE)
 
 test: build

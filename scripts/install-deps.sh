@@ -1,20 +1,36 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gpulse needs to build, test and benchmark. Idempotent: packages that are
-# already installed are not touched, and nothing runs apt-get when everything is present.
+# Installs the Debian packages gpulse needs. Idempotent: packages that are already installed are not
+# touched, and nothing runs apt-get when everything is present.
+#
+# Usage: scripts/install-deps.sh [--build-only]
+#   (default)     what building gpulse needs and what its tests and benchmarks run (`make test`)
+#   --build-only  only what building gpulse and the NVML simulator needs (`make demo`): the real
+#                 components the tests run (Chromium, Prometheus, Slurm, ...) are not installed
 set -euo pipefail
 
-packages=(
-  build-essential cmake ninja-build ccache pkg-config git clang libclang-rt-14-dev
-  libboost-dev libssl-dev zlib1g-dev libcrypt-dev openssl nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
-  liburing-dev libsqlite3-dev sqlite3 libncurses-dev libgtest-dev libgmock-dev libbenchmark-dev
+# gpulse and the simulator: compilers, CMake, and the libraries src/ and sim/ link.
+build_packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libboost-dev libssl-dev zlib1g-dev libcrypt-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
+  liburing-dev libsqlite3-dev libncurses-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+)
+# The tests, the fuzz targets and the benchmarks, and the real components they run.
+test_packages=(
+  clang libclang-rt-14-dev openssl sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
   librust-nvml-wrapper-sys-dev
   python3 python3-jsonschema python3-yaml tmux
   rocm-smi
   chromium
   prometheus prometheus-node-exporter prometheus-alertmanager wrk python3-prometheus-client curl
   slurm-wlm munge iproute2
-  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf
+  python3-grpcio python3-protobuf
 )
+case "${1:-}" in
+  "") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  --build-only) packages=("${build_packages[@]}") ;;
+  *) echo "usage: $0 [--build-only]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
