@@ -1,7 +1,12 @@
 // The explicit table of subcommands (one line each). Each Setup function lives in its own file.
 #pragma once
 
+#include <CLI/CLI.hpp>
+#include <vector>
+
+#include "cli/man_pages.h"
 #include "cli/subcommand.h"
+#include "cli/version.h"
 
 namespace gpulse::cli {
 
@@ -32,5 +37,16 @@ inline constexpr SetupFn kSubcommands[] = {
     &SetupStats,         &SetupCollect, &SetupWindow,   &SetupTop,    &SetupHealth, &SetupPolicy,
     &SetupDiag,          &SetupConfig,
 };
+
+// gpulse's top-level app with every subcommand: what main.cc parses and gpulse-man documents.
+inline std::vector<Subcommand> SetUpApp(CLI::App& app) {
+  app.description(kAppDescription);
+  app.set_version_flag("--version", VersionString());
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  std::vector<Subcommand> commands;
+  for (SetupFn setup : kSubcommands) commands.push_back(setup(app));
+  return commands;
+}
 
 }  // namespace gpulse::cli

@@ -15,13 +15,8 @@
 
 int main(int argc, char** argv) {
   using namespace gpulse::cli;
-  CLI::App app{"gpulse: GPU telemetry toolkit (NVML, simulator, Prometheus, power packages)"};
-  app.set_version_flag("--version", VersionString());
-  app.require_subcommand(1);
-  app.fallthrough(false);
-
-  std::vector<Subcommand> commands;
-  for (SetupFn setup : kSubcommands) commands.push_back(setup(app));
+  CLI::App app;
+  std::vector<Subcommand> commands = SetUpApp(app);
 
   // Installed as (or linked to) `dcgm-exporter`, gpulse is the exporter with dcgm-exporter's flags,
   // so images whose entrypoint passes flags only keep working (ADR 0015).

@@ -1,6 +1,8 @@
 """The install tree (cmake/install.cmake): `cmake --install BUILD --prefix P` into a temporary
 directory, then gpulse run from P alone: stripped, the simulator found in P/lib/gpulse, the default
-counters file in P/etc/gpulse, and the systemd units naming exactly those paths."""
+counters file in P/etc/gpulse, the systemd units naming exactly those paths (and passing
+`systemd-analyze verify`), and a man page for gpulse and every subcommand that names every flag its
+`--help` lists and renders without a warning."""
 import os
 import re
 import shutil
@@ -66,6 +68,52 @@ class InstallTreeTest(unittest.TestCase):
             self.assertEqual(exec_start.group(1), self.bin, unit)
             self.assertTrue(os.path.isfile(exec_start.group(2)), f"{unit}: {exec_start.group(2)}")
             self.assertNotIn("/usr/local/bin", text, unit)
+
+    def subcommand_paths(self):
+        """Every subcommand as `gpulse --help` and its subcommands' --help list them."""
+        def subs(words):
+            text = subprocess.run([self.bin, *words, "--help"], capture_output=True, text=True).stdout
+            block = text.split("Subcommands:", 1)[1] if "Subcommands:" in text else ""
+            return re.findall(r"^  ([a-z][\w-]*)\s", block, re.M)
+        out = []
+        for s in subs([]):
+            out.append([s])
+            out += [[s, t] for t in subs([s])]
+        return out
+
+    def page(self, words):
+        return os.path.join(self.prefix, "share", "man", "man1", "-".join(["gpulse", *words]) + ".1")
+
+    def test_every_subcommand_has_a_page_naming_every_flag_of_its_help(self):
+        paths = self.subcommand_paths()
+        self.assertGreater(len(paths), 20)
+        for words in [[]] + paths:
+            with self.subTest(command=" ".join(["gpulse", *words])):
+                with open(self.page(words), encoding="utf-8") as f:
+                    page = f.read().replace("\\-", "-")
+                help_text = subprocess.run([self.bin, *words, "--help"], capture_output=True, text=True).stdout
+                for flag in set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", help_text)):
+                    self.assertIn(flag, page)
+
+    def test_the_pages_render_without_warnings(self):
+        if not shutil.which("groff"):
+            self.skipTest("groff is not installed")
+        pages = sorted(os.listdir(os.path.join(self.prefix, "share", "man", "man1")))
+        self.assertIn("gpulse.1", pages)
+        for name in pages:
+            p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", os.path.join(self.prefix, "share", "man", "man1", name)],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual((p.returncode, p.stderr), (0, ""), name)
+
+    def test_systemd_analyze_verify_passes_on_the_installed_units(self):
+        if not shutil.which("systemd-analyze") or not shutil.which("man"):
+            self.skipTest("systemd-analyze or man is not installed")
+        unit_dir = os.path.join(self.prefix, "lib", "systemd", "system")
+        env = dict(os.environ, MANPATH=os.path.join(self.prefix, "share", "man"))
+        p = subprocess.run(["systemd-analyze", "verify", os.path.join(unit_dir, "gpulse-exporter.service"),
+                            os.path.join(unit_dir, "gpulse-agent.service")],
+                           capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
 
 if __name__ == "__main__":
