@@ -19,7 +19,7 @@ build_packages=(
 test_packages=(
   clang libclang-rt-14-dev openssl sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
   librust-nvml-wrapper-sys-dev
-  python3 python3-jsonschema python3-yaml tmux
+  python3 python3-jsonschema python3-yaml tmux man-db groff-base
   rocm-smi
   chromium
   prometheus prometheus-node-exporter prometheus-alertmanager wrk python3-prometheus-client curl
