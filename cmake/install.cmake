@@ -5,11 +5,13 @@
 #   P/etc/gpulse/default-counters.csv   (/etc/gpulse when P is /usr)
 #   P/lib/systemd/system/*.service      the units of deploy/systemd with the paths of this install
 #   P/share/man/man1/gpulse*.1          gpulse(1) and one page per subcommand (src/cli/man_pages.h)
+#   P/share/bash-completion/completions/gpulse   subcommands and flags (src/cli/completion.h)
 # The prefix is the one given at install time, so the paths are written when installing.
 # Included after src/ and sim/; the strip is switched on before them (CMakeLists.txt).
 
 install(TARGETS gpulse_nvml_sim LIBRARY DESTINATION lib/gpulse)
 install(DIRECTORY ${GPULSE_MAN_DIR}/ DESTINATION share/man/man1 FILES_MATCHING PATTERN "*.1")
+install(FILES ${GPULSE_MAN_DIR}/gpulse.bash DESTINATION share/bash-completion/completions RENAME gpulse)
 
 install(CODE "set(GPULSE_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\")\nset(GPULSE_BINARY_DIR \"${PROJECT_BINARY_DIR}\")")
 install(CODE [[

@@ -38,7 +38,7 @@ inline constexpr SetupFn kSubcommands[] = {
     &SetupDiag,          &SetupConfig,
 };
 
-// gpulse's top-level app with every subcommand: what main.cc parses and gpulse-man documents.
+// gpulse's top-level app with every subcommand: what main.cc parses and gpulse-docgen documents.
 inline std::vector<Subcommand> SetUpApp(CLI::App& app) {
   app.description(kAppDescription);
   app.set_version_flag("--version", VersionString());

@@ -1,6 +1,6 @@
 // Man pages generated from the CLI's own definitions (the CLI11 apps every Setup function builds), so
 // a page cannot say what the binary does not take: gpulse(1) and gpulse-SUB(1) for each subcommand
-// (gpulse-window-run(1) for a subcommand's own subcommands). Written by the gpulse-man tool at build
+// (gpulse-window-run(1) for a subcommand's own subcommands). Written by the gpulse-docgen tool at build
 // time and installed to share/man/man1 (cmake/install.cmake).
 #pragma once
 

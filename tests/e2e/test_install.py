@@ -2,7 +2,7 @@
 directory, then gpulse run from P alone: stripped, the simulator found in P/lib/gpulse, the default
 counters file in P/etc/gpulse, the systemd units naming exactly those paths (and passing
 `systemd-analyze verify`), and a man page for gpulse and every subcommand that names every flag its
-`--help` lists and renders without a warning."""
+`--help` lists and renders without a warning, and a bash completion offering exactly those."""
 import os
 import re
 import shutil
@@ -104,6 +104,29 @@ class InstallTreeTest(unittest.TestCase):
             p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", os.path.join(self.prefix, "share", "man", "man1", name)],
                                capture_output=True, text=True, timeout=60)
             self.assertEqual((p.returncode, p.stderr), (0, ""), name)
+
+    def complete(self, *words):
+        """What the installed bash completion offers for the command line WORDS (the last one being
+        completed)."""
+        script = os.path.join(self.prefix, "share", "bash-completion", "completions", "gpulse")
+        quoted = " ".join("'" + w.replace("'", "'\\''") + "'" for w in words)
+        p = subprocess.run(["bash", "-c", f"source '{script}'; COMP_WORDS=(gpulse {quoted}); "
+                            "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _gpulse; printf '%s\\n' \"${COMPREPLY[@]}\""],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return sorted(p.stdout.split())
+
+    def test_bash_completion_offers_the_subcommands_and_each_ones_flags(self):
+        paths = self.subcommand_paths()
+        self.assertEqual(self.complete(""), sorted([w[0] for w in paths if len(w) == 1] + ["-h", "--help", "--version"]))
+        self.assertEqual(self.complete("window", ""), sorted(["run", "begin", "end", "-h", "--help"]))
+        for words in paths:
+            with self.subTest(command=" ".join(["gpulse", *words])):
+                help_text = subprocess.run([self.bin, *words, "--help"], capture_output=True, text=True).stdout
+                options = help_text.split("Options:", 1)[1].split("Subcommands:")[0]
+                flags = {n for m in re.findall(r"^  (-\S+)", options, re.M) for n in m.split(",")}
+                offered = set(self.complete(*words, "-"))
+                self.assertEqual(offered, flags)
 
     def test_systemd_analyze_verify_passes_on_the_installed_units(self):
         if not shutil.which("systemd-analyze") or not shutil.which("man"):
