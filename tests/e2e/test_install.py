@@ -104,6 +104,13 @@ class InstallTreeTest(unittest.TestCase):
             p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", os.path.join(self.prefix, "share", "man", "man1", name)],
                                capture_output=True, text=True, timeout=60)
             self.assertEqual((p.returncode, p.stderr), (0, ""), name)
+            if shutil.which("man"):  # what a reader runs: `man -l PAGE`
+                shown = subprocess.run(["man", "-l", os.path.join(self.prefix, "share", "man", "man1", name)],
+                                       capture_output=True, text=True, timeout=60,
+                                       env=dict(os.environ, MANPAGER="cat", MANWIDTH="100"))
+                self.assertEqual(shown.returncode, 0, name + ": " + shown.stderr)
+                self.assertIn("NAME", shown.stdout, name)
+                self.assertIn("SYNOPSIS", shown.stdout, name)
 
     def complete(self, *words):
         """What the installed bash completion offers for the command line WORDS (the last one being
