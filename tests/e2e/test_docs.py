@@ -9,8 +9,8 @@ What a fenced block is, and what is done with it:
   with a fractional part may differ from the one shown by 0.05 % of it (the simulator's readings
   wobble with the clock in their last digit); every other character is compared exactly.
 - a **script** (```sh, or lines starting with `gpulse`): the whole block runs as one bash script in
-  a network and mount namespace of its own (its /tmp, /run and /var/lib are empty directories of the
-  test, its loopback its own), NVML being the simulator (`GPULSE_NVML_LIBRARY`, scenario 8xH100),
+  a network, mount and PID namespace of its own (its /tmp, /run and /var/lib are empty directories of
+  the test, its loopback its own, nothing it starts outliving it), NVML being the simulator (`GPULSE_NVML_LIBRARY`, scenario 8xH100),
   with the simulator's clock frozen (`GPULSE_SIM_CLOCK=0`). Each command must exit 0, or N where its
   comment says `# exit N`; a comment `# prints: TEXT` must appear in its output. A line ending in
   `&` starts a server and the next line waits until its socket or port answers. A command that runs
@@ -309,8 +309,10 @@ class DocsTest(unittest.TestCase):
             shutil.copy(os.path.join(tmp, "doc.sh"), os.path.join(tmp, "tmp", "doc.sh"))
             inner = ("mount --bind \"$1/run\" /run && mount --bind \"$1/varlib\" /var/lib && "
                      "mount --bind \"$1/tmp\" /tmp && ip link set lo up && cd \"$2\" && exec bash /tmp/doc.sh")
+            # A PID namespace too, whose first process dies with unshare (--kill-child): a block that
+            # hangs past the timeout takes every server it started with it.
             p = subprocess.run(["unshare", "--user", "--map-root-user", "--net", "--mount", "--propagation",
-                                "private", "bash", "-c", inner, "doc", tmp, ROOT],
+                                "private", "--pid", "--fork", "--kill-child", "bash", "-c", inner, "doc", tmp, ROOT],
                                env=clean_env(script=True), capture_output=True, text=True, timeout=240)
             self.assertEqual(p.returncode, 0, f"{b.where()}: the block failed:\n{p.stderr[-4000:]}")
             if expect is not None:
@@ -464,7 +466,8 @@ _ns_ok = None
 def namespaces_work():
     global _ns_ok
     if _ns_ok is None:
-        p = subprocess.run(["unshare", "--user", "--map-root-user", "--net", "--mount", "true"],
+        p = subprocess.run(["unshare", "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork",
+                            "--kill-child", "true"],
                            capture_output=True, timeout=30) if shutil.which("unshare") else None
         _ns_ok = bool(p and p.returncode == 0 and shutil.which("ip"))
     return _ns_ok
