@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <vector>
 
-#include "cli/man_pages.h"
 #include "cli/subcommand.h"
 #include "cli/version.h"
 
@@ -37,6 +36,9 @@ inline constexpr SetupFn kSubcommands[] = {
     &SetupStats,         &SetupCollect, &SetupWindow,   &SetupTop,    &SetupHealth, &SetupPolicy,
     &SetupDiag,          &SetupConfig,
 };
+
+inline constexpr const char* kAppDescription =
+    "gpulse: GPU telemetry toolkit (NVML, simulator, Prometheus, power packages)";
 
 // gpulse's top-level app with every subcommand: what main.cc parses and gpulse-docgen documents.
 inline std::vector<Subcommand> SetUpApp(CLI::App& app) {

@@ -13,10 +13,6 @@ class App;
 
 namespace gpulse::cli {
 
-// The description of the top-level app, shared by main.cc and the pages.
-inline constexpr const char* kAppDescription =
-    "gpulse: GPU telemetry toolkit (NVML, simulator, Prometheus, power packages)";
-
 // Page name (without ".1") to troff source, for `app` (gpulse's top-level app with every
 // subcommand set up) and every subcommand below it. `version` goes in the footer.
 std::map<std::string, std::string> RenderManPages(const CLI::App& app, const std::string& version);

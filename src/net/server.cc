@@ -128,8 +128,6 @@ struct Server::Impl {
   std::size_t unproven = 0;  // sessions that have not yet passed a request (TLS, auth included)
   std::size_t in_flight = 0;  // requests handed to the handler and not yet answered
   std::uint64_t next_seq = 0;
-  std::size_t peak_since_trim = 0;
-  bool trim_armed = false;
   bool draining = false;
   bool destroying = false;
   std::atomic<std::uint64_t> accepted{0}, rejected{0}, requests{0}, open{0}, evicted{0},
@@ -152,7 +150,6 @@ struct Server::Impl {
   asio::signal_set signals{ioc};
   asio::steady_timer drain_timer{ioc};
   asio::steady_timer accept_retry{ioc};
-  asio::steady_timer trim_timer{ioc};
   asio::steady_timer periodic_trim{ioc};
   std::map<int, std::function<void()>> on_signal;
 
@@ -184,7 +181,6 @@ struct Server::Impl {
   void WaitSignal();
   void BeginShutdown();
   void SessionGone();
-  void MaybeTrim();
   void ArmPeriodicTrim();
 };
 
@@ -199,7 +195,6 @@ class SessionBase {
     ++srv_.per_peer[peer_];
     ++srv_.unproven;
     ++srv_.open;
-    srv_.peak_since_trim = std::max(srv_.peak_since_trim, srv_.sessions.size());
   }
   virtual ~SessionBase() { Deregister(); }
   SessionBase(const SessionBase&) = delete;
@@ -1011,25 +1006,11 @@ void Server::Impl::BeginShutdown() {
 void Server::Impl::SessionGone() {
   if (destroying) return;
   if (draining && sessions.empty()) drain_timer.cancel();
-  MaybeTrim();
 }
 
-// After a burst of connections (at least 256 more than are open now) has closed, hands the freed
-// heap back to the system a second later: glibc keeps it otherwise, and an exporter that once held
-// 2,048 connections would hold their memory for good.
-void Server::Impl::MaybeTrim() {
-  if (trim_armed || peak_since_trim < sessions.size() + 256) return;
-  trim_armed = true;
-  trim_timer.expires_after(std::chrono::seconds(1));
-  trim_timer.async_wait([this](boost::system::error_code ec) {
-    trim_armed = false;
-    if (ec) return;
-    malloc_trim(0);
-    peak_since_trim = sessions.size();
-  });
-}
-
-// Every second the heap's free pages go back to the system. The exporter keeps up to 16 MiB of
+// Every second the heap's free pages go back to the system: after a burst of connections closes
+// (an exporter that once held 2,048 would otherwise hold their memory for good) and while scrapes
+// come. The exporter keeps up to 16 MiB of
 // freed heap for the next scrape's body (sys::KeepFreedMemory), and which pages those are depends
 // on what the last seconds allocated (pods come and go, clients send what they send), so without
 // this the RSS of a long run wanders by that much (bench/RESULTS.md, issue 39's soak); a trim a
