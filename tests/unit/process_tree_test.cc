@@ -161,7 +161,9 @@ TEST_P(ConservedCpu, CpuTimeOfExitedChildrenIsConserved) {
   ASSERT_FALSE(s.totals.empty());
   const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
   EXPECT_GT(s.rusage_s, 0.05) << "the busy child ran";
-  EXPECT_NEAR(s.totals.back() / hz, s.rusage_s, 2.5 / hz);
+  // /proc counts each of the 3 processes (sh, sh, sleep) in whole ticks rounded down, wait4 in
+  // microseconds: up to one tick apart per process (a loaded machine showed 2.54).
+  EXPECT_NEAR(s.totals.back() / hz, s.rusage_s, 3.5 / hz);
   EXPECT_TRUE(std::is_sorted(s.totals.begin(), s.totals.end())) << "the totals never decrease";
 }
 
