@@ -307,8 +307,12 @@ class DocsTest(unittest.TestCase):
             for d in ("tmp", "run", "varlib"):
                 os.mkdir(os.path.join(tmp, d))
             shutil.copy(os.path.join(tmp, "doc.sh"), os.path.join(tmp, "tmp", "doc.sh"))
-            inner = ("mount --bind \"$1/run\" /run && mount --bind \"$1/varlib\" /var/lib && "
-                     "mount --bind \"$1/tmp\" /tmp && ip link set lo up && cd \"$2\" && exec bash /tmp/doc.sh")
+            # The checkout and the build may themselves live under /tmp (CI clones there): each is bound
+            # into the fresh directory first, so the recursive bind over /tmp keeps it in its place.
+            keep = "".join(f'mkdir -p "$1/{d}{rel}" && mount --bind "{path}" "$1/{d}{rel}" && '
+                           for path, d, rel in shadowed_paths())
+            inner = (keep + "mount --rbind \"$1/run\" /run && mount --rbind \"$1/varlib\" /var/lib && "
+                     "mount --rbind \"$1/tmp\" /tmp && ip link set lo up && cd \"$2\" && exec bash /tmp/doc.sh")
             # A PID namespace too, whose first process dies with unshare (--kill-child): a block that
             # hangs past the timeout takes every server it started with it.
             p = subprocess.run(["unshare", "--user", "--map-root-user", "--net", "--mount", "--propagation",
@@ -320,6 +324,22 @@ class DocsTest(unittest.TestCase):
                     got = f.read()
                 mismatch = compare_output(expect.splitlines(), got.splitlines())
                 self.assertIsNone(mismatch, f"{b.where()}: the output shown drifted:\n{mismatch}\n--- it printed:\n{got}")
+
+
+SHADOWED = (("/tmp", "tmp"), ("/run", "run"), ("/var/lib", "varlib"))
+
+
+def shadowed_paths():
+    """(path, directory in the block's temp dir, path below it) for the checkout and the build
+    directory where they sit under a directory a block gets a fresh one of; outermost only."""
+    out = []
+    for path in sorted({os.path.realpath(ROOT), os.path.realpath(BIN_DIR)}):
+        if any(path.startswith(p + "/") for p, _, _ in out):
+            continue
+        for base, d in SHADOWED:
+            if path.startswith(base + "/"):
+                out.append((path, d, path[len(base):]))
+    return out
 
 
 def split_transcript(text):
