@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <unordered_set>
 
@@ -195,35 +196,68 @@ void ProcessTreeSampler::Count(Open& o, const ProcStats& s, TreeTotals& t) {
 }
 
 // A process gone from the tree took its utime+stime+cutime+cstime with it. Where its parent (or the
-// nearest ancestor still in the tree) reaped it, that time reappears in the parent's cutime/cstime
-// this tick; whatever does not reappear there is credited from its last reading.
+// nearest ancestor still in the tree) reaped it, that time appears in the parent's cutime/cstime.
+// Reads within a tick are not one snapshot: the parent may have been read just before it reaped the
+// child whose read then failed, so time not found this tick is held (pending_) and looked for once
+// more at the ancestor's next reading; only then, or at once where no ancestor can still reap it
+// (none in the tree, or a zombie), is it credited from the last reading.
 void ProcessTreeSampler::Depart() {
-  std::unordered_map<pid_t, Cpu> owed;  // per ancestor still in the tree (or 0: none), time to find
-  for (auto& [pid, o] : open_) {
-    if (!descendants_ || o.tick == tick_ || !o.read) continue;
-    pid_t up = o.last.ppid;
+  struct Owed {
+    Cpu held, fresh;  // held since an earlier tick (found now or credited), departed this tick
+  };
+  std::unordered_map<pid_t, Owed> owed;  // per ancestor still in the tree (0: none)
+  auto ancestor_of = [&](pid_t up) {
     for (int hops = 0; hops < 4096; ++hops) {  // climb over parents that left this tick too
       auto it = open_.find(up);
-      if (it == open_.end()) {
-        up = 0;
-        break;
-      }
-      if (it->second.tick == tick_) break;
+      if (it == open_.end()) return pid_t{0};
+      if (it->second.tick == tick_) return up;
       up = it->second.last.ppid;
     }
-    Cpu& c = owed[up];
-    c.user += o.last.utime_jiffies + o.last.cutime_jiffies;
-    c.system += o.last.stime_jiffies + o.last.cstime_jiffies;
+    return pid_t{0};
+  };
+  for (auto& [pid, o] : open_) {
+    if (!descendants_ || o.tick == tick_ || !o.read) continue;
+    Owed& c = owed[ancestor_of(o.last.ppid)];
+    c.fresh.user += o.last.utime_jiffies + o.last.cutime_jiffies;
+    c.fresh.system += o.last.stime_jiffies + o.last.cstime_jiffies;
   }
-  for (const auto& [ancestor, c] : owed) {
-    Cpu reaped;
+  for (const auto& [holder, c] : pending_) {
+    // A holder that left takes what it waits for up to its own ancestor, as new there: the time
+    // may reach that ancestor's cutime only with the holder's, a tick later again.
+    auto it = open_.find(holder);
+    Cpu& to = it == open_.end()             ? owed[0].fresh
+              : it->second.tick == tick_ ? owed[holder].held
+                                         : owed[ancestor_of(it->second.last.ppid)].fresh;
+    to.user += c.user;
+    to.system += c.system;
+  }
+  pending_.clear();
+  auto pay = [](std::uint64_t& want, std::uint64_t& found) {
+    std::uint64_t paid = std::min(want, found);
+    want -= paid;
+    found -= paid;
+  };
+  for (auto& [ancestor, c] : owed) {
+    Cpu found;
+    bool can_reap_later = false;
     if (auto it = open_.find(ancestor); ancestor != 0 && it != open_.end()) {
       const Open& a = it->second;
-      reaped.user = a.last.cutime_jiffies - std::min(a.last.cutime_jiffies, a.cutime_before);
-      reaped.system = a.last.cstime_jiffies - std::min(a.last.cstime_jiffies, a.cstime_before);
+      found.user = a.last.cutime_jiffies - std::min(a.last.cutime_jiffies, a.cutime_before);
+      found.system = a.last.cstime_jiffies - std::min(a.last.cstime_jiffies, a.cstime_before);
+      can_reap_later = !a.last.zombie;
     }
-    credit_.user += c.user - std::min(c.user, reaped.user);
-    credit_.system += c.system - std::min(c.system, reaped.system);
+    pay(c.held.user, found.user);
+    pay(c.held.system, found.system);
+    pay(c.fresh.user, found.user);
+    pay(c.fresh.system, found.system);
+    credit_.user += c.held.user;
+    credit_.system += c.held.system;
+    if (can_reap_later && (c.fresh.user > 0 || c.fresh.system > 0)) {
+      pending_[ancestor] = c.fresh;
+    } else {
+      credit_.user += c.fresh.user;
+      credit_.system += c.fresh.system;
+    }
   }
   for (auto it = open_.begin(); it != open_.end();) {
     if (it->second.tick != tick_) {
@@ -289,15 +323,29 @@ void ProcessTreeSampler::Discover(Open& root, const ProcStats& root_stats, TreeT
 }
 
 void ProcessTreeSampler::ReadKnown(TreeTotals& t) {
-  // A parent is always read: when its child leaves, the child's time must be found in the parent's
-  // cutime of this very tick, or it would be credited once and counted again at the next reading.
+  // Parents before their children: a child read after its parent had not been reaped when the
+  // parent was read, so its time is not also in the parent's cutime of this tick.
+  std::vector<std::pair<int, pid_t>> order;  // (depth, pid)
   std::unordered_set<pid_t> parents;
   for (const auto& [pid, o] : open_) {
-    if (o.tick == tick_ - 1 && o.read) parents.insert(o.last.ppid);
-  }
-  for (auto& [pid, o] : open_) {
     if (pid == pid_ || o.tick != tick_ - 1 || !o.read) continue;
-    if (o.idle && !o.last.zombie && !parents.contains(pid)) {  // carried until the next listing
+    int depth = 0;
+    for (pid_t up = o.last.ppid; up != pid_ && depth < 4096; ++depth) {
+      auto it = open_.find(up);
+      if (it == open_.end()) break;
+      up = it->second.last.ppid;
+    }
+    order.emplace_back(depth, pid);
+    parents.insert(o.last.ppid);
+  }
+  std::sort(order.begin(), order.end());
+  for (auto [depth, pid] : order) {
+    Open& o = open_.at(pid);
+    // A parent is always read (a child's time must be found in its cutime the tick the child
+    // leaves), and so is one waiting for a departed child's time (pending_). An idle leaf is carried
+    // until the next listing while its parent, read this tick, has reaped nothing since its last
+    // reading: a parent that reaped, or left itself, may have taken the leaf with it.
+    if (o.idle && !o.last.zombie && !parents.contains(pid) && !pending_.contains(pid) && ParentReapedNothing(o)) {
       o.tick = tick_;
       ProcStats carried = o.last;
       Count(o, carried, t);
@@ -308,6 +356,13 @@ void ProcessTreeSampler::ReadKnown(TreeTotals& t) {
     o.tick = tick_;
     Count(o, *s, t);
   }
+}
+
+bool ProcessTreeSampler::ParentReapedNothing(const Open& o) const {
+  auto it = open_.find(o.last.ppid);
+  if (it == open_.end() || it->second.tick != tick_ || !it->second.read) return false;
+  const Open& p = it->second;
+  return p.last.cutime_jiffies == p.cutime_before && p.last.cstime_jiffies == p.cstime_before;
 }
 
 bool ProcessTreeSampler::InTree(pid_t pid) const {

@@ -59,7 +59,10 @@ class ProcessTreeSampler {
   // `discover_every` reads. On the reads between, the known processes are read through their open
   // files, except childless ones that used no CPU between their last two readings, whose last
   // reading is carried: an idle leaf costs one read per listing, not one per tick (a parent is read
-  // every time, so that a child's time is found in its cutime the tick the child leaves). New descendants
+  // every time, so that a child's time is found in its cutime the tick the child leaves, and a leaf
+  // whose parent reaped or left is read, as it may be gone). Parents are read before their
+  // children, and time not yet in a cutime is looked for once more before it is credited (reads
+  // within a tick are not one snapshot: docs/record.md, "CPU accounting"). New descendants
   // appear within `discover_every` reads and CPU time stays exact meanwhile (a child born and
   // reaped between listings arrives in its parent's cutime; an idle one that wakes is read at the
   // next listing with all it used). 1 lists and reads everything every time.
@@ -103,6 +106,8 @@ class ProcessTreeSampler {
   void AppendChildren(Open& o, std::uint32_t threads, std::vector<pid_t>& out);
   void Discover(Open& root, const ProcStats& root_stats, TreeTotals& t);
   void ReadKnown(TreeTotals& t);  // the descendants in the tree at the last read, by their open files
+  // Its parent was read this tick and had reaped no child since its reading before.
+  bool ParentReapedNothing(const Open& o) const;
   // Adds one process's reading to the totals (a zombie with its last live memory and threads).
   void Count(Open& o, const ProcStats& s, TreeTotals& t);
   // Closes the processes not seen this tick, crediting the CPU time no parent reaped.
@@ -120,6 +125,9 @@ class ProcessTreeSampler {
   std::unordered_map<pid_t, Open> open_;
   std::string buf_;
   Cpu credit_;    // CPU time of processes that left the tree unreaped by it
+  // Time of processes that left, not yet found in the cutime of the ancestor (the key) that may
+  // have reaped them: looked for at its next reading, then credited.
+  std::unordered_map<pid_t, Cpu> pending_;
   Cpu reported_;  // the last totals returned (they never decrease)
 };
 

@@ -184,6 +184,88 @@ TEST_P(ConservedCpu, AnIdleParentThatReapsIsNotCountedTwice) {
   EXPECT_NEAR(s.totals.back() / hz, s.rusage_s, 4.5 / hz);
 }
 
+// A fixture procfs whose files are rewritten in place between reads (the sampler keeps them open).
+class FixtureProc {
+ public:
+  FixtureProc() : dir_(std::filesystem::temp_directory_path() / ("gpulse-proc-" + std::to_string(getpid()))) {
+    std::filesystem::remove_all(dir_);
+  }
+  ~FixtureProc() { std::filesystem::remove_all(dir_); }
+  std::string root() const { return dir_.string(); }
+  // A sleeping process with the given CPU times (jiffies) and children.
+  void Set(pid_t pid, pid_t ppid, unsigned utime, unsigned cutime, const std::string& children) {
+    auto task = dir_ / std::to_string(pid) / "task" / std::to_string(pid);
+    std::filesystem::create_directories(task);
+    Write(dir_ / std::to_string(pid) / "stat",
+          std::to_string(pid) + " (p) S " + std::to_string(ppid) + " 1 1 0 -1 0 0 0 0 0 " + std::to_string(utime) +
+              " 0 " + std::to_string(cutime) + " 0 20 0 1 0 1 0 10\n");
+    Write(task / "children", children);
+  }
+  void Reaped(pid_t pid) { Write(dir_ / std::to_string(pid) / "stat", ""); }  // its open file reads nothing
+
+ private:
+  static void Write(const std::filesystem::path& p, const std::string& text) {
+    FILE* f = std::fopen(p.c_str(), "w");  // truncates in place: open descriptors see the new text
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+  std::filesystem::path dir_;
+};
+
+// Reads within a tick are not one snapshot: the parent (200) is read, then reaps its child (300),
+// whose read then fails. The child's 60 jiffies are in the parent's cutime only at the next
+// reading; they must not be credited as well.
+TEST(ProcessTree, AChildReapedJustAfterItsParentWasReadIsCountedOnce) {
+  for (unsigned every : {1u, 4u}) {
+    FixtureProc proc;
+    proc.Set(100, 1, 0, 0, "200 ");
+    proc.Set(200, 100, 0, 0, "300 ");
+    proc.Set(300, 200, 60, 0, "");
+    ProcessTreeSampler tree(proc.root(), 100, true, every);
+    EXPECT_EQ(tree.ReadAndDiscover()->utime_jiffies, 60u);
+    proc.Set(200, 100, 0, 0, "");
+    proc.Reaped(300);
+    EXPECT_EQ(tree.Read()->utime_jiffies, 60u) << "every " << every;
+    proc.Set(200, 100, 0, 60, "");
+    EXPECT_EQ(tree.Read()->utime_jiffies, 60u) << "every " << every << ": found in the parent's cutime, not credited";
+    EXPECT_EQ(tree.Read()->utime_jiffies, 60u) << "every " << every;
+  }
+}
+
+// An idle leaf is carried between listings without reading it, but not when its parent has left:
+// the parent may have reaped it first (a spinning child that got no CPU for two ticks on a loaded
+// machine, then was killed and reaped with its parent), and its time is then in the grandparent's.
+TEST(ProcessTree, AnIdleLeafWhoseParentLeftIsReadNotCarried) {
+  FixtureProc proc;
+  proc.Set(100, 1, 0, 0, "200 ");
+  proc.Set(200, 100, 0, 0, "300 ");
+  proc.Set(300, 200, 60, 0, "");
+  ProcessTreeSampler tree(proc.root(), 100, true, 8);
+  EXPECT_EQ(tree.ReadAndDiscover()->utime_jiffies, 60u);
+  EXPECT_EQ(tree.Read()->utime_jiffies, 60u);  // 300 idle from here
+  proc.Reaped(300);
+  proc.Reaped(200);
+  proc.Set(100, 1, 0, 60, "");
+  EXPECT_EQ(tree.Read()->utime_jiffies, 60u) << "in the root's cutime, not also carried";
+}
+
+// Time that never reaches a parent's cutime (it ignores SIGCHLD) is credited at its next reading.
+TEST(ProcessTree, AChildNoParentReapsIsCreditedAtTheParentsNextReading) {
+  FixtureProc proc;
+  proc.Set(100, 1, 0, 0, "200 ");
+  proc.Set(200, 100, 0, 0, "300 ");
+  proc.Set(300, 200, 60, 0, "");
+  ProcessTreeSampler tree(proc.root(), 100, true, 4);
+  EXPECT_EQ(tree.ReadAndDiscover()->utime_jiffies, 60u);
+  proc.Set(200, 100, 5, 0, "");
+  proc.Reaped(300);
+  EXPECT_EQ(tree.Read()->utime_jiffies, 60u) << "held, the total does not go down";
+  proc.Set(200, 100, 10, 0, "");
+  EXPECT_EQ(tree.Read()->utime_jiffies, 70u) << "the parent's 10 and the child's 60, credited";
+  EXPECT_EQ(tree.Read()->utime_jiffies, 70u);
+}
+
 // A process that leaves the tree without a tree member reaping it (orphaned: its parent exits
 // while it runs, so init reaps it) keeps the CPU time it was last seen with: the tree's total ends
 // above what wait4 reports for the root, which cannot include it.
