@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 BUILD := build
 GPULSE := $(BUILD)/bin/gpulse
 
-.PHONY: deps deps-build configure build demo test bench fuzz clean format
+.PHONY: deps deps-build configure build demo test bench fuzz clean format deb image
 
 deps:
 	bash scripts/install-deps.sh
@@ -28,8 +28,22 @@ demo: deps-build
 	cmake --build --preset default -j $(JOBS) --target gpulse gpulse_nvml_sim
 	bash scripts/demo.sh $(GPULSE)
 
+# The package and the image are built first: tests/package checks them.
 test: build
+	$(MAKE) --no-print-directory image
 	ctest --preset default -j $(JOBS)
+
+# The Debian package, build/gpulse_VERSION_ARCH.deb, from the install tree (cmake/package.cmake).
+deb: deps-build
+	@[ -f $(BUILD)/build.ninja ] || cmake --preset default -DGPULSE_BUILD_TESTS=OFF -DGPULSE_BUILD_BENCH=OFF
+	cmake --build --preset default -j $(JOBS) --target gpulse gpulse_nvml_sim gpulse_docs_generated gpulse_changelog
+	cd $(BUILD) && cpack --config CPackConfig.cmake
+	@echo "wrote $$(ls $(BUILD)/gpulse_*.deb)"
+
+# The container image (deploy/container/Containerfile, built without a container engine):
+# build/image/ as an OCI layout, build/gpulse-image.tar the same as one archive.
+image: deb
+	bash deploy/container/build-image.sh $(BUILD)
 
 bench: build
 	bash bench/run.sh $(BUILD)

@@ -25,7 +25,11 @@ test_packages=(
   prometheus prometheus-node-exporter prometheus-alertmanager wrk python3-prometheus-client curl
   slurm-wlm munge iproute2
   python3-grpcio python3-protobuf
+  lintian mmdebstrap umoci
 )
+# `kubectl kustomize` renders deploy/kubernetes; Debian's kubectl is in kubernetes-client, unless the
+# machine has a kubectl of its own (the two cannot both be installed).
+command -v kubectl >/dev/null || test_packages+=(kubernetes-client)
 case "${1:-}" in
   "") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
   --build-only) packages=("${build_packages[@]}") ;;

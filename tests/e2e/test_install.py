@@ -3,6 +3,7 @@ directory, then gpulse run from P alone: stripped, the simulator found in P/lib/
 counters file in P/etc/gpulse, the systemd units naming exactly those paths (and passing
 `systemd-analyze verify`), and a man page for gpulse and every subcommand that names every flag its
 `--help` lists and renders without a warning, and a bash completion offering exactly those."""
+import gzip
 import os
 import re
 import shutil
@@ -58,6 +59,14 @@ class InstallTreeTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("DCGM_FI_DEV_POWER_USAGE{", p.stdout)
 
+    def test_the_web_config_example_configures_nothing_and_loads(self):
+        example = os.path.join(self.prefix, "etc", "gpulse", "web.yml")
+        with open(example, encoding="utf-8") as f:
+            self.assertFalse([l for l in f if l.strip() and not l.lstrip().startswith("#")], "comments only")
+        p = subprocess.run([self.bin, "exporter", "--simulate", "1xH200", "--once", "--web-config-file", example],
+                           capture_output=True, text=True, timeout=60, env=env_without_simulator_hints())
+        self.assertEqual(p.returncode, 0, p.stderr)
+
     def test_the_units_name_the_installed_binary_and_counters_file(self):
         unit_dir = os.path.join(self.prefix, "lib", "systemd", "system")
         for unit in ("gpulse-exporter.service", "gpulse-agent.service"):
@@ -82,14 +91,14 @@ class InstallTreeTest(unittest.TestCase):
         return out
 
     def page(self, words):
-        return os.path.join(self.prefix, "share", "man", "man1", "-".join(["gpulse", *words]) + ".1")
+        return os.path.join(self.prefix, "share", "man", "man1", "-".join(["gpulse", *words]) + ".1.gz")
 
     def test_every_subcommand_has_a_page_naming_every_flag_of_its_help(self):
         paths = self.subcommand_paths()
         self.assertGreater(len(paths), 20)
         for words in [[]] + paths:
             with self.subTest(command=" ".join(["gpulse", *words])):
-                with open(self.page(words), encoding="utf-8") as f:
+                with gzip.open(self.page(words), "rt", encoding="utf-8") as f:
                     page = f.read().replace("\\-", "-")
                 help_text = subprocess.run([self.bin, *words, "--help"], capture_output=True, text=True).stdout
                 for flag in set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", help_text)):
@@ -99,9 +108,12 @@ class InstallTreeTest(unittest.TestCase):
         if not shutil.which("groff"):
             self.skipTest("groff is not installed")
         pages = sorted(os.listdir(os.path.join(self.prefix, "share", "man", "man1")))
-        self.assertIn("gpulse.1", pages)
+        self.assertIn("gpulse.1.gz", pages)
         for name in pages:
-            p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", os.path.join(self.prefix, "share", "man", "man1", name)],
+            self.assertTrue(name.endswith(".1.gz"), name + ": installed compressed, as Debian's policy asks")
+            with gzip.open(os.path.join(self.prefix, "share", "man", "man1", name), "rb") as f:
+                source = f.read()
+            p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z"], input=source.decode(),
                                capture_output=True, text=True, timeout=60)
             self.assertEqual((p.returncode, p.stderr), (0, ""), name)
             if shutil.which("man"):  # what a reader runs: `man -l PAGE`
