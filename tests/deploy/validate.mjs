@@ -1,5 +1,6 @@
-// Validates every manifest in deploy/kubernetes against Kubernetes' own object schemas, so that a
-// misspelt field or a wrong value fails the test (issue 20 item 5; run by ctest as deploy_manifests):
+// Validates every kustomize overlay of deploy/kubernetes, as `kubectl kustomize` renders it, against
+// Kubernetes' own object schemas, so that a misspelt field or a wrong value fails the test (issue 20
+// item 5, issue 41 item 4; run by ctest as deploy_manifests through render.sh):
 //   1. kubernetes-models' validators (generated from the Kubernetes OpenAPI: types, enums, required
 //      fields) — they accept unknown fields, so
 //   2. TypeScript's excess-property check against the same package's interfaces rejects any field
@@ -7,7 +8,11 @@
 // The API version is the one kubernetes-models 5.1.0 is generated from (its Container has
 // restartPolicyRules, added in Kubernetes 1.34); ServiceMonitor from @kubernetes-models/
 // prometheus-operator 6.0.0. A self-check first proves both steps reject a misspelt field.
-// Usage: node validate.mjs [DIR] (default: deploy/kubernetes of this checkout).
+// Then what the overlays promise: every overlay is there, the counters ConfigMap is
+// deploy/default-counters.csv verbatim, every ConfigMap used is shipped, the image is the base's
+// one reference, and the container's securityContext is least-privilege (no capabilities, no
+// escalation, read-only root; non-root except where an overlay needs root and says why).
+// Usage: node validate.mjs DIR, DIR holding one rendering per overlay, NAME.yaml.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -16,7 +21,10 @@ import yaml from "js-yaml";
 import ts from "typescript";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const dir = process.argv[2] ?? path.join(here, "..", "..", "deploy", "kubernetes");
+const dir = process.argv[2];
+const source = path.join(here, "..", "..", "deploy");
+const OVERLAYS = ["agent", "plain", "pod-labels", "servicemonitor", "tls-auth"];
+const ROOT_OVERLAYS = new Set(["agent", "pod-labels"]);  // the node's root-owned socket and state dir
 
 // kind → [module, interface, class]
 const KINDS = {
@@ -119,30 +127,60 @@ async function selfCheck() {
 }
 
 await selfCheck();
-const files = fs.readdirSync(dir).filter((f) => f.endsWith(".yaml")).sort();
-const docs = files.flatMap((f) => documents(path.join(dir, f)).map((doc, i) => ({ doc, where: `${f}#${i}` })));
-const errors = await check(docs);
-
-// The counters ConfigMap must be deploy/default-counters.csv, verbatim.
-const counters = docs.find(({ doc }) => doc.kind === "ConfigMap" && doc.metadata?.name === "gpulse-exporter-counters");
-const csv = fs.readFileSync(path.join(dir, "..", "default-counters.csv"), "utf8");
-if (!counters || counters.doc.data?.["default-counters.csv"] !== csv) {
-  errors.push("configmap.yaml: gpulse-exporter-counters is not deploy/default-counters.csv verbatim");
+if (!dir) {
+  console.error("usage: node validate.mjs DIR (renderings of deploy/kubernetes/overlays/*, NAME.yaml)");
+  process.exit(2);
 }
-// Every ConfigMap a DaemonSet mounts or reads is shipped here.
-const maps = new Set(docs.filter(({ doc }) => doc.kind === "ConfigMap").map(({ doc }) => doc.metadata.name));
-for (const { doc, where } of docs.filter(({ doc }) => doc.kind === "DaemonSet")) {
-  const spec = doc.spec.template.spec;
-  const used = [
-    ...(spec.volumes ?? []).filter((v) => v.configMap).map((v) => v.configMap.name),
-    ...spec.containers.flatMap((c) => (c.envFrom ?? []).filter((e) => e.configMapRef).map((e) => e.configMapRef.name)),
-  ];
-  for (const name of used) if (!maps.has(name)) errors.push(`${where}: ConfigMap ${name} is not shipped in ${dir}`);
+const errors = [];
+const files = fs.readdirSync(dir).filter((f) => f.endsWith(".yaml")).sort();
+const rendered = files.map((f) => f.slice(0, -".yaml".length));
+const shipped = fs.readdirSync(path.join(source, "kubernetes", "overlays")).sort();
+if (JSON.stringify(rendered) !== JSON.stringify(OVERLAYS) || JSON.stringify(shipped) !== JSON.stringify(OVERLAYS)) {
+  errors.push(`overlays: expected ${OVERLAYS}, rendered ${rendered}, shipped ${shipped}`);
+}
+const csv = fs.readFileSync(path.join(source, "default-counters.csv"), "utf8");
+const baseKustomization = yaml.load(fs.readFileSync(path.join(source, "kubernetes", "base", "kustomization.yaml"), "utf8"));
+const image = `${baseKustomization.images[0].newName}:${baseKustomization.images[0].newTag}`;
+let total = 0;
+for (const overlay of rendered) {
+  const docs = documents(path.join(dir, `${overlay}.yaml`)).map((doc) => ({
+    doc,
+    where: `${overlay}: ${doc.kind}/${doc.metadata?.name}`,
+  }));
+  total += docs.length;
+  errors.push(...(await check(docs)));
+
+  // The counters ConfigMap must be deploy/default-counters.csv, verbatim.
+  const counters = docs.find(({ doc }) => doc.kind === "ConfigMap" && doc.metadata?.name === "gpulse-exporter-counters");
+  if (!counters || counters.doc.data?.["default-counters.csv"] !== csv) {
+    errors.push(`${overlay}: gpulse-exporter-counters is not deploy/default-counters.csv verbatim`);
+  }
+  const maps = new Set(docs.filter(({ doc }) => doc.kind === "ConfigMap").map(({ doc }) => doc.metadata.name));
+  for (const { doc, where } of docs.filter(({ doc }) => doc.kind === "DaemonSet")) {
+    const spec = doc.spec.template.spec;
+    // Every ConfigMap a DaemonSet mounts or reads is shipped.
+    const used = [
+      ...(spec.volumes ?? []).filter((v) => v.configMap).map((v) => v.configMap.name),
+      ...spec.containers.flatMap((c) => (c.envFrom ?? []).filter((e) => e.configMapRef).map((e) => e.configMapRef.name)),
+    ];
+    for (const name of used) if (!maps.has(name)) errors.push(`${where}: ConfigMap ${name} is not shipped`);
+    for (const c of spec.containers) {
+      if (c.image !== image) errors.push(`${where}: image ${c.image}, not the base's ${image}`);
+      const sc = c.securityContext ?? {};
+      if (sc.allowPrivilegeEscalation !== false) errors.push(`${where}: allowPrivilegeEscalation is not false`);
+      if (sc.readOnlyRootFilesystem !== true) errors.push(`${where}: the root filesystem is not read-only`);
+      if (JSON.stringify(sc.capabilities?.drop) !== JSON.stringify(["ALL"]) || sc.capabilities?.add) {
+        errors.push(`${where}: capabilities are not exactly drop ALL`);
+      }
+      const root = sc.runAsUser === 0 || sc.runAsNonRoot !== true;
+      if (root !== ROOT_OVERLAYS.has(overlay)) errors.push(`${where}: runs as ${root ? "root" : "non-root"}`);
+    }
+  }
 }
 
 if (errors.length) {
   console.error(errors.join("\n"));
-  console.log(`0 passed, 1 failed: ${docs.length} manifests in ${files.length} files`);
+  console.log(`0 passed, 1 failed: ${total} manifests in ${files.length} overlays`);
   process.exit(1);
 }
-console.log(`deploy manifests: ${docs.length} manifests in ${files.length} files valid`);
+console.log(`deploy manifests: ${total} manifests in ${files.length} overlays valid`);

@@ -356,13 +356,17 @@ class StartUp(GpulseTestCase):
 
 
 class DeploySettings(KubeletTestCase):
-    """deploy/kubernetes/settings.yaml works as written: gpulse starts with exactly its variables (the
-    DaemonSet's envFrom), only the node's paths pointed at the test's, and serves pod labels."""
+    """deploy/kubernetes's settings (base/settings.yaml with overlays/pod-labels' changes) work as
+    written: gpulse starts with exactly those variables (the DaemonSet's envFrom), only the node's
+    paths pointed at the test's, and serves pod labels."""
 
     def test_the_settings_file_starts_gpulse_in_kubernetes_mode(self):
         import yaml
-        with open(os.path.join(SOURCE_DIR, "deploy", "kubernetes", "settings.yaml"), encoding="utf-8") as f:
+        kube = os.path.join(SOURCE_DIR, "deploy", "kubernetes")
+        with open(os.path.join(kube, "base", "settings.yaml"), encoding="utf-8") as f:
             data = yaml.safe_load(f)["data"]
+        with open(os.path.join(kube, "overlays", "pod-labels", "settings.yaml"), encoding="utf-8") as f:
+            data.update(yaml.safe_load(f)["data"])  # what the pod-labels overlay changes
         self.assertTrue(all(isinstance(v, str) for v in data.values()), "ConfigMap values are strings")
         env = dict(data)
         env["DCGM_EXPORTER_COLLECTORS"] = os.path.join(SOURCE_DIR, "deploy", "default-counters.csv")
