@@ -293,13 +293,18 @@ class DeployTest(GpulseTestCase):
     def test_kubernetes_manifests_agree_on_port_and_labels(self):
         import yaml
         docs = {}
-        for name in ("daemonset", "service", "servicemonitor"):
-            with open(self.deploy("kubernetes", name + ".yaml")) as f:
+        for name, where in (("daemonset", "base"), ("service", "base"),
+                            ("servicemonitor", os.path.join("overlays", "servicemonitor"))):
+            with open(self.deploy("kubernetes", where, name + ".yaml")) as f:
                 docs[name] = yaml.safe_load(f)
         ds, svc, sm = docs["daemonset"], docs["service"], docs["servicemonitor"]
         self.assertEqual(ds["kind"], "DaemonSet")
         container = ds["spec"]["template"]["spec"]["containers"][0]
-        self.assertEqual(container["args"][0], "exporter")
+        # The image's entrypoint runs: `gpulse exporter` (deploy/container/Containerfile).
+        self.assertNotIn("command", container)
+        self.assertNotIn("args", container)
+        with open(self.deploy("container", "Containerfile")) as f:
+            self.assertIn('ENTRYPOINT ["/usr/bin/gpulse", "exporter"]', f.read())
         self.assertEqual(container["ports"][0]["containerPort"], 9400)
         # TCP probes on the metrics port: they work with basic auth on (issue 20).
         for probe in ("livenessProbe", "readinessProbe"):

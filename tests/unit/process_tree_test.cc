@@ -193,6 +193,12 @@ class FixtureProc {
   ~FixtureProc() { std::filesystem::remove_all(dir_); }
   std::string root() const { return dir_.string(); }
   // A sleeping process with the given CPU times (jiffies) and children.
+  // 100 (the root) -> 200 -> 300, a leaf that has used 60 jiffies.
+  void ThreeLevels() {
+    Set(100, 1, 0, 0, "200 ");
+    Set(200, 100, 0, 0, "300 ");
+    Set(300, 200, 60, 0, "");
+  }
   void Set(pid_t pid, pid_t ppid, unsigned utime, unsigned cutime, const std::string& children) {
     auto task = dir_ / std::to_string(pid) / "task" / std::to_string(pid);
     std::filesystem::create_directories(task);
@@ -219,9 +225,7 @@ class FixtureProc {
 TEST(ProcessTree, AChildReapedJustAfterItsParentWasReadIsCountedOnce) {
   for (unsigned every : {1u, 4u}) {
     FixtureProc proc;
-    proc.Set(100, 1, 0, 0, "200 ");
-    proc.Set(200, 100, 0, 0, "300 ");
-    proc.Set(300, 200, 60, 0, "");
+    proc.ThreeLevels();
     ProcessTreeSampler tree(proc.root(), 100, true, every);
     EXPECT_EQ(tree.ReadAndDiscover()->utime_jiffies, 60u);
     proc.Set(200, 100, 0, 0, "");
@@ -238,9 +242,7 @@ TEST(ProcessTree, AChildReapedJustAfterItsParentWasReadIsCountedOnce) {
 // machine, then was killed and reaped with its parent), and its time is then in the grandparent's.
 TEST(ProcessTree, AnIdleLeafWhoseParentLeftIsReadNotCarried) {
   FixtureProc proc;
-  proc.Set(100, 1, 0, 0, "200 ");
-  proc.Set(200, 100, 0, 0, "300 ");
-  proc.Set(300, 200, 60, 0, "");
+  proc.ThreeLevels();
   ProcessTreeSampler tree(proc.root(), 100, true, 8);
   EXPECT_EQ(tree.ReadAndDiscover()->utime_jiffies, 60u);
   EXPECT_EQ(tree.Read()->utime_jiffies, 60u);  // 300 idle from here
@@ -253,9 +255,7 @@ TEST(ProcessTree, AnIdleLeafWhoseParentLeftIsReadNotCarried) {
 // Time that never reaches a parent's cutime (it ignores SIGCHLD) is credited at its next reading.
 TEST(ProcessTree, AChildNoParentReapsIsCreditedAtTheParentsNextReading) {
   FixtureProc proc;
-  proc.Set(100, 1, 0, 0, "200 ");
-  proc.Set(200, 100, 0, 0, "300 ");
-  proc.Set(300, 200, 60, 0, "");
+  proc.ThreeLevels();
   ProcessTreeSampler tree(proc.root(), 100, true, 4);
   EXPECT_EQ(tree.ReadAndDiscover()->utime_jiffies, 60u);
   proc.Set(200, 100, 5, 0, "");
