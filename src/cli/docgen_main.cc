@@ -1,6 +1,8 @@
 // gpulse-docgen: writes the man pages of every gpulse subcommand (cli/man_pages.h) and the bash
-// completion (cli/completion.h, as gpulse.bash) into a directory. Run by the build; not installed.
-// Usage: gpulse-docgen OUTPUT_DIR
+// completion (cli/completion.h, as gpulse.bash) into a directory, or prints the configuration
+// reference (cli/configuration.h, docs/configuration.md). Run by the build and the tests; not
+// installed.
+// Usage: gpulse-docgen OUTPUT_DIR | gpulse-docgen --configuration
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -8,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/completion.h"
+#include "cli/configuration.h"
 #include "cli/man_pages.h"
 #include "cli/build_info.h"
 
@@ -26,12 +29,16 @@ bool Write(const std::string& path, const std::string& text) {
 int main(int argc, char** argv) {
   using namespace gpulse::cli;
   if (argc != 2) {
-    std::fprintf(stderr, "usage: gpulse-docgen OUTPUT_DIR\n");
+    std::fprintf(stderr, "usage: gpulse-docgen OUTPUT_DIR | gpulse-docgen --configuration\n");
     return kExitUsage;
   }
   const std::string dir = argv[1];
   CLI::App app("", "gpulse");
   SetUpApp(app);
+  if (dir == "--configuration") {
+    std::fputs(RenderConfigurationReference(app).c_str(), stdout);
+    return std::fflush(stdout) == 0 ? kExitOk : kExitFailure;
+  }
   for (const auto& [name, text] : RenderManPages(app, kGpulseVersion)) {
     if (!Write(dir + "/" + name + ".1", text)) return kExitFailure;
   }
