@@ -28,10 +28,14 @@ demo: deps-build
 	cmake --build --preset default -j $(JOBS) --target gpulse gpulse_nvml_sim
 	bash scripts/demo.sh $(GPULSE)
 
-# The package and the image are built first: tests/package checks them.
+# The package and the image are built first: tests/package checks them. When a test fails, the
+# failed ones run once more, alone, with their output last (where a CI log's tail shows it); the
+# run fails either way.
 test: build
 	$(MAKE) --no-print-directory image
-	ctest --preset default -j $(JOBS)
+	@ctest --preset default -j $(JOBS) || { \
+	  echo "== the failed tests once more, alone, with their output"; \
+	  ctest --preset default --rerun-failed --output-on-failure 2>&1 | tail -n 300; exit 1; }
 
 # The Debian package, build/gpulse_VERSION_ARCH.deb, from the install tree (cmake/package.cmake).
 deb: deps-build

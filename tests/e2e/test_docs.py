@@ -5,9 +5,11 @@ What a fenced block is, and what is done with it:
 - a **transcript**: lines starting with `$ ` are commands, the lines after each its output. The
   command runs from the repository root (`gpulse` is the binary under test) and its stdout and stderr
   together must match the lines shown, where a line `...` stands for any number of lines and `...`
-  within a line for any characters (a path that differs between machines). A number
-  with a fractional part may differ from the one shown by 0.05 % of it (the simulator's readings
-  wobble with the clock in their last digit); every other character is compared exactly.
+  within a line for any characters (a path that differs between machines). The simulator's clock
+  is frozen (`GPULSE_SIM_CLOCK=0`): its readings move with time since it was loaded, so on a busy
+  machine an unfrozen clock changes more than a last digit. A number with a fractional part may
+  differ from the one shown by 0.05 % of it (a reading rounded on another machine); every other
+  character is compared exactly.
 - a **script** (```sh, or lines starting with `gpulse`): the whole block runs as one bash script in
   a network, mount and PID namespace of its own (its /tmp, /run and /var/lib are empty directories of
   the test, its loopback its own, nothing it starts outliving it), NVML being the simulator (`GPULSE_NVML_LIBRARY`, scenario 8xH100),
@@ -273,7 +275,8 @@ class DocsTest(unittest.TestCase):
             for cmd, shown in split_transcript(b.text):
                 n += 1
                 with self.subTest(block=b.where(), command=cmd):
-                    p = subprocess.run(["bash", "-c", cmd], cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE,
+                    env = dict(clean_env(), GPULSE_SIM_CLOCK="0")
+                    p = subprocess.run(["bash", "-c", cmd], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                        stderr=subprocess.STDOUT, text=True, timeout=120)
                     got = p.stdout
                     self.assertEqual(p.returncode, 0, f"{b.where()}: `{cmd}` exited {p.returncode}:\n{got}")
