@@ -676,16 +676,18 @@ Agent::Reply Agent::ProcessInfo(unsigned pid, const std::map<std::string, std::s
   if (auto it = group_activity_.find(gid); it != group_activity_.end())
     sources.push_back(&it->second);
   for (const auto& [id, job] : jobs_) sources.push_back(&job.activity);
+  // Every process those saw: the others on the same GPUs meanwhile are its conflicting ones.
   Activity merged;
+  bool seen = false;
   for (const Activity* a : sources) {
     for (const auto& [k, p] : a->processes) {
-      if (p.pid != pid) continue;
+      seen = seen || p.pid == pid;
       auto [it, added] = merged.processes.try_emplace(k, p);
       if (!added && p.last_seen_unix_ns > it->second.last_seen_unix_ns) it->second = p;
     }
     merged.xids.insert(merged.xids.end(), a->xids.begin(), a->xids.end());
   }
-  if (merged.processes.empty()) {
+  if (!seen) {
     return Route::Error(404, fmt::format("no process {} was seen on the GPUs of group {} (enable "
                                          "process watches first: gpulse stats -g {} -e)",
                                          pid, gid, gid));
@@ -696,6 +698,7 @@ Agent::Reply Agent::ProcessInfo(unsigned pid, const std::map<std::string, std::s
   w.end_unix_ns = 0;
   std::set<unsigned> gpus;
   for (const auto& [k, p] : merged.processes) {
+    if (p.pid != pid) continue;
     w.start_unix_ns = std::min(w.start_unix_ns, p.first_seen_unix_ns);
     w.end_unix_ns = std::max(w.end_unix_ns, p.last_seen_unix_ns);
     gpus.insert(p.gpu);

@@ -1,6 +1,7 @@
 #include "agent/job_stats.h"
 
 #include <algorithm>
+#include <set>
 
 #include "report/derive.h"
 #include "report/run_json.h"
@@ -49,37 +50,6 @@ std::map<std::int64_t, Sample> Ticks(std::size_t pos, const StatsWindow& w,
   return ticks;
 }
 
-std::string Health(const json& gpu, json& incidents) {
-  std::string verdict = "healthy";
-  auto count = [&](const char* key) {
-    return gpu.contains(key) && gpu[key].is_number() ? gpu[key].get<std::uint64_t>() : 0;
-  };
-  if (std::uint64_t n = count("ecc_dbe_errors"); n > 0) {
-    incidents.push_back(std::to_string(n) + " double-bit ECC error(s)");
-    verdict = "failure";
-  }
-  if (!gpu["xid_errors"].empty()) {
-    incidents.push_back(std::to_string(gpu["xid_errors"].size()) + " XID error(s)");
-    verdict = "failure";
-  }
-  if (std::uint64_t n = count("pcie_replays"); n > 0) {
-    incidents.push_back(std::to_string(n) + " PCIe replay(s)");
-    if (verdict == "healthy") verdict = "warning";
-  }
-  // What could not be read is said, not counted as none.
-  if (gpu.value("sample_count", 0) > 0) {
-    for (const char* key : {"ecc_dbe_errors", "pcie_replays"}) {
-      if (!gpu.contains(key) || !gpu[key].is_number()) {
-        incidents.push_back(std::string(key == std::string("ecc_dbe_errors")
-                                            ? "double-bit ECC errors"
-                                            : "PCIe replays") +
-                            " not readable: not part of the verdict");
-      }
-    }
-  }
-  return verdict;
-}
-
 json ProcessJson(const ProcessUse& p) {
   auto mean = [](double sum, std::uint64_t n) { return n == 0 ? json(nullptr) : json(sum / n); };
   return {{"pid", p.pid},
@@ -90,7 +60,10 @@ json ProcessJson(const ProcessUse& p) {
           {"memory_utilization_mean_percent", mean(p.mem_util_sum, p.mem_util_samples)},
           {"gpu_instance_id", p.gpu_instance_id ? json(*p.gpu_instance_id) : json(nullptr)},
           {"compute_instance_id",
-           p.compute_instance_id ? json(*p.compute_instance_id) : json(nullptr)}};
+           p.compute_instance_id ? json(*p.compute_instance_id) : json(nullptr)},
+          {"type", p.compute && p.graphics ? "compute+graphics"
+                   : p.graphics            ? "graphics"
+                                           : "compute"}};
 }
 
 }  // namespace
@@ -118,6 +91,8 @@ void Activity::NoteProcesses(unsigned gpu, const ProcessList& list, std::int64_t
     if (p.mem_util) u.mem_util_sum += *p.mem_util, ++u.mem_util_samples;
     if (p.gpu_instance_id) u.gpu_instance_id = p.gpu_instance_id;
     if (p.compute_instance_id) u.compute_instance_id = p.compute_instance_id;
+    u.compute = u.compute || p.compute;
+    u.graphics = u.graphics || p.graphics;
   }
 }
 
@@ -148,7 +123,8 @@ json Activity::ToJson() const {
                   {"sm", {p.sm_util_sum, p.sm_util_samples}},
                   {"mu", {p.mem_util_sum, p.mem_util_samples}},
                   {"gi", p.gpu_instance_id ? json(*p.gpu_instance_id) : json(nullptr)},
-                  {"ci", p.compute_instance_id ? json(*p.compute_instance_id) : json(nullptr)}});
+                  {"ci", p.compute_instance_id ? json(*p.compute_instance_id) : json(nullptr)},
+                  {"type", (p.compute ? 1 : 0) | (p.graphics ? 2 : 0)}});
   }
   json xs = json::array();
   for (const XidSeen& x : xids) xs.push_back({x.unix_ns, x.gpu, x.xid});
@@ -176,6 +152,10 @@ Activity Activity::FromJson(const json& j) {
     }
     if (p.contains("gi") && p["gi"].is_number()) u.gpu_instance_id = p["gi"].get<unsigned>();
     if (p.contains("ci") && p["ci"].is_number()) u.compute_instance_id = p["ci"].get<unsigned>();
+    // Saved before the type was kept: a compute process, as most are.
+    const unsigned type = p.contains("type") && p["type"].is_number() ? p["type"].get<unsigned>() : 1;
+    u.compute = (type & 1U) != 0;
+    u.graphics = (type & 2U) != 0;
     a.processes[{u.gpu, u.pid}] = u;
   }
   for (const json& x : j.value("xids", json::array())) {
@@ -229,15 +209,18 @@ json DeriveStats(const StatsWindow& w, const HistoryStore& history,
     const json& mj = g.contains("energy_millijoules") ? g["energy_millijoules"] : json(nullptr);
     g["energy_joules"] = mj.is_number() ? json(mj.get<double>() / 1000.0) : json(nullptr);
     json ps = json::array();
+    std::set<unsigned> others;
     for (const auto& [k, p] : activity.processes) {
-      if (p.gpu != e.gpu || (w.only_pid && p.pid != *w.only_pid)) continue;
+      if (p.gpu != e.gpu) continue;
       if (p.last_seen_unix_ns < w.start_unix_ns || p.first_seen_unix_ns > w.end_unix_ns) continue;
+      if (w.only_pid && p.pid != *w.only_pid) {
+        others.insert(p.pid);
+        continue;
+      }
       ps.push_back(ProcessJson(p));
     }
     g["processes"] = ps;
-    json incidents = json::array();
-    g["overall_health"] = Health(g, incidents);
-    g["health_incidents"] = incidents;
+    if (w.only_pid) g["conflicting_pids"] = others;
     gpus.push_back(std::move(g));
   }
   return gpus;

@@ -32,6 +32,7 @@ struct ProcessUse {
   double sm_util_sum = 0, mem_util_sum = 0;
   std::uint64_t sm_util_samples = 0, mem_util_samples = 0;
   std::optional<unsigned> gpu_instance_id, compute_instance_id;
+  bool compute = false, graphics = false;  // in the driver's compute / graphics process list
 };
 
 struct XidSeen {
@@ -58,7 +59,9 @@ struct StatsWindow {
   std::int64_t start_unix_ns = 0;
   std::int64_t end_unix_ns = 0;      // now, for a running job
   std::vector<std::size_t> gpus;     // entity positions (GPUs)
-  std::optional<unsigned> only_pid;  // process statistics: that process's rows only
+  // Process statistics: that process's rows only, and the other processes seen on its GPUs
+  // meanwhile as its conflicting processes (`activity` then holds every process).
+  std::optional<unsigned> only_pid;
 };
 
 // The statistics document of docs/schema/agent-job.schema.json's `gpus` array: one entry per GPU,

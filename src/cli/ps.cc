@@ -181,6 +181,14 @@ void PrintGroups(const PsReport& report, bool l, const PsPodNames& names) {
                  Mib(g.used_memory_bytes), Pct(g.sm_util));
     }
   }
+  if (!report.jobs.empty()) {
+    fmt::print("\nPer Slurm job (its steps together; sums as per pod):\n");
+    fmt::print("{:<16}  {:>9}  {:<12}  {:>10}  {:>4}\n", "JOB", "PROCESSES", "GPUS", "GPU MEM", "SM%");
+    for (const Group& g : report.jobs) {
+      fmt::print("{:<16}  {:>9}  {:<12}  {:>10}  {:>4}\n", g.id, g.pids.size(), GpuList(g),
+                 Mib(g.used_memory_bytes), Pct(g.sm_util));
+    }
+  }
   if (!report.containers.empty()) {
     fmt::print("\nPer container:\n");
     fmt::print("{:<{}}  {:<10}  {:<36}  {:<12}  {:>10}  {:>4}\n", "CONTAINER", l ? 64 : 12,

@@ -142,6 +142,15 @@ Json PsDocument(const SystemInfo& info, const identity::PsReport& report,
   for (const auto& g : report.containers) j["containers"].push_back(GroupJson(g, false, names));
   j["pods"] = Json::array();
   for (const auto& g : report.pods) j["pods"].push_back(GroupJson(g, true, names));
+  j["slurm_jobs"] = Json::array();
+  for (const auto& g : report.jobs) {
+    Json x = GroupJson(g, false, names);
+    x.erase("runtime");
+    x.erase("pod_uid");
+    x["job_id"] = x["id"];
+    x.erase("id");
+    j["slurm_jobs"].push_back(std::move(x));
+  }
   return j;
 }
 

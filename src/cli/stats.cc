@@ -61,18 +61,7 @@ std::string Mmm(const json& m, double scale = 1.0) {
                      m["max"].get<double>() * scale, m["min"].get<double>() * scale);
 }
 
-// DCGM's slowdown rows from the clock-event reasons gpulse records (docs/agent.md).
-double SlowdownPercent(const json& g, std::initializer_list<const char*> reasons,
-                       double duration_ns) {
-  if (!At(g, "throttle_ns").is_object() || duration_ns <= 0) return std::nan("");
-  double ns = 0;
-  for (const char* r : reasons) {
-    if (At(g, "throttle_ns").contains(r)) ns += At(g, "throttle_ns")[r].get<double>();
-  }
-  return 100.0 * ns / duration_ns;
-}
-
-std::string Pct(double v) { return std::isnan(v) ? "N/A" : fmt::format("{:.0f}", v); }
+std::string Pct(const json& v) { return v.is_number() ? fmt::format("{:.0f}", v.get<double>()) : "N/A"; }
 
 std::string Health(const std::string& h) {
   if (h == "healthy") return "Healthy";
@@ -80,105 +69,174 @@ std::string Health(const std::string& h) {
   return "Failure";
 }
 
-void GpuBox(const json& job, const json& g) {
+// dcgmi's slowdown causes, in its order, with the keys of slowdown_percent.
+constexpr std::pair<const char*, const char*> kSlowdowns[] = {
+    {"Due to - Power (%)", "power"},
+    {"       - Thermal (%)", "thermal"},
+    {"       - Reliability (%)", "reliability"},
+    {"       - Board Limit (%)", "board_limit"},
+    {"       - Low Utilization (%)", "low_utilization"},
+    {"       - Sync Boost (%)", "sync_boost"}};
+
+// Which view a box is for: a job's GPU, or one process's (dcgmi marks the process's own figures
+// with " *" and explains them under the boxes).
+enum class View { kJob, kProcess };
+
+std::string Star(View v, const char* label) {
+  return v == View::kProcess ? std::string(label) + " *" : std::string(label);
+}
+
+// "h:mm:ss" since the window's start, as dcgmi shows an XID's time.
+std::string SinceStart(std::int64_t ns) {
+  const std::int64_t s = std::max<std::int64_t>(0, ns / 1'000'000'000);
+  return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+}
+
+void ExecutionRows(DcgmiBox& box, const json& window, View v, const std::string& processes) {
+  box.Section("Execution Stats");
+  box.Row(Star(v, "Start Time"), Time(At(window, "start_unix_ns")));
+  box.Row(Star(v, "End Time"), Time(At(window, "stop_unix_ns")));
+  box.Row(Star(v, "Total Execution Time (sec)"),
+          At(window, "stop_unix_ns").is_number() ? Num(At(window, "duration_s"), 2)
+                                                 : "Still Running");
+  box.Row(v == View::kProcess ? "No. of Conflicting Processes *" : "No. of Processes", processes);
+}
+
+void SlowdownRows(DcgmiBox& box, const json& pct) {
+  box.Section("Slowdown Stats");
+  for (const auto& [label, key] : kSlowdowns) box.Row(label, Pct(At(pct, key)));
+}
+
+void XidRows(DcgmiBox& box, const json& g) {
+  const json& xids = At(g, "xid_errors");
+  box.Row("Critical XID Errors", std::to_string(xids.is_array() ? xids.size() : 0));
+  bool first = true;
+  for (const json& x : xids.is_array() ? xids : json::array()) {
+    box.Row(first ? "XID (Hr:Min:Sec since start)" : "",
+            fmt::format("{} at {}", x.value("xid", 0), SinceStart(x.value("elapsed_ns", 0))));
+    first = false;
+  }
+}
+
+void HealthRows(DcgmiBox& box, const json& g, bool incidents) {
+  box.Section("Overall Health");
+  box.Row("Overall Health", Health(g.value("overall_health", "")));
+  if (!incidents) return;
+  for (const json& i : g.value("health_incidents", json::array())) box.Row("", i.get<std::string>());
+}
+
+// One GPU's box, as `dcgmi stats -j JOB -v` (View::kJob) or `-p PID -v` (View::kProcess) prints it.
+void GpuBox(const json& window, const json& g, View v) {
   DcgmiBox box(34);
   box.Title("GPU ID: " + std::to_string(g.value("device_index", 0)));
-  const double duration_ns = job.value("duration_s", 0.0) * 1e9;
-  box.Section("Execution Stats");
-  box.Row("Start Time", Time(At(job, "start_unix_ns")));
-  box.Row("End Time", Time(At(job, "stop_unix_ns")));
-  box.Row("Total Execution Time (sec)",
-          At(job, "stop_unix_ns").is_number() ? Num(At(job, "duration_s"), 2) : "Still Running");
-  box.Row("No. of Processes", std::to_string(g.value("processes", json::array()).size()));
-  box.Row("Samples", std::to_string(g.value("sample_count", 0)));
+  const json processes = g.value("processes", json::array());
+  ExecutionRows(box, window, v,
+                std::to_string(v == View::kProcess ? g.value("conflicting_pids", json::array()).size()
+                                                   : processes.size()));
+  if (v == View::kProcess && !g.value("conflicting_pids", json::array()).empty()) {
+    std::string pids;
+    for (const json& p : g["conflicting_pids"]) pids += (pids.empty() ? "" : ", ") + p.dump();
+    box.Row("Conflicting PIDs", pids);
+  }
   box.Section("Performance Stats");
   box.Row("Energy Consumed (Joules)", Num(At(g, "energy_joules")));
-  box.Row("Power Usage (Watts)", Mmm(At(g, "power_watts")));
-  box.Row("Max GPU Memory Used (bytes)", Num(At(g, "max_memory_used_bytes")));
+  if (v == View::kJob) {
+    box.Row("Power Usage (Watts)", Mmm(At(g, "power_watts")));
+    box.Row("Max GPU Memory Used (bytes)", Num(At(g, "max_memory_used_bytes")));
+  } else {
+    box.Row("Max GPU Memory Used (bytes) *",
+            processes.empty() ? "N/A" : Num(At(processes[0], "max_memory_bytes")));
+  }
   box.Row("SM Clock (MHz)", Mmm(At(g, "sm_clock_mhz")));
   box.Row("Memory Clock (MHz)", Mmm(At(g, "memory_clock_mhz")));
   box.Row("SM Utilization (%)", Mmm(At(g, "sm_utilization_percent")));
   box.Row("Memory Utilization (%)", Mmm(At(g, "memory_utilization_percent")));
-  box.Row("PCIe Rx Bandwidth (MB/s)", Mmm(g.value("pcie_rx_bytes_per_second", json()), 1e-6));
-  box.Row("PCIe Tx Bandwidth (MB/s)", Mmm(g.value("pcie_tx_bytes_per_second", json()), 1e-6));
+  box.Row("PCIe Rx Bandwidth (megabytes)", Mmm(At(g, "pcie_rx_bytes_per_second"), 1e-6));
+  box.Row("PCIe Tx Bandwidth (megabytes)", Mmm(At(g, "pcie_tx_bytes_per_second"), 1e-6));
   box.Section("Event Stats");
-  box.Row("Single Bit ECC Errors", Num(At(g, "ecc_sbe_errors")));
+  if (v == View::kJob) box.Row("Single Bit ECC Errors", Num(At(g, "ecc_sbe_errors")));
   box.Row("Double Bit ECC Errors", Num(At(g, "ecc_dbe_errors")));
   box.Row("PCIe Replay Warnings", Num(At(g, "pcie_replays")));
-  box.Row("Critical XID Errors", std::to_string(g.value("xid_errors", json::array()).size()));
-  box.Section("Slowdown Stats");
-  box.Row("Due to - Power (%)",
-          Pct(SlowdownPercent(g, {"sw_power_cap", "hw_power_brake_slowdown"}, duration_ns)));
-  box.Row("       - Thermal (%)",
-          Pct(SlowdownPercent(g, {"sw_thermal_slowdown", "hw_thermal_slowdown"}, duration_ns)));
-  box.Row("       - Board Limit (%)", Pct(SlowdownPercent(g, {"hw_slowdown"}, duration_ns)));
-  box.Row("       - Low Utilization (%)", Pct(SlowdownPercent(g, {"gpu_idle"}, duration_ns)));
-  box.Row("       - Sync Boost (%)", Pct(SlowdownPercent(g, {"sync_boost"}, duration_ns)));
-  box.Section("Process Utilization");
-  for (const json& p : g.value("processes", json::array())) {
-    box.Row("PID", std::to_string(p.value("pid", 0u)));
-    box.Row("    Avg SM Utilization (%)", Num(p["sm_utilization_mean_percent"]));
-    box.Row("    Avg Memory Utilization (%)", Num(p["memory_utilization_mean_percent"]));
-    box.Row("    Max GPU Memory Used (bytes)", Num(p["max_memory_bytes"]));
+  XidRows(box, g);
+  SlowdownRows(box, At(g, "slowdown_percent"));
+  // dcgmi: one section per process list, each process with its means over its lifetime.
+  for (const char* type : {"compute", "graphics"}) {
+    bool any = false;
+    for (const json& p : processes) {
+      const std::string t = p.value("type", "compute");
+      if (t.find(type) == std::string::npos) continue;
+      if (!any) {
+        box.Section(v == View::kProcess ? std::string("Process Utilization")
+                                        : std::string(type[0] == 'c' ? "Compute" : "Graphics") +
+                                              " Process Utilization");
+      }
+      any = true;
+      box.Row("PID", std::to_string(p.value("pid", 0u)));
+      box.Row("    Avg SM Utilization (%)", Num(At(p, "sm_utilization_mean_percent")));
+      box.Row("    Avg Memory Utilization (%)", Num(At(p, "memory_utilization_mean_percent")));
+    }
+    if (v == View::kProcess && any) break;  // one process: one section
   }
-  box.Section("Overall Health");
-  box.Row("Overall Health", Health(g.value("overall_health", "")));
-  for (const json& i : g.value("health_incidents", json::array()))
-    box.Row("", i.get<std::string>());
+  HealthRows(box, g, true);
   fmt::print("{}", box.Render());
 }
 
-// Without -v: the job over all its GPUs (sums of energy and events, the extremes of the ranges).
-void SummaryBox(const json& job) {
+// Without -v: the job (or process) over all its GPUs, as dcgmi's "Summary" box: energy, events
+// and slowdowns summed over the GPUs, power as the sum of the GPUs' means, the worst health.
+void SummaryBox(const json& window, const json& gpus, View v) {
   DcgmiBox box(34);
   box.Title("Summary");
-  box.Section("Execution Stats");
-  box.Row("Start Time", Time(At(job, "start_unix_ns")));
-  box.Row("End Time", Time(At(job, "stop_unix_ns")));
-  box.Row("Total Execution Time (sec)",
-          At(job, "stop_unix_ns").is_number() ? Num(At(job, "duration_s"), 2) : "Still Running");
   std::size_t procs = 0;
   std::string health = "healthy";
-  double max_mem = -1, max_power = -1, min_power = 1e300, power_mean = 0;
-  std::uint64_t dbe = 0, replays = 0, xids = 0, power_n = 0;
-  bool dbe_known = false, replays_known = false;  // N/A unless some GPU's counter was read
-  for (const json& g : At(job, "gpus")) {
-    procs += g.value("processes", json::array()).size();
-    if (At(g, "max_memory_used_bytes").is_number())
-      max_mem = std::max(max_mem, At(g, "max_memory_used_bytes").get<double>());
-    if (At(g, "power_watts").is_object()) {
-      max_power = std::max(max_power, At(g, "power_watts")["max"].get<double>());
-      min_power = std::min(min_power, At(g, "power_watts")["min"].get<double>());
-      power_mean += At(g, "power_watts")["mean"].get<double>();
-      ++power_n;
-    }
-    if (At(g, "ecc_dbe_errors").is_number()) {
-      dbe += At(g, "ecc_dbe_errors").get<std::uint64_t>();
-      dbe_known = true;
-    }
-    if (At(g, "pcie_replays").is_number()) {
-      replays += At(g, "pcie_replays").get<std::uint64_t>();
-      replays_known = true;
-    }
+  double max_mem = -1, power = 0;
+  std::uint64_t sbe = 0, dbe = 0, replays = 0, xids = 0;
+  bool sbe_known = false, dbe_known = false, replays_known = false, power_known = false;
+  json slowdown = nullptr;
+  auto add = [](const json& v, std::uint64_t& sum, bool& known) {
+    if (v.is_number()) sum += v.get<std::uint64_t>(), known = true;
+  };
+  for (const json& g : gpus) {
+    procs += v == View::kProcess ? g.value("conflicting_pids", json::array()).size()
+                                 : g.value("processes", json::array()).size();
+    const json& mem = v == View::kProcess && !g.value("processes", json::array()).empty()
+                          ? At(g["processes"][0], "max_memory_bytes")
+                          : At(g, "max_memory_used_bytes");
+    if (mem.is_number()) max_mem = std::max(max_mem, mem.get<double>());
+    if (At(g, "power_watts").is_object()) power += g["power_watts"]["mean"].get<double>(), power_known = true;
+    add(At(g, "ecc_sbe_errors"), sbe, sbe_known);
+    add(At(g, "ecc_dbe_errors"), dbe, dbe_known);
+    add(At(g, "pcie_replays"), replays, replays_known);
     xids += g.value("xid_errors", json::array()).size();
+    if (At(g, "slowdown_percent").is_object()) {
+      if (slowdown.is_null()) slowdown = json::object();
+      for (const auto& [label, key] : kSlowdowns) {
+        const json& x = g["slowdown_percent"][key];
+        if (!x.is_number()) continue;
+        slowdown[key] = slowdown.value(key, 0.0) + x.get<double>();
+      }
+    }
     std::string h = g.value("overall_health", "healthy");
     if (h == "failure" || (h == "warning" && health == "healthy")) health = h;
   }
-  box.Row("No. of GPUs", std::to_string(At(job, "gpus").size()));
-  box.Row("No. of Processes", std::to_string(procs));
+  ExecutionRows(box, window, v, std::to_string(procs));
   box.Section("Performance Stats");
-  box.Row("Energy Consumed (Joules)", Num(At(job, "energy_joules")));
-  box.Row("Power Usage (Watts)", power_n == 0
-                                     ? "Avg: N/A, Max: N/A, Min: N/A"
-                                     : fmt::format("Avg: {:.0f}, Max: {:.0f}, Min: {:.0f}",
-                                                   power_mean / power_n, max_power, min_power));
-  box.Row("Max GPU Memory Used (bytes)", max_mem < 0 ? "N/A" : fmt::format("{:.0f}", max_mem));
+  double energy = 0;
+  bool energy_known = false;
+  for (const json& g : gpus)
+    if (At(g, "energy_joules").is_number()) energy += g["energy_joules"].get<double>(), energy_known = true;
+  box.Row("Energy Consumed (Joules)", energy_known ? fmt::format("{:.0f}", energy) : "N/A");
+  if (v == View::kJob)
+    box.Row("Power Usage (Watts)",
+            power_known ? fmt::format("Avg: {:.0f}, Max: N/A, Min: N/A", power) : "Avg: N/A, Max: N/A, Min: N/A");
+  box.Row(Star(v, "Max GPU Memory Used (bytes)"), max_mem < 0 ? "N/A" : fmt::format("{:.0f}", max_mem));
+  box.Row("Clocks and PCIe Performance", "Available per GPU in verbose mode");
   box.Section("Event Stats");
+  if (v == View::kJob) box.Row("Single Bit ECC Errors", sbe_known ? std::to_string(sbe) : "N/A");
   box.Row("Double Bit ECC Errors", dbe_known ? std::to_string(dbe) : "N/A");
   box.Row("PCIe Replay Warnings", replays_known ? std::to_string(replays) : "N/A");
   box.Row("Critical XID Errors", std::to_string(xids));
-  box.Section("Overall Health");
-  box.Row("Overall Health", Health(health));
+  SlowdownRows(box, slowdown);
+  HealthRows(box, json{{"overall_health", health}}, false);
   fmt::print("{}", box.Render());
 }
 
@@ -249,15 +307,21 @@ int Run(const StatsOptions& o) {
         {"stop_unix_ns", j["last_seen_unix_ns"]},
         {"duration_s",
          (j["last_seen_unix_ns"].get<double>() - j["first_seen_unix_ns"].get<double>()) / 1e9}};
-    for (const json& g : j["gpus"]) GpuBox(window, g);
+    if (o.verbose) {
+      for (const json& g : j["gpus"]) GpuBox(window, g, View::kProcess);
+    } else {
+      SummaryBox(window, j["gpus"], View::kProcess);
+    }
+    fmt::print("(*) Represents a process statistic. Otherwise device statistic during\n"
+               "    process lifetime listed.\n");
     return kExitOk;
   }
   fmt::print("Successfully retrieved statistics for job: {}.\n", o.job);
   for (const json& n : j["notes"]) fmt::print("Note: {}\n", n.get<std::string>());
   if (o.verbose) {
-    for (const json& g : j["gpus"]) GpuBox(j, g);
+    for (const json& g : j["gpus"]) GpuBox(j, g, View::kJob);
   } else {
-    SummaryBox(j);
+    SummaryBox(j, j["gpus"], View::kJob);
   }
   return kExitOk;
 }
@@ -283,7 +347,7 @@ Subcommand SetupStats(CLI::App& parent) {
   app->add_option("-p,--pid", o->pid, "Show a process's statistics");
   app->add_option("-r,--jremove", o->remove, "Remove a job's record");
   app->add_flag("--list", o->list, "List the jobs");
-  app->add_flag("-v,--verbose", o->verbose, "Per GPU (with -j)");
+  app->add_flag("-v,--verbose", o->verbose, "Per GPU (with -j or -p)");
   app->add_flag("--json", o->json, "Print the agent's JSON answer");
   return {app, [o] { return Run(*o); }};
 }

@@ -86,7 +86,7 @@ DeviceProcesses Status(const DeviceInfo& d, const ProcessList& list) {
 PsReport Attribute(const SystemInfo& info, std::span<const ProcessList> lists,
                    const std::map<unsigned, ProcessInfo>& procs) {
   PsReport report;
-  std::map<std::string, Group> containers, pods;
+  std::map<std::string, Group> containers, pods, jobs;
   for (std::size_t pos = 0; pos < info.devices.size() && pos < lists.size(); ++pos) {
     const DeviceInfo& d = info.devices[pos];
     report.devices.push_back(Status(d, lists[pos]));
@@ -125,9 +125,15 @@ PsReport Attribute(const SystemInfo& info, std::span<const ProcessList> lists,
       }
       Add(g, row);
     }
+    if (c.slurm) {
+      Group& g = jobs[c.slurm->job_id];
+      g.id = c.slurm->job_id;
+      Add(g, row);
+    }
   }
   report.containers = Values(containers);
   report.pods = Values(pods);
+  report.jobs = Values(jobs);
   for (Group& g : report.pods) std::sort(g.containers.begin(), g.containers.end());
   return report;
 }

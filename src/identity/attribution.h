@@ -1,5 +1,5 @@
-// `gpulse ps`: every GPU process joined with what procfs says about it, and the per-container and
-// per-pod aggregates operators ask for (shared/seeds/004: which GPU a pod runs on, its GPU memory
+// `gpulse ps`: every GPU process joined with what procfs says about it, and the per-container,
+// per-pod and per-Slurm-job aggregates operators ask for (shared/seeds/004: which GPU a pod runs on, its GPU memory
 // and compute use). Aggregates follow GPU Manager's arithmetic: memory adds up; SM utilization adds
 // up per GPU and is capped at 100 there (several processes time-slicing one GPU cannot use more
 // than all of it), then the per-GPU figures add up across GPUs.
@@ -62,6 +62,7 @@ struct PsReport {
   std::vector<PsRow> rows;  // by GPU index, then PID
   std::vector<Group> containers;
   std::vector<Group> pods;
+  std::vector<Group> jobs;  // Slurm jobs (id: the job id; its steps are one job)
   std::vector<DeviceProcesses> devices;
 };
 

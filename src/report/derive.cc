@@ -94,6 +94,21 @@ class StatBuilder {
   std::uint64_t n_ = 0;
 };
 
+// dcgmi stats' slowdown causes from NVML's clock-event reason bits (nvmlClocksEventReason*):
+// power = SW power cap or HW power brake, thermal = SW or HW thermal slowdown, board limit = HW
+// slowdown, low utilization = GPU idle, sync boost. Reliability has no reason bit (ReasonName's
+// order: gpu_idle 0, applications_clocks_setting 1, sw_power_cap 2, hw_slowdown 3, sync_boost 4,
+// sw_thermal_slowdown 5, hw_thermal_slowdown 6, hw_power_brake_slowdown 7).
+struct SlowdownCause {
+  const char* name;
+  std::uint64_t reasons;
+};
+constexpr SlowdownCause kSlowdownCauses[] = {
+    {"power", (1U << 2) | (1U << 7)}, {"thermal", (1U << 5) | (1U << 6)},
+    {"board_limit", 1U << 3},         {"low_utilization", 1U << 0},
+    {"sync_boost", 1U << 4},
+};
+
 // Everything per device, built in one pass over that device's samples in time order.
 class DeviceBuilder {
  public:
@@ -136,6 +151,11 @@ class DeviceBuilder {
             (*throttle_)[ClockReasonName(bit)] += s.elapsed_ns - prev_->elapsed_ns;
           }
         }
+        // A cause's interval counts once however many of its reasons were active.
+        for (const SlowdownCause& c : kSlowdownCauses) {
+          if (prev_->clocks_event_reasons & c.reasons) slowdown_ns_[c.name] += s.elapsed_ns - prev_->elapsed_ns;
+        }
+        reasons_span_ns_ += s.elapsed_ns - prev_->elapsed_ns;
       }
     } else {
       first_ = s;
@@ -166,6 +186,17 @@ class DeviceBuilder {
           Delta(GpuSample::kEccDbeVolatile, first_->ecc_dbe_volatile, prev_->ecc_dbe_volatile);
     }
     d.stats.throttle_ns = throttle_;
+    if (throttle_ && reasons_span_ns_ > 0) {
+      std::map<std::string, std::optional<double>> pct;
+      for (const SlowdownCause& c : kSlowdownCauses) {
+        auto it = slowdown_ns_.find(c.name);
+        pct[c.name] = it == slowdown_ns_.end() ? 0.0 : 100.0 * static_cast<double>(it->second) /
+                                                           static_cast<double>(reasons_span_ns_);
+      }
+      pct["reliability"] = std::nullopt;  // no clock-event reason says it
+      d.stats.slowdown_percent = std::move(pct);
+    }
+    d.stats.sample_count = agg_.Build().sample_count;
     return d;
   }
 
@@ -215,6 +246,8 @@ class DeviceBuilder {
   std::optional<std::pair<std::int64_t, std::uint64_t>> first_energy_,
       last_energy_;  // (time, counter)
   std::optional<std::map<std::string, std::int64_t>> throttle_;
+  std::map<std::string, std::int64_t> slowdown_ns_;
+  std::int64_t reasons_span_ns_ = 0;  // time after samples that had the reasons
 };
 
 std::vector<InstanceReport> DeriveInstances(const Run& run) {
@@ -289,6 +322,30 @@ ResourceReport DeriveResource(const Run& run) {
 
 }  // namespace
 
+void JudgeHealth(JobStats& s) {
+  s.overall_health = "healthy";
+  s.health_incidents.clear();
+  if (s.ecc_dbe_errors.value_or(0) > 0) {
+    s.health_incidents.push_back(std::to_string(*s.ecc_dbe_errors) + " double-bit ECC error(s)");
+    s.overall_health = "failure";
+  }
+  if (!s.xids.empty()) {
+    s.health_incidents.push_back(std::to_string(s.xids.size()) + " XID error(s)");
+    s.overall_health = "failure";
+  }
+  if (s.pcie_replays.value_or(0) > 0) {
+    s.health_incidents.push_back(std::to_string(*s.pcie_replays) + " PCIe replay(s)");
+    if (s.overall_health == "healthy") s.overall_health = "warning";
+  }
+  // What could not be read is said, not counted as none.
+  if (s.sample_count > 0) {
+    if (!s.ecc_dbe_errors)
+      s.health_incidents.push_back("double-bit ECC errors not readable: not part of the verdict");
+    if (!s.pcie_replays)
+      s.health_incidents.push_back("PCIe replays not readable: not part of the verdict");
+  }
+}
+
 const char* EnergySourceName(EnergySource s) {
   return s == EnergySource::kCounter ? "counter" : "integrated_fallback";
 }
@@ -333,6 +390,7 @@ Report Derive(const Run& run) {
     for (const GpuProcess& p : run.gpu_processes) {
       if (p.device_index == index) d.stats.processes.push_back(p);
     }
+    JudgeHealth(d.stats);
     if (d.energy.millijoules) {
       g.energy_millijoules = g.energy_millijoules.value_or(0) + *d.energy.millijoules;
       any_integrated = any_integrated || *d.energy.source == EnergySource::kIntegratedFallback;

@@ -64,7 +64,17 @@ struct JobStats {
   // Time with each clock-event (throttle) reason active, by reason name; absent when the reasons
   // were never readable.
   std::optional<std::map<std::string, std::int64_t>> throttle_ns;
+  // dcgmi stats' slowdown rows: the share of the time between samples (each interval counted by
+  // the reasons at its start) with a reason of each cause active, in percent, by cause: power,
+  // thermal, board_limit, low_utilization, sync_boost, and reliability (always absent: no
+  // clock-event reason says it). Absent when the reasons were never readable.
+  std::optional<std::map<std::string, std::optional<double>>> slowdown_percent;
   std::vector<GpuProcess> processes;
+  std::uint64_t sample_count = 0;
+  // dcgmi stats' Overall Health over the run (JudgeHealth): "healthy", "warning" or "failure",
+  // and what made it so or could not be judged.
+  std::string overall_health = "healthy";
+  std::vector<std::string> health_incidents;
 };
 
 struct DeviceReport {
@@ -115,6 +125,9 @@ Report Derive(const Run& run);
 
 // Names of the clock-event reason bits, in bit order ("gpu_idle", "sw_power_cap", ...).
 std::string ClockReasonName(int bit);
+// dcgmi's verdict for one device's job statistics: a double-bit ECC error or an XID is a failure,
+// a PCIe replay a warning; counters that could not be read are said in the incidents.
+void JudgeHealth(JobStats& s);
 const char* EnergySourceName(EnergySource s);
 
 }  // namespace gpulse::report

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 
@@ -209,6 +210,26 @@ std::string Mmm(const std::optional<MinMaxMean>& m, const char* unit, const char
                      m->max, unit);
 }
 
+std::optional<MinMaxMean> Scaled(const std::optional<MinMaxMean>& m, double k) {
+  if (!m) return std::nullopt;
+  return MinMaxMean{m->min * k, m->max * k, m->mean * k};
+}
+
+// dcgmi stats' slowdown rows on one line: "power 0%, thermal 0%, reliability n/a, ...".
+std::string Slowdowns(const std::optional<std::map<std::string, std::optional<double>>>& pct) {
+  if (!pct) return "n/a";
+  std::string out;
+  for (const char* cause :
+       {"power", "thermal", "reliability", "board_limit", "low_utilization", "sync_boost"}) {
+    std::string name = cause;
+    std::replace(name.begin(), name.end(), '_', ' ');
+    auto it = pct->find(cause);
+    const std::string v = it != pct->end() && it->second ? fmt::format("{:.0f}%", *it->second) : "n/a";
+    out += (out.empty() ? "" : ", ") + name + " " + v;
+  }
+  return out;
+}
+
 void Stats(std::string& o, const GpuReport& g) {
   if (g.per_device.empty()) return;
   o += "Job statistics (min/mean/max):\n";
@@ -236,6 +257,13 @@ void Stats(std::string& o, const GpuReport& g) {
         t += fmt::format("{}{} {}", t.empty() ? "" : ", ", reason, Seconds(ns));
       o += fmt::format("    Clock events       {}\n", t.empty() ? "none" : t);
     }
+    o += fmt::format("    PCIe rx / tx       {} / {}\n", Mmm(Scaled(s.pcie_rx_bytes_per_second, 1e-6), "", "{:.0f}"),
+                     Mmm(Scaled(s.pcie_tx_bytes_per_second, 1e-6), " MB/s", "{:.0f}"));
+    o += fmt::format("    Slowdowns          {}\n", Slowdowns(s.slowdown_percent));
+    std::string incidents;
+    for (const std::string& i : s.health_incidents) incidents += (incidents.empty() ? "" : "; ") + i;
+    o += fmt::format("    Health             {}{}\n", s.overall_health,
+                     incidents.empty() ? "" : " (" + incidents + ")");
     if (s.processes.empty())
       o += "    Processes          none of the workload's seen on this GPU\n";
     for (const GpuProcess& p : s.processes) {

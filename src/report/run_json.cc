@@ -172,6 +172,13 @@ json ProcessesJson(const std::vector<GpuProcess>& ps) {
   return out;
 }
 
+json SlowdownJson(const std::optional<std::map<std::string, std::optional<double>>>& pct) {
+  if (!pct) return nullptr;
+  json out = json::object();
+  for (const auto& [cause, v] : *pct) out[cause] = v ? json(*v) : json(nullptr);
+  return out;
+}
+
 }  // namespace
 
 json JobStatsJson(const DeviceReport& d) {
@@ -191,6 +198,9 @@ json JobStatsJson(const DeviceReport& d) {
          {"ecc_dbe_errors", Opt(s.ecc_dbe_errors)},
          {"xid_errors", XidsJson(s.xids)},
          {"throttle_ns", s.throttle_ns ? json(*s.throttle_ns) : json(nullptr)},
+         {"slowdown_percent", SlowdownJson(s.slowdown_percent)},
+         {"overall_health", s.overall_health},
+         {"health_incidents", s.health_incidents},
          {"processes", ProcessesJson(s.processes)}};
   EnergyJson(d.energy, j);
   return j;

@@ -67,6 +67,21 @@ def table_value(text, label):
     return m.group(1)
 
 
+def layout(text):
+    """A dcgmi box's title and row labels ("| LABEL", whitespace collapsed) and its sections
+    ("== NAME"), in order; rows with a blank label (a wrapped value, a health incident) are left out."""
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"^[+|]-+ (.+?) -*\+", line)
+        if m:
+            out.append("== " + m.group(1))
+        elif line.startswith("| ") and line.count("|") >= 2:
+            label = " ".join(line[1:].split("|")[0].split())
+            if label:
+                out.append("| " + label)
+    return out
+
+
 def table_values(text, label):
     return re.findall(r"^\| %s\s+\| (.*?)\s*\|$" % re.escape(label), text, re.M)
 
@@ -829,17 +844,28 @@ class JobTest(AgentTestCase):
         out = p.stdout
         self.assertEqual(out.splitlines()[0], "Successfully retrieved statistics for job: train-600.")
         self.assertEqual(re.findall(r"(?m)^\| GPU ID: (\d+)\s+\|$", out), ["0", "1"])
-        for label in ("Start Time", "End Time", "Total Execution Time (sec)", "No. of Processes", "Samples",
-                      "Energy Consumed (Joules)", "Power Usage (Watts)", "Max GPU Memory Used (bytes)", "SM Clock (MHz)",
-                      "Memory Clock (MHz)", "SM Utilization (%)", "Memory Utilization (%)", "PCIe Rx Bandwidth (MB/s)",
-                      "Single Bit ECC Errors", "Double Bit ECC Errors", "PCIe Replay Warnings", "Critical XID Errors",
-                      "Due to - Power (%)", "       - Thermal (%)", "PID", "Overall Health"):
+        # dcgmi stats -j -v's sections and rows, in its order (NVIDIA DCGM's dcgmi/ProcessStats.cpp).
+        box = out[out.index("| GPU ID: 0"):out.index("| GPU ID: 1")]
+        self.assertEqual(layout(box), [
+            "| GPU ID: 0", "== Execution Stats", "| Start Time", "| End Time", "| Total Execution Time (sec)",
+            "| No. of Processes", "== Performance Stats", "| Energy Consumed (Joules)", "| Power Usage (Watts)",
+            "| Max GPU Memory Used (bytes)", "| SM Clock (MHz)", "| Memory Clock (MHz)", "| SM Utilization (%)",
+            "| Memory Utilization (%)", "| PCIe Rx Bandwidth (megabytes)", "| PCIe Tx Bandwidth (megabytes)",
+            "== Event Stats", "| Single Bit ECC Errors", "| Double Bit ECC Errors", "| PCIe Replay Warnings",
+            "| Critical XID Errors", "== Slowdown Stats", "| Due to - Power (%)", "| - Thermal (%)",
+            "| - Reliability (%)", "| - Board Limit (%)", "| - Low Utilization (%)", "| - Sync Boost (%)",
+            "== Compute Process Utilization", "| PID", "| Avg SM Utilization (%)", "| Avg Memory Utilization (%)",
+            "== Overall Health", "| Overall Health"])
+        for label in ("Start Time", "No. of Processes", "Energy Consumed (Joules)", "PCIe Rx Bandwidth (megabytes)",
+                      "       - Reliability (%)", "PID", "Overall Health"):
             self.assertEqual(len(table_values(out, label)), 2, label)
+        self.assertEqual(table_values(out, "       - Reliability (%)"), ["N/A", "N/A"], "no clock-event reason says it")
+        self.assertEqual(table_values(out, "       - Low Utilization (%)"),
+                         ["%.0f" % g["slowdown_percent"]["low_utilization"] for g in j["gpus"]])
         self.assertEqual(table_values(out, "Energy Consumed (Joules)"), ["%.0f" % g["energy_joules"] for g in j["gpus"]])
         self.assertEqual(table_values(out, "Power Usage (Watts)"),
                          ["Avg: %.0f, Max: %.0f, Min: %.0f" % (g["power_watts"]["mean"], g["power_watts"]["max"],
                                                                g["power_watts"]["min"]) for g in j["gpus"]])
-        self.assertEqual(table_values(out, "Samples"), ["601", "601"])
         self.assertEqual(table_values(out, "Total Execution Time (sec)"), ["600.00", "600.00"])
         self.assertEqual(table_values(out, "PID"), ["52001", "52002"])
         self.assertEqual(table_values(out, "Critical XID Errors"), ["0", "0"])
@@ -850,8 +876,10 @@ class JobTest(AgentTestCase):
         j = self.job()
         out = self.cli_ok(self.agent, "stats", "-j", "train-600").stdout
         self.assertRegex(out, r"(?m)^\| Summary\s+\|$")
-        self.assertEqual(table_value(out, "No. of GPUs"), "2")
         self.assertEqual(table_value(out, "No. of Processes"), "2")
+        self.assertEqual(table_value(out, "Clocks and PCIe Performance"), "Available per GPU in verbose mode")
+        self.assertEqual(table_value(out, "Power Usage (Watts)"),
+                         "Avg: %.0f, Max: N/A, Min: N/A" % sum(g["power_watts"]["mean"] for g in j["gpus"]))
         self.assertEqual(table_value(out, "Energy Consumed (Joules)"), "%.0f" % j["energy_joules"])
         self.assertEqual(table_value(out, "Critical XID Errors"), "0")
         self.assertEqual(table_value(out, "Overall Health"), "Healthy")
@@ -919,7 +947,7 @@ class ProcessStatsTest(AgentTestCase):
         self.assertEqual([g["device_index"] for g in p["gpus"]], [2])
         self.assertEqual([x["pid"] for x in p["gpus"][0]["processes"]], [52003])
         self.assertEqual(p["gpus"][0]["sample_count"], 60)
-        text = self.cli_ok(a, "stats", "-g", str(gid), "-p", "52004").stdout
+        text = self.cli_ok(a, "stats", "-g", str(gid), "-p", "52004", "-v").stdout
         self.assertTrue(text.startswith("Successfully retrieved process info for PID: 52004. Process ran on 1 GPUs.\n"), text)
         self.assertEqual(table_value(text, "PID"), "52004")
         self.cli_fails(a, 2, r"no process 52001 was seen on the GPUs of group %d" % gid, "stats", "-g", str(gid), "-p", "52001")
@@ -930,6 +958,69 @@ class ProcessStatsTest(AgentTestCase):
         j = self.cli_json(a, "agent-job.schema.json", "stats", "-x", "prewatched")
         self.assertEqual([g["sample_count"] for g in j["gpus"]], [121, 121])
         self.assertEqual(j["duration_s"], 120.0)
+
+
+class DcgmiProcessLayoutTest(AgentTestCase):
+    """`stats -p PID -v` as seed 004's `dcgmi stats -p PID -v` transcript lays it out
+    (tests/e2e/golden/dcgmi-stats-p-v.txt), on k8s-8xH100, whose GPU 4 two pods time-slice (PIDs
+    42001 and 43001) and whose GPU 7 has a compute-and-graphics process (47001)."""
+
+    scenario = "k8s-8xH100"
+
+    @classmethod
+    def prepare(cls):
+        a = cls.agent
+        p = a.cli("group", "-c", "shared", "--json")
+        if p.returncode != 0:
+            raise AssertionError(p.stderr)
+        cls.gid = json.loads(p.stdout)["id"]
+        if a.cli("group", "-g", str(cls.gid), "-a", "4,7").returncode != 0:
+            raise AssertionError("cannot add GPUs 4 and 7")
+        if a.cli("stats", "-g", str(cls.gid), "-e").returncode != 0:
+            raise AssertionError("cannot enable process watches")
+        a.advance(30)
+
+    def golden(self):
+        with open(os.path.join(os.path.dirname(__file__), "golden", "dcgmi-stats-p-v.txt"), encoding="utf-8") as f:
+            return [l.rstrip("\n") for l in f if not l.startswith("#")]
+
+    def test_the_verbose_process_view_has_dcgmis_sections_and_rows(self):
+        out = self.cli_ok(self.agent, "stats", "-g", str(self.gid), "-p", "43001", "-v").stdout
+        self.assertTrue(out.startswith("Successfully retrieved process info for PID: 43001. Process ran on 1 GPUs.\n"))
+        got = [x.replace("| GPU ID: 4", "| GPU ID: N") for x in layout(out)]
+        got = [x for x in got if x != "| Conflicting PIDs"]
+        got.append(" ".join(" ".join(out.strip().splitlines()[-2:]).split()))
+        self.assertEqual(got, self.golden())
+
+    def test_conflicting_processes_are_the_others_on_its_gpu(self):
+        p = self.cli_json(self.agent, "agent-process.schema.json", "stats", "-g", str(self.gid), "-p", "42001")
+        self.assertEqual([(g["device_index"], g["conflicting_pids"]) for g in p["gpus"]], [(4, [43001])])
+        out = self.cli_ok(self.agent, "stats", "-g", str(self.gid), "-p", "42001", "-v").stdout
+        self.assertEqual(table_value(out, "No. of Conflicting Processes *"), "1")
+        self.assertEqual(table_value(out, "Conflicting PIDs"), "43001")
+        self.assertEqual(table_value(out, "Max GPU Memory Used (bytes) *"), str(30000 * 1024 * 1024))
+        self.assertEqual(table_value(out, "    Avg SM Utilization (%)"), "45")
+        summary = self.cli_ok(self.agent, "stats", "-g", str(self.gid), "-p", "42001").stdout
+        self.assertRegex(summary, r"(?m)^\| Summary\s+\|$")
+        self.assertEqual(table_value(summary, "No. of Conflicting Processes *"), "1")
+        self.assertNotIn("Process Utilization", summary)
+        self.assertIn("(*) Represents a process statistic.", summary)
+
+    def test_a_job_lists_compute_and_graphics_processes_apart(self):
+        a = self.agent
+        self.cli_json(a, "agent-job.schema.json", "stats", "-g", str(self.gid), "-s", "mixed")
+        a.advance(10)
+        j = self.cli_json(a, "agent-job.schema.json", "stats", "-x", "mixed")
+        g7 = [g for g in j["gpus"] if g["device_index"] == 7][0]
+        self.assertEqual({p["pid"]: p["type"] for p in g7["processes"]},
+                         {46501: "compute", 47001: "compute+graphics", 47002: "compute"})
+        out = self.cli_ok(a, "stats", "-j", "mixed", "-v").stdout
+        box = out[out.index("| GPU ID: 7"):]
+        sections = [x for x in layout(box) if x.startswith("==")]
+        self.assertIn("== Compute Process Utilization", sections)
+        self.assertIn("== Graphics Process Utilization", sections)
+        graphics = box[box.index("Graphics Process Utilization"):]
+        self.assertEqual(table_values(graphics.split("Overall Health")[0], "PID"), ["47001"])
 
 
 class FaultsJobTest(AgentTestCase):
@@ -970,7 +1061,6 @@ class FaultsJobTest(AgentTestCase):
         total = sum(len(g.get("xid_errors", [])) for g in self.job["gpus"])
         self.assertEqual(total, 2)
         self.assertEqual(table_value(out, "Critical XID Errors"), "2")
-        self.assertEqual(table_value(out, "No. of GPUs"), "4")
         self.assertEqual(table_value(out, "Overall Health"), "Failure")
 
     def test_a_skipped_gpu_has_a_whole_statistics_entry(self):

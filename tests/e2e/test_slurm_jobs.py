@@ -51,6 +51,35 @@ class SlurmPs(GpulseTestCase):
         self.assertNotIn("slurm job", rows["52008"])
 
 
+class SlurmPsTotals(GpulseTestCase):
+    """Per-job totals in `gpulse ps` (issue 46), as for pods: memory summed, SM% summed per GPU and
+    capped at 100 there, a job's steps together."""
+
+    def test_each_job_has_its_processes_gpus_and_sums(self):
+        doc = json.loads(self.run_ok("ps", "--simulate", "8xH100", "--procfs-root", PROCFS, "--json").stdout)
+        validate(doc, "ps.schema.json")
+        jobs = {j["job_id"]: j for j in doc["slurm_jobs"]}
+        self.assertEqual(sorted(jobs), ["4242", "4243", "4300"], "52008 is in no job")
+        self.assertEqual(sorted(jobs["4242"]["pids"]), [52001, 52002, 52003, 52004])
+        self.assertEqual([g["index"] for g in jobs["4242"]["gpus"]], [0, 1, 2, 3])
+        self.assertEqual(jobs["4242"]["used_memory_bytes"], 4 * 73900 * 1024 * 1024)
+        self.assertEqual(sorted(jobs["4243"]["pids"]), [52005, 52006], "the batch step and step 0 are one job")
+        out = self.run_ok("ps", "--simulate", "8xH100", "--procfs-root", PROCFS).stdout
+        table = out.split("Per Slurm job", 1)[1].splitlines()
+        self.assertRegex(table[2], r"^4242\s+4\s+0,1,2,3\s+295600MiB\s+N/A$")
+
+    def test_two_jobs_sharing_a_gpu_each_get_their_own_share(self):
+        with tempfile.TemporaryDirectory() as d:
+            scenario, procfs = shared_gpu0(d)
+            doc = json.loads(self.run_ok("ps", "--simulate", scenario, "--procfs-root", procfs, "--json").stdout)
+        jobs = {j["job_id"]: j for j in doc["slurm_jobs"]}
+        self.assertEqual(jobs["4244"]["pids"], [52009])
+        self.assertEqual(jobs["4244"]["sm_util"], 20)
+        self.assertEqual(jobs["4244"]["used_memory_bytes"], 20000 * 1024 * 1024)
+        gpu0 = [g for g in jobs["4242"]["gpus"] if g["index"] == 0][0]
+        self.assertEqual((gpu0["sm_util"], gpu0["used_memory_bytes"]), (60, 50000 * 1024 * 1024))
+
+
 class SlurmExporter(GpulseTestCase):
     def test_series_carry_the_jobs_using_the_gpu(self):
         from exporter_e2e import parse_families

@@ -159,6 +159,51 @@ TEST(Derive, JobStatisticsCountEventsDuringTheRun) {
   EXPECT_EQ(s.processes.size(), 1u);
 }
 
+// dcgmi stats' slowdown rows: each interval counted once per cause, by the reasons at its start.
+TEST(Derive, SlowdownPercentCountsEachCauseOncePerInterval) {
+  report::Run run;
+  GpuSample a = S(0, 0, 10, 5, 100000), b = S(1000, 0, 30, 9, 200000), c = S(2000, 0, 20, 7, 150000),
+            d = S(4000, 0, 20, 7, 150000);
+  for (GpuSample* s : {&a, &b, &c, &d}) s->present |= GpuSample::kClocksEventReasons;
+  a.clocks_event_reasons = 0x4 | 0x80;  // SW power cap and HW power brake for [0, 1 s): power once
+  b.clocks_event_reasons = 0x1;         // idle for [1 s, 2 s)
+  c.clocks_event_reasons = 0x20 | 0x8;  // SW thermal and HW slowdown for [2 s, 4 s)
+  run.gpu_samples = {a, b, c, d};
+  const JobStats s = Derive(run).gpu.per_device[0].stats;
+  ASSERT_TRUE(s.slowdown_percent.has_value());
+  const auto& p = *s.slowdown_percent;
+  EXPECT_DOUBLE_EQ(*p.at("power"), 25);
+  EXPECT_DOUBLE_EQ(*p.at("low_utilization"), 25);
+  EXPECT_DOUBLE_EQ(*p.at("thermal"), 50);
+  EXPECT_DOUBLE_EQ(*p.at("board_limit"), 50);
+  EXPECT_DOUBLE_EQ(*p.at("sync_boost"), 0);
+  EXPECT_FALSE(p.at("reliability").has_value());
+}
+
+TEST(Derive, NoReadableReasonsIsNoSlowdownNotZero) {
+  report::Run run;
+  run.gpu_samples = {S(0, 0, 10, 5, 100000), S(1000, 0, 30, 9, 200000)};
+  EXPECT_FALSE(Derive(run).gpu.per_device[0].stats.slowdown_percent.has_value());
+}
+
+TEST(Derive, HealthIsFailureForXidsAndDoubleBitErrorsAndWarningForReplays) {
+  JobStats s;
+  s.sample_count = 2;
+  s.pcie_replays = 2;
+  s.ecc_dbe_errors = 0;
+  JudgeHealth(s);
+  EXPECT_EQ(s.overall_health, "warning");
+  EXPECT_EQ(s.health_incidents, std::vector<std::string>{"2 PCIe replay(s)"});
+  s.xids.push_back({0, 0, 79});
+  JudgeHealth(s);
+  EXPECT_EQ(s.overall_health, "failure");
+  s = JobStats{};
+  s.sample_count = 1;
+  JudgeHealth(s);  // nothing readable: healthy, and it says what was not judged
+  EXPECT_EQ(s.overall_health, "healthy");
+  EXPECT_EQ(s.health_incidents.size(), 2u);
+}
+
 TEST(Derive, ResourceCpuPercentMayExceed100) {
   report::Run run;
   run.clock_ticks_per_second = 100;
