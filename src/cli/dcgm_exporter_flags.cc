@@ -69,8 +69,7 @@ constexpr auto kFlags = std::to_array<DcgmFlagSpec>({
      "gpulse logs plain text only"},
     {"pod-resources-kubelet-socket", "", "DCGM_POD_RESOURCES_KUBELET_SOCKET", false,
      "/var/lib/kubelet/pod-resources/kubelet.sock", kHonoured, ""},
-    {"hpc-job-mapping-dir", "", "DCGM_HPC_JOB_MAPPING_DIR", false, "", kDefaultOnly,
-     "HPC job mapping is not implemented yet"},
+    {"hpc-job-mapping-dir", "", "DCGM_HPC_JOB_MAPPING_DIR", false, "", kHonoured, ""},
     {"nvidia-resource-names", "", "NVIDIA_RESOURCE_NAMES", false, "", kHonoured, ""},
     {"kubernetes-virtual-gpus", "", "KUBERNETES_VIRTUAL_GPUS", true, "false", kDefaultOnly,
      kVirtualGpus},
@@ -181,6 +180,12 @@ void AddDcgmExporterFlags(CLI::App& app, DcgmCompat& compat) {
           opt = app.add_option(Names(f), compat.nvidia_resource_names,
                                "More resource names to attribute to pods besides nvidia.com/gpu "
                                "and nvidia.com/mig-* (comma-separated)");
+        } else if (f.name == "hpc-job-mapping-dir") {
+          opt = app.add_option(Names(f), compat.hpc_job_mapping_dir,
+                               "Label series with hpc_job from the files a Slurm prolog writes in "
+                               "DIR (one per GPU index or gpu.gi MIG instance, a job id per line), "
+                               "read at every device read; not with --slurm-jobs")
+                    ->type_name("DIR");
         } else if (f.name == "use-old-namespace") {
           opt = app.add_flag(Names(f), compat.use_old_namespace,
                              "dcgm-exporter's 1.x label name: uuid instead of UUID (1.x family "

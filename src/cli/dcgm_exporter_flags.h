@@ -47,6 +47,7 @@ struct DcgmCompat {
   std::string kubernetes_gpu_id_type = "uid";       // DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   std::string nvidia_resource_names;  // NVIDIA_RESOURCE_NAMES, comma-separated
+  std::string hpc_job_mapping_dir;    // --hpc-job-mapping-dir, DCGM_HPC_JOB_MAPPING_DIR ("": off)
   // Raw values of the kDefaultOnly options, parallel to their CLI11 options.
   std::deque<std::string> raw;
   std::deque<bool> raw_bool;

@@ -172,6 +172,20 @@ Status ApplyKubernetesFlags(ExporterCliOptions& o) {
   return k8s::CheckKubeletSocket(w.list.socket_path);
 }
 
+// dcgm-exporter's --hpc-job-mapping-dir (docs/exporter.md, "Slurm jobs"): hpc_job from a prolog's
+// files. One source of hpc_job at a time: with --slurm-jobs too, which of two disagreeing answers
+// would be the job's?
+Status ApplyJobMappingFlags(ExporterCliOptions& o) {
+  o.exp.hpc_job_mapping_dir = o.dcgm.hpc_job_mapping_dir;
+  if (o.exp.hpc_job_mapping_dir.empty()) return Status::Ok();
+  if (o.exp.slurm_jobs) {
+    return InvalidArgument(
+        "--hpc-job-mapping-dir (hpc_job from a Slurm prolog's files) and --slurm-jobs (hpc_job "
+        "from the processes' cgroups) label the same series: give one");
+  }
+  return exporter::CheckJobMappingDir(o.exp.hpc_job_mapping_dir);
+}
+
 // dcgm-exporter's honoured options, in gpulse's terms; refuses the ones gpulse cannot honour.
 Status ApplyDcgmExporterFlags(ExporterCliOptions& o) {
   if (Status s = CheckDcgmExporterFlags(o.dcgm); !s.ok()) return s;
@@ -184,6 +198,7 @@ Status ApplyDcgmExporterFlags(ExporterCliOptions& o) {
   }
   o.exp.devices = *devices;
   if (Status s = ApplyKubernetesFlags(o); !s.ok()) return s;
+  if (Status s = ApplyJobMappingFlags(o); !s.ok()) return s;
   // $DCGM_EXPORTER_INTERVAL from the pod's environment yields to an explicit --min-refresh-ms (a
   // flag wins over a variable); -c and --min-refresh-ms both on the command line contradict.
   const char* env_interval = std::getenv("DCGM_EXPORTER_INTERVAL");
@@ -380,7 +395,14 @@ Subcommand SetupServe(CLI::App& parent, bool agent) {
                   "scrape")
       ->capture_default_str()
       ->check(CLI::Range(100, 3'600'000));
-  if (agent) AddAgentKubernetesFlags(*app, *o);
+  if (agent) {
+    AddAgentKubernetesFlags(*app, *o);
+    app->add_option("--hpc-job-mapping-dir", o->dcgm.hpc_job_mapping_dir,
+                    "Label series with hpc_job from the files a Slurm prolog writes in DIR (one "
+                    "per GPU index or gpu.gi MIG instance, a job id per line), read at every "
+                    "device read; not with --slurm-jobs")
+        ->type_name("DIR");
+  }
   app->add_flag("--once", o->once, "Print one /metrics exposition to stdout and exit (no server)");
   app->add_flag(
       "--print-counters", o->print_counters,

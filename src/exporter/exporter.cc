@@ -109,6 +109,11 @@ std::string RenderOnce(gpu::Backend& backend, std::shared_ptr<const CounterSet> 
     snap = Annotate(snap, once.Update(backend.info(), entities, *snap, state, MonotonicNowNs()),
                     nullptr);
   }
+  if (!options.hpc_job_mapping_dir.empty()) {
+    JobMapping mapping(options.hpc_job_mapping_dir, entities, &Log);
+    if (Status s = mapping.Check(); !s.ok()) Log(s.error().message);
+    snap = mapping.Apply(std::move(snap));
+  }
   MetricsPage page(
       backend.info(), std::move(counters),
       {options.hostname, options.version, options.commit, options.replace_blanks_in_model_name,
@@ -157,6 +162,11 @@ Result<std::unique_ptr<Exporter>> Exporter::Create(ExporterOptions options,
   so.log = [](const std::string& what) { Log(what); };
   std::unique_ptr<Exporter> e(new Exporter(std::move(options), std::move(backend)));
   e->extension_ = extension;
+  if (!e->options_.hpc_job_mapping_dir.empty()) {
+    e->job_mapping_ =
+        std::make_unique<JobMapping>(e->options_.hpc_job_mapping_dir, e->entities_, &Log);
+    if (Status s = e->job_mapping_->Check(); !s.ok()) return s.error();
+  }
   e->Install(std::move(counters));
   Exporter* self = e.get();
   auto server =
@@ -287,7 +297,11 @@ std::shared_ptr<const Snapshot> Exporter::ReadNow() {
   auto snap = extension_ != nullptr ? extension_->Read(fields, processes)
                                     : ReadSnapshot(*backend_, entities_, fields, processes);
   if (snap != nullptr) NoteListed(*snap);
-  return AddUsage(std::move(snap));
+  snap = AddUsage(std::move(snap));
+  // The mapping directory is looked at again with every read (as dcgm-exporter does per scrape):
+  // a prolog's or epilog's change shows in the next read.
+  if (job_mapping_) snap = job_mapping_->Apply(std::move(snap));
+  return snap;
 }
 
 // The newest list's time: once it is a second old, every GPU's list is due and one pass takes them

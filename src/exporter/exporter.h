@@ -23,6 +23,7 @@
 #include "exporter/attribution_cache.h"
 #include "exporter/counters.h"
 #include "exporter/exposition.h"
+#include "exporter/hpc_job_mapping.h"
 #include "exporter/live_hub.h"
 #include "exporter/page_cache.h"
 #include "exporter/pod_usage.h"
@@ -84,6 +85,9 @@ struct ExporterOptions {
   // Slurm mode: series labelled hpc_job with the Slurm jobs whose processes use the device, from
   // their cgroups (hpc_jobs.h). Not with `kubernetes`.
   bool slurm_jobs = false;
+  // dcgm-exporter's --hpc-job-mapping-dir: series labelled hpc_job from the files a Slurm prolog
+  // writes there, read at every device read (hpc_job_mapping.h). "": off. Not with `slurm_jobs`.
+  std::string hpc_job_mapping_dir;
 };
 
 // Loads the counters file named by the options (or the default); warnings go to stderr.
@@ -164,6 +168,7 @@ class Exporter {
   std::int64_t last_read_ns_ = 0;
   std::int64_t processes_listed_ns_ = 0;
   Integrators energy_;  // the probe thread's own: per-pod and per-job energy counters
+  std::unique_ptr<JobMapping> job_mapping_;  // the probe thread's own; null without the directory
   std::unique_ptr<Probe> probe_;  // destroyed after hub_: its thread reads backend_, posts to server_
   std::unique_ptr<LiveHub> hub_;  // destroyed first: its thread reads through probe_
 };

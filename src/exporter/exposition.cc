@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/xid.h"
+#include "exporter/hpc_job_mapping.h"
 #include "prom/writer.h"
 
 namespace gpulse::exporter {
@@ -216,21 +217,29 @@ void MetricsPage::RenderCounters(const Snapshot& snap, std::string& out,
       std::string_view extra;
       if (spec.nvml == NvmlSource::kLastXid) extra = XidLabels(*s.values[c.field], xid_extra);
       // Kubernetes mode: once per container holding the entity (once, unlabelled, when none).
-      // Slurm mode: once per job using it.
+      // Slurm mode or the HPC job mapping directory: once per job using it. With -k and the
+      // mapping directory, once per container and job.
       const auto& owners =
           pods != nullptr && i < pods->by_entity.size() && !pods->by_entity[i].empty()
               ? pods->by_entity[i]
-              : (i < snap.job_labels.size() && !snap.job_labels[i].empty() ? snap.job_labels[i]
-                                                                           : kNoOwner);
+              : kNoOwner;
+      const auto& jobs =
+          i < snap.job_labels.size() && !snap.job_labels[i].empty() ? snap.job_labels[i] : kNoOwner;
       for (const std::string& owner : owners) {
-        std::string_view labels = extra;
-        if (!owner.empty()) {
-          joined = owner;
-          if (!extra.empty()) joined.append(",").append(extra);
-          labels = joined;
+        for (const std::string& job : jobs) {
+          std::string_view labels = extra;
+          if (!owner.empty() || !job.empty()) {
+            joined = owner;
+            if (!job.empty()) {
+              if (!joined.empty()) joined += ',';
+              joined += job;
+            }
+            if (!extra.empty()) joined.append(",").append(extra);
+            labels = joined;
+          }
+          prom::AppendSample(out, c.name, full_labels_[i], labels, *s.values[c.field],
+                             FormatOf(spec));
         }
-        prom::AppendSample(out, c.name, full_labels_[i], labels, *s.values[c.field],
-                           FormatOf(spec));
       }
     }
   }
@@ -289,6 +298,16 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std
               {SelfMetric::kJobGpuMemoryUsed, SelfMetric::kJobSmUtilization,
                SelfMetric::kJobPowerEstimate, SelfMetric::kJobEnergyEstimate},
               out);
+  if (snap.job_mapping) {  // --hpc-job-mapping-dir
+    prom::AppendFamilyHeader(out, kJobMappingDirPresentName, kJobMappingDirPresentHelp,
+                             PromType::kGauge);
+    AppendSample(out, kJobMappingDirPresentName, "", "", snap.job_mapping->dir_present ? 1 : 0,
+                 kInt);
+    prom::AppendFamilyHeader(out, kJobMappingFailuresName, kJobMappingFailuresHelp,
+                             PromType::kCounter);
+    AppendSample(out, kJobMappingFailuresName, "", "",
+                 static_cast<double>(snap.job_mapping->failures_total), kInt);
+  }
   Header(out, SelfMetric::kScrapeDuration);
   AppendSample(out, SelfMetricAt(SelfMetric::kScrapeDuration).name, "", "", snap.duration_ns / 1e9,
                kFloat);

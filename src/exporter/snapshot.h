@@ -36,6 +36,12 @@ struct HolderUsage {
   std::optional<double> energy_joules;
 };
 
+// --hpc-job-mapping-dir (hpc_job_mapping.h): the directory's state at a read, for the self metrics.
+struct JobMappingStatus {
+  bool dir_present = false;
+  std::uint64_t failures_total = 0;  // files that could not be used, since start
+};
+
 struct Snapshot {
   std::int64_t start_mono_ns = 0;              // when the read began
   std::int64_t duration_ns = 0;                // how long reading every entity took
@@ -52,8 +58,10 @@ struct Snapshot {
   std::string extension_exposition;
   std::string extension_health_failure;
   std::vector<HolderUsage> pod_usage;  // Kubernetes mode only
-  // Slurm mode only: per entity, the rendered hpc_job label of each job using it (hpc_jobs.h).
+  // Slurm mode (hpc_jobs.h) or the HPC job mapping directory (hpc_job_mapping.h): per entity, the
+  // rendered hpc_job label of each job using it.
   std::vector<std::vector<std::string>> job_labels;
+  std::optional<JobMappingStatus> job_mapping;  // with --hpc-job-mapping-dir only
   std::vector<HolderUsage> job_usage;  // Slurm mode only: each job's use of each entity
 
   // At least one device answered (the basis of gpulse_backend_up).

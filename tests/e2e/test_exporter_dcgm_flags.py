@@ -33,7 +33,6 @@ DEFAULT_ONLY = [
     ("--enable-dcgm-log", None, "DCGM_EXPORTER_ENABLE_DCGM_LOG", "true", "false"),
     ("--dcgm-log-level", None, "DCGM_EXPORTER_DCGM_LOG_LEVEL", "DEBUG", "NONE"),
     ("--log-format", None, "DCGM_EXPORTER_LOG_FORMAT", "json", "text"),
-    ("--hpc-job-mapping-dir", None, "DCGM_HPC_JOB_MAPPING_DIR", "/tmp/jobs", None),
     ("--kubernetes-virtual-gpus", None, "KUBERNETES_VIRTUAL_GPUS", "true", "false"),
     ("--dump-enabled", None, "DCGM_EXPORTER_DUMP_ENABLED", "true", "false"),
     ("--dump-directory", None, "DCGM_EXPORTER_DUMP_DIRECTORY", "/tmp/d", "/tmp/dcgm-exporter-debug"),
