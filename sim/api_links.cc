@@ -1,7 +1,7 @@
-// Interconnect: PCIe throughput, NVLink link state, and the NVLink fields of
-// nvmlDeviceGetFieldValues (link count, error totals, per-link traffic counters). The rates come
-// from the device's pcie_* / nvlink_* load channels (activity.h); the traffic counters are their
-// exact integral, so the difference of two readings is the traffic in between.
+// Interconnect: PCIe throughput and link (generation and width), NVLink link state, and the NVLink
+// fields of nvmlDeviceGetFieldValues (link count, error totals, per-link traffic counters). The
+// rates come from the device's pcie_* / nvlink_* load channels (activity.h); the traffic counters
+// are their exact integral, so the difference of two readings is the traffic in between.
 #include <cmath>
 
 #include "api_common.h"
@@ -14,6 +14,17 @@ using gpulse::sim::OnDevice;
 namespace {
 
 constexpr double kBytesPerKib = 1024.0;  // the throughput fields count KiB
+
+// The PCIe link getters: the scenario's pcie_link_gen / pcie_link_width. The link never trains
+// down, so the current values are the maximum ones.
+nvmlReturn_t PcieLink(nvmlDevice_t device, unsigned* out, bool width) {
+  return OnDevice(device, [&](DeviceCtx& c) -> nvmlReturn_t {
+    if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (nvmlReturn_t r = c.Gate(Call::kPcieLink); r != NVML_SUCCESS) return r;
+    *out = width ? c.spec().pcie_link_width : c.spec().pcie_link_gen;
+    return NVML_SUCCESS;
+  });
+}
 
 bool ValidPcieCounter(int counter) {
   return counter == NVML_PCIE_UTIL_TX_BYTES || counter == NVML_PCIE_UTIL_RX_BYTES;
@@ -103,4 +114,23 @@ GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, uns
     *is_active = NVML_FEATURE_ENABLED;
     return NVML_SUCCESS;
   });
+}
+
+GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device,
+                                                                  unsigned* gen) {
+  return PcieLink(device, gen, false);
+}
+
+GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned* width) {
+  return PcieLink(device, width, true);
+}
+
+GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device,
+                                                                   unsigned* gen) {
+  return PcieLink(device, gen, false);
+}
+
+GPULSE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device,
+                                                              unsigned* width) {
+  return PcieLink(device, width, true);
 }

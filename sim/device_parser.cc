@@ -24,6 +24,7 @@ const std::initializer_list<std::string_view> kDeviceKeys = {
     "idle_sm_clock_mhz",
     "max_mem_clock_mhz",
     "idle_mem_clock_mhz",
+    "max_video_clock_mhz",
     "idle_temp_c",
     "max_temp_c",
     "memory_temp",
@@ -32,6 +33,8 @@ const std::initializer_list<std::string_view> kDeviceKeys = {
     "gpm",
     "fan",
     "nvlink_links",
+    "pcie_link_gen",
+    "pcie_link_width",
     "power_usage",
     "energy_offset_j",
     "compute_mode",
@@ -167,6 +170,10 @@ void ParseClocksAndTemps(const YamlCheck& check, const DeviceFields& f, DeviceSp
                "is above max_mem_clock_mhz (" + std::to_string(d.max_mem_clock_mhz) + ")");
   }
 
+  // NVML's video clock runs below the SM clock: 85 % of it unless the scenario says.
+  d.max_video_clock_mhz = ClockOr(check, f.Get("max_video_clock_mhz"),
+                                  static_cast<unsigned>(std::lround(0.85 * d.max_sm_clock_mhz)));
+
   At idle_t = f.Get("idle_temp_c");
   d.idle_temp_c = idle_t.present ? check.Number(idle_t, -40, 120) : 30;
   At max_t = f.Get("max_temp_c");
@@ -209,6 +216,21 @@ void ParseHardware(const YamlCheck& check, const DeviceFields& f, DeviceSpec& d)
   At links = f.Get("nvlink_links");
   if (links.present) {
     d.nvlink_links = static_cast<unsigned>(check.Integer(links, 0, NVML_NVLINK_MAX_LINKS));
+  }
+  // Hopper and later (the GPM names) have PCIe gen 5; earlier data-center GPUs gen 4.
+  At gen = f.Get("pcie_link_gen");
+  if (gen.present) {
+    d.pcie_link_gen = static_cast<unsigned>(check.Integer(gen, 1, 6));
+  } else {
+    d.pcie_link_gen = HasGpmByName(d.name) ? 5 : 4;
+  }
+  At width = f.Get("pcie_link_width");
+  if (width.present) {
+    d.pcie_link_width = static_cast<unsigned>(check.Integer(width, 1, 32));
+    if (d.pcie_link_width != 1 && d.pcie_link_width != 2 && d.pcie_link_width != 4 &&
+        d.pcie_link_width != 8 && d.pcie_link_width != 16 && d.pcie_link_width != 32) {
+      check.Fail(width, "expected a PCIe link width: 1, 2, 4, 8, 16 or 32");
+    }
   }
   if (!d.gpm) d.unsupported.set(static_cast<size_t>(Call::kGpm));
   if (!d.fan) d.unsupported.set(static_cast<size_t>(Call::kFanSpeed));

@@ -43,6 +43,7 @@ constexpr std::array<std::string_view, kCallCount> kCallNames = {
     "persistence_mode",
     "applications_clocks",
     "power_limit_settings",
+    "pcie_link",
 };
 
 }  // namespace

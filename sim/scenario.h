@@ -55,6 +55,7 @@ enum class Call : uint8_t {
   kPersistenceMode,       // nvmlDeviceGetPersistenceMode
   kApplicationsClocks,    // nvmlDevice{Get,GetDefault,Set}ApplicationsClock(s), GetSupported*Clocks
   kPowerLimitSettings,  // nvmlDeviceGetPowerManagementLimitConstraints, …DefaultLimit, Set…Limit
+  kPcieLink,            // nvmlDeviceGet{Max,Curr}PcieLink{Generation,Width}
   kCount,
 };
 constexpr size_t kCallCount = static_cast<size_t>(Call::kCount);
@@ -158,6 +159,7 @@ struct DeviceSpec {
   double idle_power_w = 0;
   unsigned max_sm_clock_mhz = 0, idle_sm_clock_mhz = 0;
   unsigned max_mem_clock_mhz = 0, idle_mem_clock_mhz = 0;
+  unsigned max_video_clock_mhz = 0;  // nvmlDeviceGetMaxClockInfo(VIDEO), the busy video clock
   double idle_temp_c = 0, max_temp_c = 0;
   bool memory_temp = true;
   bool ecc = true;
@@ -165,6 +167,9 @@ struct DeviceSpec {
   bool gpm = false;           // GPU Performance Monitoring (Hopper and later)
   bool fan = false;           // a fan NVML can read (data-center boards are passively cooled)
   unsigned nvlink_links = 0;  // 0 .. NVML_NVLINK_MAX_LINKS
+  // The PCIe link: maximum generation (1 .. 6) and width (lanes). The simulated link never trains
+  // down, so the current generation and width are these too.
+  unsigned pcie_link_gen = 4, pcie_link_width = 16;
   PowerUsageMode power_usage = PowerUsageMode::kAverage;
   double energy_offset_j = 0;  // the energy counter at t = 0 (energy since driver load)
   // Settings (DCGM's configuration manager): their values after a reset, the power limit range and

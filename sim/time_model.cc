@@ -181,7 +181,7 @@ unsigned DeviceModel::MaxClockMhz(int type) const {
     case NVML_CLOCK_MEM:
       return spec_.max_mem_clock_mhz;
     default:  // video
-      return static_cast<unsigned>(std::lround(0.85 * spec_.max_sm_clock_mhz));
+      return spec_.max_video_clock_mhz;
   }
 }
 

@@ -56,10 +56,19 @@ enum class NvmlSource {
   kPowerInstant,  // nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)
   kTotalEnergy,
   kEnforcedPowerLimit,
+  kPowerMgmtLimit,         // nvmlDeviceGetPowerManagementLimit
+  kPowerMgmtLimitMin,      // nvmlDeviceGetPowerManagementLimitConstraints, min
+  kPowerMgmtLimitMax,      // the same call, max
+  kPowerMgmtLimitDefault,  // nvmlDeviceGetPowerManagementDefaultLimit
   kGpuTemperature,
   kMemoryTemperature,  // nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)
   kSmClock,
   kMemClock,
+  kAppSmClock,     // nvmlDeviceGetApplicationsClock(NVML_CLOCK_GRAPHICS), as DCGM reads it
+  kAppMemClock,    // nvmlDeviceGetApplicationsClock(NVML_CLOCK_MEM)
+  kMaxSmClock,     // nvmlDeviceGetMaxClockInfo(NVML_CLOCK_SM)
+  kMaxMemClock,    // nvmlDeviceGetMaxClockInfo(NVML_CLOCK_MEM)
+  kMaxVideoClock,  // nvmlDeviceGetMaxClockInfo(NVML_CLOCK_VIDEO)
   kPstate,
   kClocksEventReasons,
   kPcieReplay,
@@ -77,7 +86,11 @@ enum class NvmlSource {
   kFanSpeed,
   kPcieTxThroughput,
   kPcieRxThroughput,
-  kViolationPower,  // nvmlDeviceGetViolationStatus, one policy each
+  kPcieMaxLinkGen,    // nvmlDeviceGetMaxPcieLinkGeneration
+  kPcieMaxLinkWidth,  // nvmlDeviceGetMaxPcieLinkWidth
+  kPcieLinkGen,       // nvmlDeviceGetCurrPcieLinkGeneration
+  kPcieLinkWidth,     // nvmlDeviceGetCurrPcieLinkWidth
+  kViolationPower,    // nvmlDeviceGetViolationStatus, one policy each
   kViolationThermal,
   kViolationSyncBoost,
   kViolationBoardLimit,

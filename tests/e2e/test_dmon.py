@@ -91,6 +91,55 @@ class DmonTest(GpulseTestCase):
         self.assertTrue(xids, "an XID was injected")
         self.assertIn("skipped", p.stderr)
 
+    def test_clock_power_limit_and_pcie_link_fields(self):
+        # Issue 46: fields 110-115, 160-163 and 235-238. 8xH100 is H100 SXM: 1980/2619 MHz, video
+        # 1755 MHz, a 700 W limit settable from 200 to 700 W, PCIe gen 5 x16.
+        p = self.run_ok("dmon", "--simulate", "8xH100", "-e", "110,113,160,161,162,163,235,236,237,238",
+                        "-c", "1")
+        lines = p.stdout.splitlines()
+        header = [l for l in lines if l.startswith("#Entity")][0].split()
+        self.assertEqual(header[1:], ["SACLK", "SMMAX", "PMLMT", "PMMIN", "PMMAX", "PMDEF",
+                                      "PCIMG", "PCIMW", "PCILG", "PCILW"], "dcgmi dmon's tags")
+        gpu_lines = [l for l in lines if l.startswith("GPU ")]
+        self.assertEqual(len(gpu_lines), 8, p.stdout)
+        for line in gpu_lines:
+            self.assertEqual([float(v) for v in line.split()[2:]],
+                             [1980, 1980, 700, 200, 700, 700, 5, 16, 5, 16], line)
+
+        names = {110: "DCGM_FI_DEV_APP_SM_CLOCK", 111: "DCGM_FI_DEV_APP_MEM_CLOCK",
+                 113: "DCGM_FI_DEV_MAX_SM_CLOCK", 114: "DCGM_FI_DEV_MAX_MEM_CLOCK",
+                 115: "DCGM_FI_DEV_MAX_VIDEO_CLOCK", 160: "DCGM_FI_DEV_POWER_MGMT_LIMIT",
+                 161: "DCGM_FI_DEV_POWER_MGMT_LIMIT_MIN", 162: "DCGM_FI_DEV_POWER_MGMT_LIMIT_MAX",
+                 163: "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF", 235: "DCGM_FI_DEV_PCIE_MAX_LINK_GEN",
+                 236: "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", 237: "DCGM_FI_DEV_PCIE_LINK_GEN",
+                 238: "DCGM_FI_DEV_PCIE_LINK_WIDTH"}
+        every = ",".join(str(i) for i in names)
+        p = self.run_ok("dmon", "--simulate", "mig-a100", "-e", every, "-c", "1", "--format", "json")
+        records = [json.loads(line) for line in p.stdout.strip().splitlines()]
+        a100 = {names[i]: v for i, v in zip(names, [1410, 1215, 1410, 1215, 1290, 400, 100, 400, 400,
+                                                     4, 16, 4, 16])}
+        for rec in records:
+            validate(rec, "dmon-record.schema.json")
+            if rec.get("gpu_instance_id") is None:
+                self.assertEqual(rec["fields"], a100, rec)
+            else:  # GPU-level readings: never copied to the MIG instances
+                self.assertEqual(set(rec["fields"].values()), {None}, rec)
+
+        # sensorless' GPU 3: the hypervisor hides the power management limit, its range and the
+        # PCIe link (N/A, never 0); its clocks still answer. GPU 0 (an L40S) has every reading.
+        p = self.run_ok("dmon", "--simulate", "sensorless", "-e", every, "-c", "1", "--format", "csv")
+        rows = {r["gpu"]: r for r in csv_rows(p.stdout)}
+        hidden = [names[i] for i in (160, 161, 162, 163, 235, 236, 237, 238)]
+        for name in names.values():
+            self.assertNotEqual(rows["0"][name], "N/A", name)
+            self.assertEqual(rows["3"][name] == "N/A", name in hidden, (name, rows["3"][name]))
+        self.assertEqual(float(rows["0"]["DCGM_FI_DEV_POWER_MGMT_LIMIT"]), 350)
+        self.assertEqual(int(rows["0"]["DCGM_FI_DEV_PCIE_LINK_GEN"]), 4)
+        p = self.run_ok("dmon", "--simulate", "sensorless", "-i", "3", "-e", "PMLMT,PCILG,SMMAX", "-c", "1")
+        gpu_lines = [l for l in p.stdout.splitlines() if l.startswith("GPU ")]
+        self.assertEqual(len(gpu_lines), 1, p.stdout)
+        self.assertEqual(gpu_lines[0].split()[2:], ["N/A", "N/A", "2520"])
+
     def test_unknown_field_is_exit_2_naming_it(self):
         p = run("dmon", "--simulate", "1xH200", "-c", "1", "-e", "155,DCGM_FI_DEV_BOGUS")
         self.assertEqual(p.returncode, 2)

@@ -629,6 +629,53 @@ devices:
 }
 
 // ---------------------------------------------------------------------------------------------
+// nvmlDeviceGet{Max,Curr}PcieLink{Generation,Width}
+
+TEST_F(SimGpmTest, PcieLinkIsTheScenariosGenerationAndWidth) {
+  // One value of each getter: {max gen, max width, current gen, current width}.
+  auto link = [&](nvmlDevice_t d) {
+    std::vector<unsigned> v(4, 0);
+    EXPECT_EQ(api.MaxPcieLinkGen(d, &v[0]), NVML_SUCCESS);
+    EXPECT_EQ(api.MaxPcieLinkWidth(d, &v[1]), NVML_SUCCESS);
+    EXPECT_EQ(api.CurrPcieLinkGen(d, &v[2]), NVML_SUCCESS);
+    EXPECT_EQ(api.CurrPcieLinkWidth(d, &v[3]), NVML_SUCCESS);
+    return v;
+  };
+  Load("8xH100");
+  EXPECT_EQ(link(Device(0)), std::vector<unsigned>({5, 16, 5, 16})) << "H100 SXM: gen 5 x16";
+  Reload("4xA40-tp2");
+  EXPECT_EQ(link(Device(0)), std::vector<unsigned>({4, 16, 4, 16})) << "A40: gen 4 x16";
+
+  TempScenario file("link.yaml", R"(
+devices:
+  - {name: G, memory_total_mib: 1024, power_limit_w: 100, pcie_link_gen: 3, pcie_link_width: 8}
+  - {name: G, memory_total_mib: 1024, power_limit_w: 100, unsupported: [pcie_link]}
+  - {name: G, memory_total_mib: 1024, power_limit_w: 100}
+faults:
+  - {at: 1, until: 2, device: 2, kind: not_supported, calls: [pcie_link]}
+)");
+  Reload(file.path());
+  EXPECT_EQ(link(Device(0)), std::vector<unsigned>({3, 8, 3, 8}));
+  unsigned n = 0;
+  EXPECT_EQ(api.MaxPcieLinkGen(Device(1), &n), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(api.MaxPcieLinkWidth(Device(1), &n), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(api.CurrPcieLinkGen(Device(1), &n), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(api.CurrPcieLinkWidth(Device(1), &n), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(api.MaxPcieLinkGen(Device(0), nullptr), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(api.CurrPcieLinkWidth(Device(0), nullptr), NVML_ERROR_INVALID_ARGUMENT);
+  At(1.5);
+  EXPECT_EQ(api.CurrPcieLinkGen(Device(2), &n), NVML_ERROR_NOT_SUPPORTED);
+  At(2);
+  EXPECT_EQ(link(Device(2)), std::vector<unsigned>({4, 16, 4, 16}));
+
+  Reload("mig-h100");
+  EXPECT_EQ(api.MaxPcieLinkGen(MigDevice(Device(0), 0), &n), NVML_ERROR_NOT_SUPPORTED);
+  Reload("sensorless");
+  EXPECT_EQ(link(Device(0)), std::vector<unsigned>({4, 16, 4, 16})) << "L40S: gen 4 x16";
+  EXPECT_EQ(api.CurrPcieLinkGen(Device(3), &n), NVML_ERROR_NOT_SUPPORTED) << "hidden by the VM";
+}
+
+// ---------------------------------------------------------------------------------------------
 // nvmlDeviceGetFanSpeed
 
 TEST_F(SimGpmTest, FanSpeedFollowsTheTemperatureWhereThereIsAFan) {

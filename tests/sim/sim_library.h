@@ -73,6 +73,10 @@ struct SimApi {
   nvmlReturn_t (*ProcessUtilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned*,
                                      unsigned long long);
   nvmlReturn_t (*PcieThroughput)(nvmlDevice_t, int, unsigned*);
+  nvmlReturn_t (*MaxPcieLinkGen)(nvmlDevice_t, unsigned*);
+  nvmlReturn_t (*MaxPcieLinkWidth)(nvmlDevice_t, unsigned*);
+  nvmlReturn_t (*CurrPcieLinkGen)(nvmlDevice_t, unsigned*);
+  nvmlReturn_t (*CurrPcieLinkWidth)(nvmlDevice_t, unsigned*);
   nvmlReturn_t (*FanSpeed)(nvmlDevice_t, unsigned*);
   nvmlReturn_t (*ViolationStatus)(nvmlDevice_t, int, nvmlViolationTime_t*);
   nvmlReturn_t (*NvLinkState)(nvmlDevice_t, unsigned, int*);
@@ -155,6 +159,10 @@ inline const std::vector<const char*>& NvmlSymbols() {
       "nvmlDeviceGetRunningProcessDetailList",
       "nvmlDeviceGetProcessUtilization",
       "nvmlDeviceGetPcieThroughput",
+      "nvmlDeviceGetMaxPcieLinkGeneration",
+      "nvmlDeviceGetMaxPcieLinkWidth",
+      "nvmlDeviceGetCurrPcieLinkGeneration",
+      "nvmlDeviceGetCurrPcieLinkWidth",
       "nvmlDeviceGetFanSpeed",
       "nvmlDeviceGetViolationStatus",
       "nvmlDeviceGetNvLinkState",
@@ -253,6 +261,10 @@ inline const SimApi& Sim() {
     bind(a.ProcessDetailList, "nvmlDeviceGetRunningProcessDetailList");
     bind(a.ProcessUtilization, "nvmlDeviceGetProcessUtilization");
     bind(a.PcieThroughput, "nvmlDeviceGetPcieThroughput");
+    bind(a.MaxPcieLinkGen, "nvmlDeviceGetMaxPcieLinkGeneration");
+    bind(a.MaxPcieLinkWidth, "nvmlDeviceGetMaxPcieLinkWidth");
+    bind(a.CurrPcieLinkGen, "nvmlDeviceGetCurrPcieLinkGeneration");
+    bind(a.CurrPcieLinkWidth, "nvmlDeviceGetCurrPcieLinkWidth");
     bind(a.FanSpeed, "nvmlDeviceGetFanSpeed");
     bind(a.ViolationStatus, "nvmlDeviceGetViolationStatus");
     bind(a.NvLinkState, "nvmlDeviceGetNvLinkState");

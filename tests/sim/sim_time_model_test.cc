@@ -209,6 +209,11 @@ TEST_F(SimTimeModelTest, ClocksStatesAndReasonsFollowLoad) {
   EXPECT_EQ(mem, 3201u);
   EXPECT_EQ(pstate, 0);
   EXPECT_EQ(reasons, 0u);
+  unsigned video = 0, max_video = 0;
+  ASSERT_EQ(api.Clock(d, NVML_CLOCK_VIDEO, &video), NVML_SUCCESS);
+  ASSERT_EQ(api.MaxClock(d, NVML_CLOCK_VIDEO, &max_video), NVML_SUCCESS);
+  EXPECT_EQ(max_video, 1755u) << "1xH200.yaml's max_video_clock_mhz";
+  EXPECT_EQ(video, 1755u) << "busy: the video clock at its maximum";
 
   TempScenario file("idle.yaml", R"(
 devices:
@@ -225,6 +230,8 @@ devices:
   ASSERT_EQ(api.EventReasons(d, &reasons), NVML_SUCCESS);
   EXPECT_EQ(sm, 300u);
   EXPECT_EQ(mem, 405u);
+  ASSERT_EQ(api.MaxClock(d, NVML_CLOCK_VIDEO, &max_video), NVML_SUCCESS);
+  EXPECT_EQ(max_video, 1275u) << "default: 85 % of max_sm_clock_mhz";
   EXPECT_EQ(pstate, 8);
   EXPECT_EQ(reasons, nvmlClocksEventReasonGpuIdle);
   unsigned mw = 0;

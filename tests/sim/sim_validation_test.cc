@@ -214,6 +214,12 @@ const std::vector<BadScenario>& Cases() {
        "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, max_power_limit_w: "
        "99}\n",
        "devices[0].max_power_limit_w", "is below power_limit_w (100)", 2},
+      {"PCIe link generation out of range",
+       "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, pcie_link_gen: 7}\n",
+       "devices[0].pcie_link_gen", "7 is out of range [1, 6]", 2},
+      {"PCIe link width not a lane count",
+       "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, pcie_link_width: 12}\n",
+       "devices[0].pcie_link_width", "expected a PCIe link width: 1, 2, 4, 8, 16 or 32", 2},
       {"compute mode out of range",
        "devices:\n  - {name: G, memory_total_mib: 1024, power_limit_w: 100, compute_mode: 4}\n",
        "devices[0].compute_mode", "4 is out of range [0, 3]", 2},

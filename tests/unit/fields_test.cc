@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 
 #include "core/fields.h"
 
@@ -30,6 +31,69 @@ TEST(Fields, CatalogueHasTheDcgmIdsUsersRelyOn) {
   EXPECT_EQ(FieldAt(*FindField("203")).name, "DCGM_FI_DEV_GPU_UTIL");
   EXPECT_EQ(FieldAt(*FindField("156")).prom_type, PromType::kCounter);
   EXPECT_EQ(FieldAt(*FindField("252")).unit, Unit::kMiB);
+}
+
+// Fields 110-115, 160-163 and 235-238 as dcgm_fields.h (DCGM 4.6) defines them: id, name, 4.6
+// alias, dcgmi dmon tag, unit, type, and the NVML call each is read with.
+TEST(Fields, ClockPowerLimitAndPcieLinkRowsAreDcgms) {
+  struct Row {
+    FieldId id;
+    std::string_view name, alias, short_name;
+    Unit unit;
+    ValueType type;
+    NvmlSource nvml;
+  };
+  using enum NvmlSource;
+  const Row rows[] = {
+      {110, "DCGM_FI_DEV_APP_SM_CLOCK", "", "SACLK", Unit::kMHz, ValueType::kInt64, kAppSmClock},
+      {111, "DCGM_FI_DEV_APP_MEM_CLOCK", "", "MACLK", Unit::kMHz, ValueType::kInt64, kAppMemClock},
+      {113, "DCGM_FI_DEV_MAX_SM_CLOCK", "", "SMMAX", Unit::kMHz, ValueType::kInt64, kMaxSmClock},
+      {114, "DCGM_FI_DEV_MAX_MEM_CLOCK", "", "MMMAX", Unit::kMHz, ValueType::kInt64, kMaxMemClock},
+      {115, "DCGM_FI_DEV_MAX_VIDEO_CLOCK", "", "VIMAX", Unit::kMHz, ValueType::kInt64,
+       kMaxVideoClock},
+      {160, "DCGM_FI_DEV_POWER_MGMT_LIMIT", "DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS",
+       "PMLMT", Unit::kWatts, ValueType::kDouble, kPowerMgmtLimit},
+      {161, "DCGM_FI_DEV_POWER_MGMT_LIMIT_MIN", "DCGM_FI_DEV_BOARD_POWER_LIMIT_MIN_WATTS", "PMMIN",
+       Unit::kWatts, ValueType::kDouble, kPowerMgmtLimitMin},
+      {162, "DCGM_FI_DEV_POWER_MGMT_LIMIT_MAX", "DCGM_FI_DEV_BOARD_POWER_LIMIT_MAX_WATTS", "PMMAX",
+       Unit::kWatts, ValueType::kDouble, kPowerMgmtLimitMax},
+      {163, "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF", "DCGM_FI_DEV_BOARD_POWER_LIMIT_DEFAULT_WATTS",
+       "PMDEF", Unit::kWatts, ValueType::kDouble, kPowerMgmtLimitDefault},
+      {235, "DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "", "PCIMG", Unit::kNone, ValueType::kInt64,
+       kPcieMaxLinkGen},
+      {236, "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "", "PCIMW", Unit::kNone, ValueType::kInt64,
+       kPcieMaxLinkWidth},
+      {237, "DCGM_FI_DEV_PCIE_LINK_GEN", "", "PCILG", Unit::kNone, ValueType::kInt64,
+       kPcieLinkGen},
+      {238, "DCGM_FI_DEV_PCIE_LINK_WIDTH", "", "PCILW", Unit::kNone, ValueType::kInt64,
+       kPcieLinkWidth},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.id);
+    auto index = FindField(std::to_string(r.id));
+    ASSERT_TRUE(index);
+    const FieldSpec& f = FieldAt(*index);
+    EXPECT_EQ(f.name, r.name);
+    EXPECT_EQ(f.alias, r.alias);
+    EXPECT_EQ(f.short_name, r.short_name);
+    EXPECT_EQ(f.unit, r.unit);
+    EXPECT_EQ(f.value_type, r.type);
+    EXPECT_EQ(f.prom_type, PromType::kGauge);
+    EXPECT_EQ(f.nvml, r.nvml);
+    EXPECT_FALSE(PerInstance(f)) << "a GPU-level reading";
+    EXPECT_FALSE(FromTwoReads(f));
+    EXPECT_EQ(FindField(r.name), index);
+    EXPECT_EQ(FindField(r.short_name), index);
+    if (!r.alias.empty()) {
+      EXPECT_EQ(FindField(r.alias), index);
+    }
+    EXPECT_EQ(FindUnreadableField(r.name), nullptr);
+  }
+  // NVML only: the sysfs backends read none of them.
+  for (FieldId id : {110, 111, 113, 114, 115, 160, 161, 162, 163, 235, 236, 237, 238}) {
+    EXPECT_EQ(FieldAt(*FindField(std::to_string(id))).amdgpu, SysfsSource::kNotRead) << id;
+    EXPECT_EQ(FieldAt(*FindField(std::to_string(id))).intel, SysfsSource::kNotRead) << id;
+  }
 }
 
 TEST(Fields, FindAcceptsIdNameAliasShortNameAnyCase) {

@@ -1,6 +1,9 @@
 // Each NVML error class as the backend handles it, driven through an API of fakes.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "core/fields.h"
 #include "gpu/nvml/nvml_backend.h"
 #include "gpu/nvml/nvml_errors.h"
@@ -175,6 +178,180 @@ TEST_F(NvmlErrorsTest, XidAbsentWhenEventsCannotBeRegistered) {
   std::vector<FieldIndex> f = {F(230)};
   b->Read(0, f, s_);
   EXPECT_FALSE(s_.values[F(230)].has_value());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fields 110-115, 160-163 and 235-238: the application and maximum clocks, the power management
+// limit with its range and default, and the PCIe link. MakeFakeApi has none of their calls (a
+// driver without them); WithClockLimitAndLinkCalls adds fakes that count their calls and answer
+// the per-call code in g_limit_rc.
+
+std::map<std::string, int> g_limit_calls;
+std::map<std::string, nvmlReturn_t> g_limit_rc;
+
+nvmlReturn_t LimitCall(const char* name) {
+  ++g_limit_calls[name];
+  auto it = g_limit_rc.find(name);
+  return it == g_limit_rc.end() ? NVML_SUCCESS : it->second;
+}
+
+// Distinct values per clock type, so that a read of the wrong type shows.
+unsigned ClockFor(int type, unsigned graphics, unsigned sm, unsigned mem, unsigned video) {
+  switch (type) {
+    case NVML_CLOCK_GRAPHICS:
+      return graphics;
+    case NVML_CLOCK_SM:
+      return sm;
+    case NVML_CLOCK_MEM:
+      return mem;
+    default:
+      return video;
+  }
+}
+
+NvmlApi WithClockLimitAndLinkCalls(NvmlApi a) {
+  a.DeviceGetApplicationsClock = [](nvmlDevice_t, int type, unsigned* mhz) -> nvmlReturn_t {
+    nvmlReturn_t rc = LimitCall("GetApplicationsClock");
+    if (rc == NVML_SUCCESS) *mhz = ClockFor(type, 1755, 1754, 2619, 1500);
+    return rc;
+  };
+  a.DeviceGetMaxClockInfo = [](nvmlDevice_t, int type, unsigned* mhz) -> nvmlReturn_t {
+    nvmlReturn_t rc = LimitCall("GetMaxClockInfo");
+    if (rc == NVML_SUCCESS) *mhz = ClockFor(type, 1981, 1980, 2619, 1755);
+    return rc;
+  };
+  a.DeviceGetPowerManagementLimit = [](nvmlDevice_t, unsigned* mw) -> nvmlReturn_t {
+    nvmlReturn_t rc = LimitCall("GetPowerManagementLimit");
+    if (rc == NVML_SUCCESS) *mw = 287500;
+    return rc;
+  };
+  a.DeviceGetPowerManagementLimitConstraints = [](nvmlDevice_t, unsigned* min_mw,
+                                                  unsigned* max_mw) -> nvmlReturn_t {
+    nvmlReturn_t rc = LimitCall("GetPowerManagementLimitConstraints");
+    if (rc == NVML_SUCCESS) {
+      *min_mw = 200000;
+      *max_mw = 700000;
+    }
+    return rc;
+  };
+  a.DeviceGetPowerManagementDefaultLimit = [](nvmlDevice_t, unsigned* mw) -> nvmlReturn_t {
+    nvmlReturn_t rc = LimitCall("GetPowerManagementDefaultLimit");
+    if (rc == NVML_SUCCESS) *mw = 699999;
+    return rc;
+  };
+  a.DeviceGetMaxPcieLinkGeneration = [](nvmlDevice_t, unsigned* gen) -> nvmlReturn_t {
+    nvmlReturn_t rc = LimitCall("GetMaxPcieLinkGeneration");
+    if (rc == NVML_SUCCESS) *gen = 5;
+    return rc;
+  };
+  a.DeviceGetMaxPcieLinkWidth = [](nvmlDevice_t, unsigned* width) -> nvmlReturn_t {
+    nvmlReturn_t rc = LimitCall("GetMaxPcieLinkWidth");
+    if (rc == NVML_SUCCESS) *width = 16;
+    return rc;
+  };
+  a.DeviceGetCurrPcieLinkGeneration = [](nvmlDevice_t, unsigned* gen) -> nvmlReturn_t {
+    nvmlReturn_t rc = LimitCall("GetCurrPcieLinkGeneration");
+    if (rc == NVML_SUCCESS) *gen = 4;
+    return rc;
+  };
+  a.DeviceGetCurrPcieLinkWidth = [](nvmlDevice_t, unsigned* width) -> nvmlReturn_t {
+    nvmlReturn_t rc = LimitCall("GetCurrPcieLinkWidth");
+    if (rc == NVML_SUCCESS) *width = 8;
+    return rc;
+  };
+  return a;
+}
+
+constexpr FieldId kClockLimitAndLinkIds[] = {110, 111, 113, 114, 115, 160, 161,
+                                             162, 163, 235, 236, 237, 238};
+
+std::vector<FieldIndex> ClockLimitAndLinkFields() {
+  std::vector<FieldIndex> f;
+  for (FieldId id : kClockLimitAndLinkIds) f.push_back(F(id));
+  return f;
+}
+
+class NvmlClockLimitAndLinkTest : public NvmlErrorsTest {
+ protected:
+  void SetUp() override {
+    NvmlErrorsTest::SetUp();
+    g_limit_calls.clear();
+    g_limit_rc.clear();
+  }
+  std::unique_ptr<NvmlBackend> OpenWithCalls() {
+    auto b = NvmlBackend::Create(WithClockLimitAndLinkCalls(testing::MakeFakeApi(&fake_)), nullptr,
+                                 "fake");
+    EXPECT_TRUE(b.ok());
+    g_limit_calls.clear();  // count only the calls made while sampling (open reads the max clock)
+    return std::move(b).value();
+  }
+};
+
+TEST_F(NvmlClockLimitAndLinkTest, ReadInDcgmUnitsFromTheRightClockTypes) {
+  auto b = OpenWithCalls();
+  b->Read(0, ClockLimitAndLinkFields(), s_);
+  ASSERT_EQ(s_.state, DeviceState::kOk);
+  EXPECT_DOUBLE_EQ(*s_.values[F(110)], 1755.0) << "NVML_CLOCK_GRAPHICS, as DCGM reads it";
+  EXPECT_DOUBLE_EQ(*s_.values[F(111)], 2619.0);
+  EXPECT_DOUBLE_EQ(*s_.values[F(113)], 1980.0) << "NVML_CLOCK_SM";
+  EXPECT_DOUBLE_EQ(*s_.values[F(114)], 2619.0);
+  EXPECT_DOUBLE_EQ(*s_.values[F(115)], 1755.0);
+  EXPECT_DOUBLE_EQ(*s_.values[F(160)], 287.5);  // mW -> W
+  EXPECT_DOUBLE_EQ(*s_.values[F(161)], 200.0);
+  EXPECT_DOUBLE_EQ(*s_.values[F(162)], 700.0);
+  EXPECT_DOUBLE_EQ(*s_.values[F(163)], 699.999);
+  EXPECT_DOUBLE_EQ(*s_.values[F(235)], 5.0);
+  EXPECT_DOUBLE_EQ(*s_.values[F(236)], 16.0);
+  EXPECT_DOUBLE_EQ(*s_.values[F(237)], 4.0);
+  EXPECT_DOUBLE_EQ(*s_.values[F(238)], 8.0);
+  // One call per reading, and one nvmlDeviceGetPowerManagementLimitConstraints for min and max.
+  EXPECT_EQ(g_limit_calls["GetApplicationsClock"], 2);
+  EXPECT_EQ(g_limit_calls["GetMaxClockInfo"], 3);
+  EXPECT_EQ(g_limit_calls["GetPowerManagementLimitConstraints"], 1);
+  EXPECT_EQ(g_limit_calls["GetPowerManagementLimit"], 1);
+  EXPECT_EQ(g_limit_calls["GetPowerManagementDefaultLimit"], 1);
+  for (const char* link : {"GetMaxPcieLinkGeneration", "GetMaxPcieLinkWidth",
+                           "GetCurrPcieLinkGeneration", "GetCurrPcieLinkWidth"}) {
+    EXPECT_EQ(g_limit_calls[link], 1) << link;
+  }
+  const std::vector<FieldIndex> only_max = {F(162)};
+  b->Read(0, only_max, s_);
+  EXPECT_DOUBLE_EQ(*s_.values[F(162)], 700.0);
+  EXPECT_FALSE(s_.values[F(161)].has_value()) << "not requested: absent";
+}
+
+TEST_F(NvmlClockLimitAndLinkTest, ADriverWithoutTheCallsLeavesThemAbsentNeverZero) {
+  auto b = Open();  // MakeFakeApi alone: none of the calls
+  const std::vector<FieldIndex> f = ClockLimitAndLinkFields();
+  b->Read(0, f, s_);
+  ASSERT_EQ(s_.state, DeviceState::kOk);
+  for (FieldIndex i : f) {
+    EXPECT_FALSE(s_.values[i].has_value()) << FieldAt(i).name;
+    EXPECT_TRUE(s_.unsupported[i]) << FieldAt(i).name;
+  }
+}
+
+TEST_F(NvmlClockLimitAndLinkTest, NotSupportedIsAbsentAndNotRetriedPerCall) {
+  g_limit_rc["GetPowerManagementLimitConstraints"] = NVML_ERROR_NOT_SUPPORTED;
+  g_limit_rc["GetCurrPcieLinkWidth"] = NVML_ERROR_NO_PERMISSION;
+  g_limit_rc["GetApplicationsClock"] = NVML_ERROR_TIMEOUT;
+  auto b = OpenWithCalls();
+  const std::vector<FieldIndex> f = ClockLimitAndLinkFields();
+  for (int tick = 0; tick < 3; ++tick) {
+    b->Read(0, f, s_);
+    EXPECT_FALSE(s_.values[F(161)].has_value());
+    EXPECT_FALSE(s_.values[F(162)].has_value());
+    EXPECT_TRUE(s_.unsupported[F(161)] && s_.unsupported[F(162)]);
+    EXPECT_FALSE(s_.values[F(238)].has_value());
+    EXPECT_TRUE(s_.unsupported[F(238)]);
+    EXPECT_FALSE(s_.values[F(110)].has_value()) << "a transient failure: absent this tick";
+    EXPECT_FALSE(s_.unsupported[F(110)]);
+    EXPECT_DOUBLE_EQ(*s_.values[F(160)], 287.5) << "the other power calls still answer";
+    EXPECT_DOUBLE_EQ(*s_.values[F(237)], 4.0) << "the other link calls still answer";
+  }
+  EXPECT_EQ(g_limit_calls["GetPowerManagementLimitConstraints"], 1);
+  EXPECT_EQ(g_limit_calls["GetCurrPcieLinkWidth"], 1);
+  EXPECT_EQ(g_limit_calls["GetApplicationsClock"], 6) << "transient failures are retried";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/fields.h"
 #include "gpu/nvml/nvml_backend.h"
@@ -114,6 +115,43 @@ TEST_F(NvmlSettingsSimTest, SettersChangeWhatReadSettingsReports) {
   EXPECT_EQ(s.default_app_sm_clock_mhz, 1980u);
   EXPECT_EQ(s.power_limit_w, 450.4) << "watts to mW and back";
   EXPECT_EQ(s.default_power_limit_w, 700.0);
+}
+
+// Fields 110-115, 160-163 and 235-238 read the same calls per tick: what ReadSettings reports, and
+// what a setter changed.
+TEST_F(NvmlSettingsSimTest, ClockLimitAndLinkFieldsFollowTheSettings) {
+  std::vector<FieldIndex> fields;
+  for (FieldId id : {110, 111, 113, 114, 115, 160, 161, 162, 163, 164, 235, 236, 237, 238})
+    fields.push_back(F(id));
+  Sample s;
+  backend_->Read(0, fields, s);
+  ASSERT_EQ(s.state, DeviceState::kOk);
+  EXPECT_EQ(s.values[F(110)], 1980.0);
+  EXPECT_EQ(s.values[F(111)], 2619.0);
+  EXPECT_EQ(s.values[F(113)], 1980.0);
+  EXPECT_EQ(s.values[F(114)], 2619.0);
+  EXPECT_EQ(s.values[F(115)], 1683.0) << "the simulator's default: 85 % of the SM clock";
+  EXPECT_EQ(s.values[F(160)], 700.0);
+  EXPECT_EQ(s.values[F(161)], 350.0);
+  EXPECT_EQ(s.values[F(162)], 700.0);
+  EXPECT_EQ(s.values[F(163)], 700.0);
+  EXPECT_EQ(s.values[F(235)], 5.0) << "Hopper: PCIe gen 5";
+  EXPECT_EQ(s.values[F(236)], 16.0);
+  EXPECT_EQ(s.values[F(237)], 5.0);
+  EXPECT_EQ(s.values[F(238)], 16.0);
+
+  ASSERT_TRUE(backend_->SetApplicationClocks(0, 2619, 1500).ok());
+  ASSERT_TRUE(backend_->SetPowerLimit(0, 450.4).ok());
+  backend_->Read(0, fields, s);
+  EXPECT_EQ(s.values[F(110)], 1500.0);
+  EXPECT_EQ(s.values[F(113)], 1980.0) << "the maximum stays";
+  EXPECT_EQ(s.values[F(160)], 450.4);
+  EXPECT_EQ(s.values[F(164)], 450.4);
+  EXPECT_EQ(s.values[F(163)], 700.0) << "the default stays";
+
+  backend_->Read(1, fields, s);  // the A40: PCIe gen 4
+  EXPECT_EQ(s.values[F(235)], 4.0);
+  EXPECT_EQ(s.values[F(161)], 150.0);
 }
 
 TEST_F(NvmlSettingsSimTest, ValuesTheDriverRejectsAreInvalidArguments) {

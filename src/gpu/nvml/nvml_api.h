@@ -73,6 +73,10 @@ struct NvmlApi {
                                               unsigned*, unsigned long long) = nullptr;
   nvmlReturn_t (*DeviceGetFanSpeed)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*DeviceGetPcieThroughput)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetMaxPcieLinkGeneration)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetMaxPcieLinkWidth)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetCurrPcieLinkGeneration)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetCurrPcieLinkWidth)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*DeviceGetViolationStatus)(nvmlDevice_t, int, nvmlViolationTime_t*) = nullptr;
   // GPM (NVML 12, Hopper and later); all six or the profiling fields are unsupported.
   nvmlReturn_t (*GpmQueryDeviceSupport)(nvmlDevice_t, nvmlGpmSupport_t*) = nullptr;
@@ -85,8 +89,10 @@ struct NvmlApi {
   nvmlReturn_t (*DeviceRegisterEvents)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
   nvmlReturn_t (*EventSetWait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;
   nvmlReturn_t (*EventSetFree)(nvmlEventSet_t) = nullptr;
-  // Settings (DCGM's configuration manager), read or changed on request, never per tick. The enum
-  // parameters (nvmlComputeMode_t, nvmlEnableState_t, nvmlClockType_t) are int-sized.
+  // Settings (DCGM's configuration manager), read or changed on request. The getters of the
+  // application clocks and the power limit range also feed fields 110, 111 and 161-163, read per
+  // tick when asked for. The enum parameters (nvmlComputeMode_t, nvmlEnableState_t,
+  // nvmlClockType_t) are int-sized.
   nvmlReturn_t (*DeviceGetComputeMode)(nvmlDevice_t, int*) = nullptr;
   nvmlReturn_t (*DeviceSetComputeMode)(nvmlDevice_t, int) = nullptr;
   nvmlReturn_t (*DeviceGetEccMode)(nvmlDevice_t, int*, int*) = nullptr;  // current, pending

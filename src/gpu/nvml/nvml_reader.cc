@@ -89,6 +89,13 @@ Call CallFor(NvmlSource s) {
       return Call::kEnergy;
     case NvmlSource::kEnforcedPowerLimit:
       return Call::kPowerLimit;
+    case NvmlSource::kPowerMgmtLimit:
+      return Call::kPowerMgmtLimit;
+    case NvmlSource::kPowerMgmtLimitMin:
+    case NvmlSource::kPowerMgmtLimitMax:
+      return Call::kPowerLimitConstraints;
+    case NvmlSource::kPowerMgmtLimitDefault:
+      return Call::kPowerDefaultLimit;
     case NvmlSource::kGpuTemperature:
       return Call::kTemperature;
     case NvmlSource::kMemoryTemperature:
@@ -97,6 +104,16 @@ Call CallFor(NvmlSource s) {
       return Call::kSmClock;
     case NvmlSource::kMemClock:
       return Call::kMemClock;
+    case NvmlSource::kAppSmClock:
+      return Call::kAppSmClock;
+    case NvmlSource::kAppMemClock:
+      return Call::kAppMemClock;
+    case NvmlSource::kMaxSmClock:
+      return Call::kMaxSmClock;
+    case NvmlSource::kMaxMemClock:
+      return Call::kMaxMemClock;
+    case NvmlSource::kMaxVideoClock:
+      return Call::kMaxVideoClock;
     case NvmlSource::kPstate:
       return Call::kPstate;
     case NvmlSource::kClocksEventReasons:
@@ -129,6 +146,14 @@ Call CallFor(NvmlSource s) {
       return Call::kPcieTx;
     case NvmlSource::kPcieRxThroughput:
       return Call::kPcieRx;
+    case NvmlSource::kPcieMaxLinkGen:
+      return Call::kPcieMaxLinkGen;
+    case NvmlSource::kPcieMaxLinkWidth:
+      return Call::kPcieMaxLinkWidth;
+    case NvmlSource::kPcieLinkGen:
+      return Call::kPcieLinkGen;
+    case NvmlSource::kPcieLinkWidth:
+      return Call::kPcieLinkWidth;
     case NvmlSource::kViolationPower:
       return Call::kViolationPower;
     case NvmlSource::kViolationThermal:
@@ -398,6 +423,27 @@ void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
           mw / 1000.0;
       return;
     }
+    case Call::kPowerMgmtLimit:
+    case Call::kPowerDefaultLimit: {
+      auto fn = call == Call::kPowerMgmtLimit ? a.DeviceGetPowerManagementLimit
+                                              : a.DeviceGetPowerManagementDefaultLimit;
+      if (absent_fn(reinterpret_cast<const void*>(fn))) return;
+      unsigned mw = 0;
+      if (!Check(call, fn(h, &mw), stats)) return;
+      slot(call == Call::kPowerMgmtLimit ? NvmlSource::kPowerMgmtLimit
+                                         : NvmlSource::kPowerMgmtLimitDefault) = mw / 1000.0;
+      return;
+    }
+    case Call::kPowerLimitConstraints: {
+      if (absent_fn(reinterpret_cast<const void*>(a.DeviceGetPowerManagementLimitConstraints)))
+        return;
+      unsigned min_mw = 0, max_mw = 0;
+      if (!Check(call, a.DeviceGetPowerManagementLimitConstraints(h, &min_mw, &max_mw), stats))
+        return;
+      slot(NvmlSource::kPowerMgmtLimitMin) = min_mw / 1000.0;
+      slot(NvmlSource::kPowerMgmtLimitMax) = max_mw / 1000.0;
+      return;
+    }
     case Call::kEnergy: {
       if (absent_fn(reinterpret_cast<const void*>(a.DeviceGetTotalEnergyConsumption))) return;
       unsigned long long mj = 0;
@@ -421,6 +467,34 @@ void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
       int type = call == Call::kSmClock ? NVML_CLOCK_SM : NVML_CLOCK_MEM;
       if (Check(call, a.DeviceGetClockInfo(h, type, &mhz), stats)) {
         slot(call == Call::kSmClock ? NvmlSource::kSmClock : NvmlSource::kMemClock) = mhz;
+      }
+      return;
+    }
+    case Call::kAppSmClock:
+    case Call::kAppMemClock: {
+      if (absent_fn(reinterpret_cast<const void*>(a.DeviceGetApplicationsClock))) return;
+      const bool sm = call == Call::kAppSmClock;
+      unsigned mhz = 0;
+      // DCGM reads the SM application clock as the graphics one (the two are one clock).
+      if (Check(call,
+                a.DeviceGetApplicationsClock(h, sm ? NVML_CLOCK_GRAPHICS : NVML_CLOCK_MEM, &mhz),
+                stats)) {
+        slot(sm ? NvmlSource::kAppSmClock : NvmlSource::kAppMemClock) = mhz;
+      }
+      return;
+    }
+    case Call::kMaxSmClock:
+    case Call::kMaxMemClock:
+    case Call::kMaxVideoClock: {
+      if (absent_fn(reinterpret_cast<const void*>(a.DeviceGetMaxClockInfo))) return;
+      const int type = call == Call::kMaxSmClock    ? NVML_CLOCK_SM
+                       : call == Call::kMaxMemClock ? NVML_CLOCK_MEM
+                                                    : NVML_CLOCK_VIDEO;
+      unsigned mhz = 0;
+      if (Check(call, a.DeviceGetMaxClockInfo(h, type, &mhz), stats)) {
+        slot(call == Call::kMaxSmClock    ? NvmlSource::kMaxSmClock
+             : call == Call::kMaxMemClock ? NvmlSource::kMaxMemClock
+                                          : NvmlSource::kMaxVideoClock) = mhz;
       }
       return;
     }
@@ -532,6 +606,34 @@ void DeviceReader::Perform(Call call, Values& v, gpu::ReadStats& stats) {
                 stats)) {
         slot(tx ? NvmlSource::kPcieTxThroughput : NvmlSource::kPcieRxThroughput) = kb;
       }
+      return;
+    }
+    case Call::kPcieMaxLinkGen:
+    case Call::kPcieMaxLinkWidth:
+    case Call::kPcieLinkGen:
+    case Call::kPcieLinkWidth: {
+      decltype(a.DeviceGetMaxPcieLinkGeneration) fn = nullptr;
+      NvmlSource source = NvmlSource::kPcieMaxLinkGen;
+      switch (call) {
+        case Call::kPcieMaxLinkGen:
+          fn = a.DeviceGetMaxPcieLinkGeneration;
+          break;
+        case Call::kPcieMaxLinkWidth:
+          fn = a.DeviceGetMaxPcieLinkWidth;
+          source = NvmlSource::kPcieMaxLinkWidth;
+          break;
+        case Call::kPcieLinkGen:
+          fn = a.DeviceGetCurrPcieLinkGeneration;
+          source = NvmlSource::kPcieLinkGen;
+          break;
+        default:
+          fn = a.DeviceGetCurrPcieLinkWidth;
+          source = NvmlSource::kPcieLinkWidth;
+          break;
+      }
+      if (absent_fn(reinterpret_cast<const void*>(fn))) return;
+      unsigned n = 0;
+      if (Check(call, fn(h, &n), stats)) slot(source) = n;
       return;
     }
     case Call::kViolationPower:
