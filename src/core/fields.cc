@@ -479,6 +479,14 @@ constexpr std::array kSelfMetrics = {
         "gpulse_job_power_estimate_watts integrated over time since the job first used the GPU "
         "or MIG instance (trapezoid rule between reads; an estimate, "
         "docs/adr/0022-per-pod-usage.md)."},
+    // --hpc-job-mapping-dir (exporter/hpc_job_mapping.h): only when it is given.
+    SelfMetricSpec{kJobMappingDirPresent, "gpulse_hpc_job_mapping_dir_present", "", G,
+                   "1 when the --hpc-job-mapping-dir directory existed at the read behind this "
+                   "response, else 0 (series then carry no hpc_job label)."},
+    SelfMetricSpec{kJobMappingFailures, "gpulse_hpc_job_mapping_failures_total", "", C,
+                   "HPC job mapping files that could not be used at a device read since start "
+                   "(unreadable, not a regular file, too large, too many jobs); that GPU's series "
+                   "were unlabelled for that read."},
     // As Prometheus' client libraries name them (node_exporter, Prometheus): dashboards and alerts
     // written for those work unchanged.
     SelfMetricSpec{kProcessCpuSeconds, "process_cpu_seconds_total", "seconds", C,

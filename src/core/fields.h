@@ -242,6 +242,8 @@ enum class SelfMetric {
   kJobSmUtilization,
   kJobPowerEstimate,
   kJobEnergyEstimate,
+  kJobMappingDirPresent,
+  kJobMappingFailures,
   // The process collector of Prometheus' client libraries, and the HTTP server's own counts.
   kProcessCpuSeconds,
   kProcessOpenFds,

@@ -299,13 +299,11 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std
                SelfMetric::kJobPowerEstimate, SelfMetric::kJobEnergyEstimate},
               out);
   if (snap.job_mapping) {  // --hpc-job-mapping-dir
-    prom::AppendFamilyHeader(out, kJobMappingDirPresentName, kJobMappingDirPresentHelp,
-                             PromType::kGauge);
-    AppendSample(out, kJobMappingDirPresentName, "", "", snap.job_mapping->dir_present ? 1 : 0,
-                 kInt);
-    prom::AppendFamilyHeader(out, kJobMappingFailuresName, kJobMappingFailuresHelp,
-                             PromType::kCounter);
-    AppendSample(out, kJobMappingFailuresName, "", "",
+    Header(out, SelfMetric::kJobMappingDirPresent);
+    AppendSample(out, SelfMetricAt(SelfMetric::kJobMappingDirPresent).name, "", "",
+                 snap.job_mapping->dir_present ? 1 : 0, kInt);
+    Header(out, SelfMetric::kJobMappingFailures);
+    AppendSample(out, SelfMetricAt(SelfMetric::kJobMappingFailures).name, "", "",
                  static_cast<double>(snap.job_mapping->failures_total), kInt);
   }
   Header(out, SelfMetric::kScrapeDuration);

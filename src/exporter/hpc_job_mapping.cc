@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "core/fields.h"
 #include "prom/writer.h"
 #include "sys/fd.h"
 
@@ -211,7 +212,8 @@ std::shared_ptr<const Snapshot> JobMapping::Apply(std::shared_ptr<const Snapshot
                              f.reason)
                : fmt::format("--hpc-job-mapping-dir {}/{}: {}; that GPU's series carry no hpc_job "
                              "label (said once; counted in {})",
-                             dir_, f.file, f.reason, kJobMappingFailuresName));
+                             dir_, f.file, f.reason,
+                             SelfMetricAt(SelfMetric::kJobMappingFailures).name));
     }
     failing.emplace(std::move(f.file), std::move(f.reason));
   }

@@ -48,16 +48,6 @@ namespace gpulse::exporter {
 inline constexpr std::size_t kMaxJobFileBytes = 64 * 1024;
 inline constexpr std::size_t kMaxJobsPerFile = 128;
 
-// The self metrics of the mapping (only with --hpc-job-mapping-dir).
-inline constexpr std::string_view kJobMappingDirPresentName = "gpulse_hpc_job_mapping_dir_present";
-inline constexpr std::string_view kJobMappingDirPresentHelp =
-    "1 when the --hpc-job-mapping-dir directory existed at the read behind this response, else 0 "
-    "(series then carry no hpc_job label).";
-inline constexpr std::string_view kJobMappingFailuresName = "gpulse_hpc_job_mapping_failures_total";
-inline constexpr std::string_view kJobMappingFailuresHelp =
-    "HPC job mapping files that could not be used at a device read since start (unreadable, not a "
-    "regular file, too large, too many jobs); that GPU's series were unlabelled for that read.";
-
 // Whether dcgm-exporter reads a file of this name: ^\d+(\.\d+)?$ (ASCII digits).
 bool IsJobMappingFileName(std::string_view name);
 
