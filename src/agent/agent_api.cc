@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -687,6 +688,15 @@ Agent::Reply Agent::ProcessInfo(unsigned pid, const std::map<std::string, std::s
     }
     merged.xids.insert(merged.xids.end(), a->xids.begin(), a->xids.end());
   }
+  // The group's watch and each job saw the same XIDs: each once.
+  std::sort(merged.xids.begin(), merged.xids.end(), [](const XidSeen& a, const XidSeen& b) {
+    return std::tie(a.unix_ns, a.gpu, a.xid) < std::tie(b.unix_ns, b.gpu, b.xid);
+  });
+  merged.xids.erase(std::unique(merged.xids.begin(), merged.xids.end(),
+                                [](const XidSeen& a, const XidSeen& b) {
+                                  return a.unix_ns == b.unix_ns && a.gpu == b.gpu && a.xid == b.xid;
+                                }),
+                    merged.xids.end());
   if (!seen) {
     return Route::Error(404, fmt::format("no process {} was seen on the GPUs of group {} (enable "
                                          "process watches first: gpulse stats -g {} -e)",

@@ -50,6 +50,21 @@ std::map<std::int64_t, Sample> Ticks(std::size_t pos, const StatsWindow& w,
   return ticks;
 }
 
+// dcgmi's conflicting processes of `pid` on `gpu`: the others seen there during its own time there.
+std::set<unsigned> ConflictingPids(const Activity& activity, unsigned gpu, unsigned pid) {
+  std::set<unsigned> out;
+  auto self = activity.processes.find({gpu, pid});
+  if (self == activity.processes.end()) return out;
+  for (const auto& [k, p] : activity.processes) {
+    if (p.gpu != gpu || p.pid == pid) continue;
+    if (p.last_seen_unix_ns < self->second.first_seen_unix_ns ||
+        p.first_seen_unix_ns > self->second.last_seen_unix_ns)
+      continue;
+    out.insert(p.pid);
+  }
+  return out;
+}
+
 json ProcessJson(const ProcessUse& p) {
   auto mean = [](double sum, std::uint64_t n) { return n == 0 ? json(nullptr) : json(sum / n); };
   return {{"pid", p.pid},
@@ -202,25 +217,25 @@ json DeriveStats(const StatsWindow& w, const HistoryStore& history,
     report::DeviceReport none;  // a GPU without samples: every key, null or empty
     none.device_index = e.gpu;
     none.uuid = e.uuid;
+    if (d == r.gpu.per_device.end()) report::JudgeHealth(none.stats);
     json g = json::parse(report::JobStatisticsJson(d != r.gpu.per_device.end() ? *d : none));
+    if (d == r.gpu.per_device.end()) {
+      g["health_incidents"].push_back(std::string("no samples (the GPU is ") +
+                                      std::string(EntityStateName(e.state)) + ")");
+    }
     g["uuid"] = e.uuid;
     g["state"] = std::string(EntityStateName(e.state));
     g["sample_count"] = samples[e.gpu];
     const json& mj = g.contains("energy_millijoules") ? g["energy_millijoules"] : json(nullptr);
     g["energy_joules"] = mj.is_number() ? json(mj.get<double>() / 1000.0) : json(nullptr);
     json ps = json::array();
-    std::set<unsigned> others;
     for (const auto& [k, p] : activity.processes) {
-      if (p.gpu != e.gpu) continue;
+      if (p.gpu != e.gpu || (w.only_pid && p.pid != *w.only_pid)) continue;
       if (p.last_seen_unix_ns < w.start_unix_ns || p.first_seen_unix_ns > w.end_unix_ns) continue;
-      if (w.only_pid && p.pid != *w.only_pid) {
-        others.insert(p.pid);
-        continue;
-      }
       ps.push_back(ProcessJson(p));
     }
     g["processes"] = ps;
-    if (w.only_pid) g["conflicting_pids"] = others;
+    if (w.only_pid) g["conflicting_pids"] = ConflictingPids(activity, e.gpu, *w.only_pid);
     gpus.push_back(std::move(g));
   }
   return gpus;

@@ -27,9 +27,10 @@ constexpr std::array kVariables = {
     EnvironmentVariable{"GPULSE_SIM_LIBRARY", kGpuReaders,
                         "With `--simulate`: the simulator library to load instead of "
                         "`libgpulse-nvml-sim.so` beside the binary or in `../lib/gpulse/`."},
-    EnvironmentVariable{"GPULSE_SIM_CLOCK", "`exporter`, `agent`; the simulator library",
+    EnvironmentVariable{"GPULSE_SIM_CLOCK", "every command with `--simulate` (the simulator library)",
                         "Freezes the simulator's clock at this many seconds (readings then repeat "
-                        "exactly); needs `--simulate`. For tests and documentation."},
+                        "exactly); `exporter` and `agent` also run their own clock on it, and "
+                        "refuse it without `--simulate`. For tests and documentation."},
     EnvironmentVariable{"GPULSE_SIM_SCENARIO", "the simulator library",
                         "The scenario the simulator serves when a program loads it as its NVML "
                         "directly (gpulse sets it itself from `--simulate`)."},

@@ -135,7 +135,7 @@ void GpuBox(const json& window, const json& g, View v) {
                                                    : processes.size()));
   if (v == View::kProcess && !g.value("conflicting_pids", json::array()).empty()) {
     std::string pids;
-    for (const json& p : g["conflicting_pids"]) pids += (pids.empty() ? "" : ", ") + p.dump();
+    for (const json& p : At(g, "conflicting_pids")) pids += (pids.empty() ? "" : ", ") + p.dump();
     box.Row("Conflicting PIDs", pids);
   }
   box.Section("Performance Stats");
@@ -199,10 +199,11 @@ void SummaryBox(const json& window, const json& gpus, View v) {
     procs += v == View::kProcess ? g.value("conflicting_pids", json::array()).size()
                                  : g.value("processes", json::array()).size();
     const json& mem = v == View::kProcess && !g.value("processes", json::array()).empty()
-                          ? At(g["processes"][0], "max_memory_bytes")
+                          ? At(At(g, "processes")[0], "max_memory_bytes")
                           : At(g, "max_memory_used_bytes");
     if (mem.is_number()) max_mem = std::max(max_mem, mem.get<double>());
-    if (At(g, "power_watts").is_object()) power += g["power_watts"]["mean"].get<double>(), power_known = true;
+    if (At(At(g, "power_watts"), "mean").is_number())
+      power += At(At(g, "power_watts"), "mean").get<double>(), power_known = true;
     add(At(g, "ecc_sbe_errors"), sbe, sbe_known);
     add(At(g, "ecc_dbe_errors"), dbe, dbe_known);
     add(At(g, "pcie_replays"), replays, replays_known);
@@ -210,7 +211,7 @@ void SummaryBox(const json& window, const json& gpus, View v) {
     if (At(g, "slowdown_percent").is_object()) {
       if (slowdown.is_null()) slowdown = json::object();
       for (const auto& [label, key] : kSlowdowns) {
-        const json& x = g["slowdown_percent"][key];
+        const json& x = At(At(g, "slowdown_percent"), key);
         if (!x.is_number()) continue;
         slowdown[key] = slowdown.value(key, 0.0) + x.get<double>();
       }
@@ -223,7 +224,8 @@ void SummaryBox(const json& window, const json& gpus, View v) {
   double energy = 0;
   bool energy_known = false;
   for (const json& g : gpus)
-    if (At(g, "energy_joules").is_number()) energy += g["energy_joules"].get<double>(), energy_known = true;
+    if (At(g, "energy_joules").is_number())
+      energy += At(g, "energy_joules").get<double>(), energy_known = true;
   box.Row("Energy Consumed (Joules)", energy_known ? fmt::format("{:.0f}", energy) : "N/A");
   if (v == View::kJob)
     box.Row("Power Usage (Watts)",
@@ -301,27 +303,29 @@ int Run(const StatsOptions& o) {
   }
   if (o.pid) {
     fmt::print("Successfully retrieved process info for PID: {}. Process ran on {} GPUs.\n", *o.pid,
-               j["gpus"].size());
+               At(j, "gpus").size());
     json window{
-        {"start_unix_ns", j["first_seen_unix_ns"]},
-        {"stop_unix_ns", j["last_seen_unix_ns"]},
-        {"duration_s",
-         (j["last_seen_unix_ns"].get<double>() - j["first_seen_unix_ns"].get<double>()) / 1e9}};
+        {"start_unix_ns", At(j, "first_seen_unix_ns")},
+        {"stop_unix_ns", At(j, "last_seen_unix_ns")},
+        {"duration_s", At(j, "last_seen_unix_ns").is_number() && At(j, "first_seen_unix_ns").is_number()
+                           ? json((At(j, "last_seen_unix_ns").get<double>() -
+                                   At(j, "first_seen_unix_ns").get<double>()) / 1e9)
+                           : json(nullptr)}};
     if (o.verbose) {
-      for (const json& g : j["gpus"]) GpuBox(window, g, View::kProcess);
+      for (const json& g : At(j, "gpus")) GpuBox(window, g, View::kProcess);
     } else {
-      SummaryBox(window, j["gpus"], View::kProcess);
+      SummaryBox(window, At(j, "gpus"), View::kProcess);
     }
     fmt::print("(*) Represents a process statistic. Otherwise device statistic during\n"
                "    process lifetime listed.\n");
     return kExitOk;
   }
   fmt::print("Successfully retrieved statistics for job: {}.\n", o.job);
-  for (const json& n : j["notes"]) fmt::print("Note: {}\n", n.get<std::string>());
+  for (const json& n : At(j, "notes")) fmt::print("Note: {}\n", n.get<std::string>());
   if (o.verbose) {
-    for (const json& g : j["gpus"]) GpuBox(j, g, View::kJob);
+    for (const json& g : At(j, "gpus")) GpuBox(j, g, View::kJob);
   } else {
-    SummaryBox(j, j["gpus"], View::kJob);
+    SummaryBox(j, At(j, "gpus"), View::kJob);
   }
   return kExitOk;
 }

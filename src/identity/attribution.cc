@@ -134,6 +134,10 @@ PsReport Attribute(const SystemInfo& info, std::span<const ProcessList> lists,
   report.containers = Values(containers);
   report.pods = Values(pods);
   report.jobs = Values(jobs);
+  // Job ids are numbers: 10000 after 4242.
+  std::stable_sort(report.jobs.begin(), report.jobs.end(), [](const Group& a, const Group& b) {
+    return a.id.size() != b.id.size() ? a.id.size() < b.id.size() : a.id < b.id;
+  });
   for (Group& g : report.pods) std::sort(g.containers.begin(), g.containers.end());
   return report;
 }

@@ -96,17 +96,22 @@ class StatBuilder {
 
 // dcgmi stats' slowdown causes from NVML's clock-event reason bits (nvmlClocksEventReason*):
 // power = SW power cap or HW power brake, thermal = SW or HW thermal slowdown, board limit = HW
-// slowdown, low utilization = GPU idle, sync boost. Reliability has no reason bit (ReasonName's
-// order: gpu_idle 0, applications_clocks_setting 1, sw_power_cap 2, hw_slowdown 3, sync_boost 4,
-// sw_thermal_slowdown 5, hw_thermal_slowdown 6, hw_power_brake_slowdown 7).
+// slowdown not explained by HW thermal or HW power brake (NVML raises HW slowdown with either of
+// those, which are counted under their own cause), low utilization = GPU idle, sync boost.
+// Reliability has no reason bit. (ClockReasonName's order: gpu_idle 0, applications_clocks_setting
+// 1, sw_power_cap 2, hw_slowdown 3, sync_boost 4, sw_thermal_slowdown 5, hw_thermal_slowdown 6,
+// hw_power_brake_slowdown 7.)
 struct SlowdownCause {
   const char* name;
-  std::uint64_t reasons;
+  std::uint64_t reasons;  // any of these active: the cause
+  std::uint64_t unless;   // ... unless one of these is, which another cause counts
 };
 constexpr SlowdownCause kSlowdownCauses[] = {
-    {"power", (1U << 2) | (1U << 7)}, {"thermal", (1U << 5) | (1U << 6)},
-    {"board_limit", 1U << 3},         {"low_utilization", 1U << 0},
-    {"sync_boost", 1U << 4},
+    {"power", (1U << 2) | (1U << 7), 0},
+    {"thermal", (1U << 5) | (1U << 6), 0},
+    {"board_limit", 1U << 3, (1U << 6) | (1U << 7)},
+    {"low_utilization", 1U << 0, 0},
+    {"sync_boost", 1U << 4, 0},
 };
 
 // Everything per device, built in one pass over that device's samples in time order.
@@ -153,7 +158,9 @@ class DeviceBuilder {
         }
         // A cause's interval counts once however many of its reasons were active.
         for (const SlowdownCause& c : kSlowdownCauses) {
-          if (prev_->clocks_event_reasons & c.reasons) slowdown_ns_[c.name] += s.elapsed_ns - prev_->elapsed_ns;
+          const std::uint64_t bits = prev_->clocks_event_reasons;
+          if ((bits & c.reasons) != 0 && (bits & c.unless) == 0)
+            slowdown_ns_[c.name] += s.elapsed_ns - prev_->elapsed_ns;
         }
         reasons_span_ns_ += s.elapsed_ns - prev_->elapsed_ns;
       }

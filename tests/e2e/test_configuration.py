@@ -105,9 +105,13 @@ class ConfigurationReference(unittest.TestCase):
         self.assertEqual(missing, [], "read by gpulse but not in docs/configuration.md")
 
     def test_every_variable_a_help_names_as_bound_is_on_the_page(self):
-        for words in [[s] for s in subcommands([])]:
+        paths = []
+        for s in subcommands([]):
+            paths.append([s])
+            paths += [[s, t] for t in subcommands([s])]
+        for words in paths:
             for name in re.findall(r"\(Env:([A-Z0-9_]+)\)", help_text(words)):
-                self.assertIn(f"| `{name}` |", self.page, f"gpulse {words[0]} binds {name}")
+                self.assertIn(f"| `{name}` |", self.page, f"gpulse {' '.join(words)} binds {name}")
 
 
 if __name__ == "__main__":

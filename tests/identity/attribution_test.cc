@@ -119,6 +119,33 @@ TEST_F(AttributionTest, UnlistedDeviceIsReportedWithItsError) {
   EXPECT_NE(r.devices[1].error.find("NO_PERMISSION"), std::string::npos);
 }
 
+ProcessInfo InJob(unsigned pid, const std::string& job, std::optional<std::string> step) {
+  ProcessInfo i;
+  i.pid = pid;
+  CgroupPlacement c;
+  c.slurm = SlurmJobRef{job, std::move(step), std::nullopt};
+  i.cgroup = c;
+  return i;
+}
+
+TEST(AttributionSlurm, JobsSumTheirStepsAndSortByNumber) {
+  SystemInfo info;
+  info.devices = {Device(0), Device(1)};
+  std::vector<ProcessList> lists = {Listed({Proc(1, 10, 60), Proc(2, 20, 60)}),
+                                    Listed({Proc(3, 5, 30)})};
+  std::map<unsigned, ProcessInfo> procs = {{1, InJob(1, "10000", "0")},
+                                           {2, InJob(2, "4242", "0")},
+                                           {3, InJob(3, "4242", "batch")}};
+  PsReport r = Attribute(info, lists, procs);
+  ASSERT_EQ(r.jobs.size(), 2u);
+  EXPECT_EQ(r.jobs[0].id, "4242");  // not after "10000", as text would sort it
+  EXPECT_EQ(r.jobs[1].id, "10000");
+  EXPECT_EQ(r.jobs[0].pids, (std::vector<unsigned>{2, 3}));
+  EXPECT_EQ(r.jobs[0].used_memory_bytes, 25u);
+  EXPECT_EQ(r.jobs[0].sm_util, 90.0);  // 60 on GPU 0 plus 30 on GPU 1
+  EXPECT_EQ(r.jobs[0].gpus.size(), 2u);
+}
+
 TEST(AttributionMig, ProcessIsMatchedToItsInstance) {
   SystemInfo info;
   DeviceInfo d = Device(0);

@@ -163,19 +163,21 @@ TEST(Derive, JobStatisticsCountEventsDuringTheRun) {
 TEST(Derive, SlowdownPercentCountsEachCauseOncePerInterval) {
   report::Run run;
   GpuSample a = S(0, 0, 10, 5, 100000), b = S(1000, 0, 30, 9, 200000), c = S(2000, 0, 20, 7, 150000),
-            d = S(4000, 0, 20, 7, 150000);
-  for (GpuSample* s : {&a, &b, &c, &d}) s->present |= GpuSample::kClocksEventReasons;
+            d = S(4000, 0, 20, 7, 150000), e = S(5000, 0, 20, 7, 150000);
+  for (GpuSample* s : {&a, &b, &c, &d, &e}) s->present |= GpuSample::kClocksEventReasons;
   a.clocks_event_reasons = 0x4 | 0x80;  // SW power cap and HW power brake for [0, 1 s): power once
   b.clocks_event_reasons = 0x1;         // idle for [1 s, 2 s)
   c.clocks_event_reasons = 0x20 | 0x8;  // SW thermal and HW slowdown for [2 s, 4 s)
-  run.gpu_samples = {a, b, c, d};
+  // HW thermal raises HW slowdown with it for [4 s, 5 s): thermal, not board limit as well.
+  d.clocks_event_reasons = 0x40 | 0x8;
+  run.gpu_samples = {a, b, c, d, e};
   const JobStats s = Derive(run).gpu.per_device[0].stats;
   ASSERT_TRUE(s.slowdown_percent.has_value());
   const auto& p = *s.slowdown_percent;
-  EXPECT_DOUBLE_EQ(*p.at("power"), 25);
-  EXPECT_DOUBLE_EQ(*p.at("low_utilization"), 25);
-  EXPECT_DOUBLE_EQ(*p.at("thermal"), 50);
-  EXPECT_DOUBLE_EQ(*p.at("board_limit"), 50);
+  EXPECT_DOUBLE_EQ(*p.at("power"), 20);
+  EXPECT_DOUBLE_EQ(*p.at("low_utilization"), 20);
+  EXPECT_DOUBLE_EQ(*p.at("thermal"), 60);
+  EXPECT_DOUBLE_EQ(*p.at("board_limit"), 40);
   EXPECT_DOUBLE_EQ(*p.at("sync_boost"), 0);
   EXPECT_FALSE(p.at("reliability").has_value());
 }
