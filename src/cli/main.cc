@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/closest.h"
 #include "cli/dcgm_exporter_flags.h"
 #include "cli/subcommand.h"
 #include "cli/version.h"
@@ -39,8 +40,13 @@ int main(int argc, char** argv) {
     return false;
   };
   if (!args.empty() && !args.front().empty() && args.front()[0] != '-' && !known(args.front())) {
-    std::fprintf(stderr, "gpulse: unknown subcommand '%s' (gpulse --help lists them)\n",
-                 args.front().c_str());
+    std::vector<std::string> names;
+    for (CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
+      names.push_back(c->get_name());
+    const auto closest = gpulse::ClosestName(args.front(), names);
+    std::fprintf(stderr, "gpulse: unknown subcommand '%s'%s (gpulse --help lists them)\n",
+                 args.front().c_str(),
+                 closest ? (": did you mean '" + *closest + "'?").c_str() : "");
     return kExitUsage;
   }
   // dcgm-exporter's --version / -v (urfave/cli's version flag), also through the symlink.

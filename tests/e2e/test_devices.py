@@ -75,6 +75,10 @@ class DevicesTest(GpulseTestCase):
         self.assertIn("unknown subcommand 'frobnicate'", p.stderr)
         self.assertNotIn("A subcommand is required", p.stderr)
         self.assertEqual(run().returncode, 2, "no subcommand at all is still a usage error")
+        p = run("stat", "-j", "x")  # issue 42: the closest subcommand is named
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown subcommand 'stat': did you mean 'stats'?", p.stderr)
+        self.assertNotIn("did you mean", run("frobnicate").stderr)
 
     def test_a_named_nvml_library_that_does_not_load_is_a_usage_error(self):
         # Issue 40: it said "No GPUs found" and exited 0, and beside an AMD GPU showed only that one.
