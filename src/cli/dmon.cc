@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cctype>
 #include <csignal>
+#include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -33,6 +34,7 @@ struct DmonOptions {
   long long count = 0;  // 0 = until interrupted
   std::string devices;  // "" = all
   std::string format = "table";
+  std::string timestamps;  // -o: "D", "T" or "DT" (nvidia-smi dmon's), table only
   bool no_header = false;
   // History from an agent.
   std::string host;
@@ -70,8 +72,8 @@ class Printer {
       fmt::print("{}\n", line);
       return;
     }
-    std::string names = fmt::format("{:<14}", "#Entity");
-    std::string units = fmt::format("{:<14}", "ID");
+    std::string names = StampHeader() + fmt::format("{:<14}", Stamped() ? "Entity" : "#Entity");
+    std::string units = StampUnits() + fmt::format("{:<14}", "ID");
     for (FieldIndex f : fields_) {
       names += fmt::format(" {:>10}", FieldAt(f).short_name);
       units += fmt::format(" {:>10}", UnitSymbol(FieldAt(f).unit));
@@ -118,13 +120,38 @@ class Printer {
       fmt::print("{}\n", line);
       return;
     }
-    std::string line = fmt::format("{:<14}", EntityLabel(e));
+    std::string line = Stamp(s.t_unix_ns) + fmt::format("{:<14}", EntityLabel(e));
     for (FieldIndex f : fields_) line += fmt::format(" {:>10}", FormatValue(FieldAt(f), value(f)));
     if (!ok) line += std::string("  (GPU ") + state + ")";
     fmt::print("{}\n", line);
   }
 
  private:
+  bool Stamped() const { return !o_.timestamps.empty(); }
+  bool Date() const { return o_.timestamps.find('D') != std::string::npos; }
+  bool Clock() const { return o_.timestamps.find('T') != std::string::npos; }
+
+  // nvidia-smi dmon -o DT's leading columns: the reading's local date (YYYYMMDD) and time.
+  std::string StampHeader() const {
+    if (!Stamped()) return "";
+    return std::string("#") + (Date() ? "Date      " : "") + (Clock() ? "Time      " : "");
+  }
+  std::string StampUnits() const {
+    if (!Stamped()) return "";
+    return std::string(" ") + (Date() ? "YYYYMMDD  " : "") + (Clock() ? "HH:MM:SS  " : "");
+  }
+  std::string Stamp(std::int64_t unix_ns) const {
+    if (!Stamped()) return "";
+    const std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char date[16], clock[16];
+    std::strftime(date, sizeof date, "%Y%m%d", &tm);
+    std::strftime(clock, sizeof clock, "%H:%M:%S", &tm);
+    return std::string(" ") + (Date() ? std::string(date) + "  " : "") +
+           (Clock() ? std::string(clock) + "  " : "");
+  }
+
   const DmonOptions& o_;
   const SystemInfo& info_;
   std::vector<FieldIndex> fields_;
@@ -302,6 +329,11 @@ Subcommand SetupDmon(CLI::App& parent) {
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "csv", "json"}));
   app->add_flag("--no-header", o->no_header, "Omit the header lines (table and csv)");
+  app->add_option("-o,--timestamps", o->timestamps,
+                  "Table: lead each row with its reading's local date (D, YYYYMMDD), time (T, "
+                  "HH:MM:SS) or both (DT), as nvidia-smi dmon -o does (csv and json always have "
+                  "timestamp_unix)")
+      ->check(CLI::IsMember({"D", "T", "DT", "TD"}));
   AddHostOption(*app, o->host);
   app->add_option("--since", o->since,
                   "Print the agent's history from then (2h, 90m, 1d, now, or unix seconds) instead "

@@ -192,6 +192,36 @@ class DmonTest(GpulseTestCase):
             self.assertEqual(len(line.split(",")), len(header.split(",")), "no torn line at exit")
 
 
+class DmonTimestampsTest(GpulseTestCase):
+    """-o D|T|DT (issue 42): nvidia-smi dmon's date and time columns before each table row."""
+
+    def test_each_row_leads_with_its_local_date_and_time(self):
+        import re
+        import time
+        before = time.time()
+        out = self.run_ok("dmon", "--simulate", "4xA40-tp2", "-c", "2", "-d", "10", "-e", "POWER", "-o", "DT").stdout
+        after = time.time()
+        lines = out.splitlines()
+        self.assertRegex(lines[1], r"^#Date      Time      Entity\s+POWER$")
+        self.assertRegex(lines[2], r"^ YYYYMMDD  HH:MM:SS  ID\s+W$")
+        rows = [l for l in lines[3:] if l.strip()]
+        self.assertEqual(len(rows), 8)
+        allowed = {time.strftime("%Y%m%d %H:%M:%S", time.localtime(t)) for t in range(int(before), int(after) + 2)}
+        for row in rows:
+            m = re.match(r"^ (\d{8})  (\d\d:\d\d:\d\d)  GPU \d", row)
+            self.assertIsNotNone(m, row)
+            self.assertIn(m.group(1) + " " + m.group(2), allowed)
+
+    def test_time_alone_and_a_bad_value(self):
+        out = self.run_ok("dmon", "--simulate", "1xH200", "-c", "1", "-e", "POWER", "-o", "T").stdout
+        self.assertRegex(out.splitlines()[1], r"^#Time      Entity")
+        p = run("dmon", "--simulate", "1xH200", "-c", "1", "-o", "X")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--timestamps", p.stderr)
+        plain = self.run_ok("dmon", "--simulate", "1xH200", "-c", "1", "-e", "POWER").stdout
+        self.assertRegex(plain.splitlines()[1], r"^#Entity")
+
+
 class FieldsCommandTest(GpulseTestCase):
     def test_docs_metrics_md_is_the_generated_catalogue(self):
         import os
