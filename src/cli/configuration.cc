@@ -6,6 +6,8 @@
 #include <array>
 #include <cctype>
 #include <map>
+#include <set>
+#include <tuple>
 #include <vector>
 
 namespace gpulse::cli {
@@ -320,7 +322,70 @@ void Files(std::string& out) {
   out += "\n";
 }
 
+// Whose conventions a subcommand's flags follow, where not gpulse's own: a short flag means what
+// it means in the tool the subcommand copies, so dcgmi's and dcgm-exporter's users keep their
+// habits. Among the subcommands not listed, one short flag means one thing.
+constexpr std::pair<std::string_view, std::string_view> kConventions[] = {
+    {"dmon", "dcgmi dmon"},        {"group", "dcgmi group"},
+    {"watch", "dcgmi group's verbs"}, {"stats", "dcgmi stats"},
+    {"health", "dcgmi health"},    {"policy", "dcgmi policy"},
+    {"diag", "dcgmi diag"},        {"config", "dcgmi config"},
+    {"exporter", "dcgm-exporter"}, {"agent", "dcgm-exporter (its exporter options)"},
+};
+// Single flags that follow another tool than their subcommand's.
+constexpr std::tuple<std::string_view, std::string_view, std::string_view> kFlagConventions[] = {
+    {"dmon", "-o", "nvidia-smi dmon"},
+};
+
+struct ShortUse {
+  std::string command;  // "window run"
+  std::string long_name;
+};
+
+void ShortUses(const CLI::App& app, const std::string& command,
+               std::map<std::string, std::vector<ShortUse>>& out) {
+  for (const CLI::Option* o : app.get_options(Shown)) {
+    if (o == app.get_help_ptr() || o->get_positional()) continue;
+    for (const std::string& s : o->get_snames()) {
+      out["-" + s].push_back({command, o->get_lnames().empty() ? "" : "--" + o->get_lnames()[0]});
+    }
+  }
+  for (const CLI::App* c : Children(app)) ShortUses(*c, command + " " + c->get_name(), out);
+}
+
+std::string_view ConventionOf(const std::string& command, const std::string& flag) {
+  for (const auto& [sub, f, who] : kFlagConventions)
+    if (sub == command && f == flag) return who;
+  for (const auto& [sub, who] : kConventions)
+    if (command == sub || command.starts_with(std::string(sub) + " ")) return who;
+  return "gpulse";
+}
+
+void ShortFlags(std::string& out, const CLI::App& app) {
+  out += "## Short flags across subcommands\n\n"
+         "A short flag means one thing across gpulse's own subcommands. Where a subcommand copies "
+         "a tool (dcgmi, dcgm-exporter, nvidia-smi), its short flags mean what they mean there, so "
+         "the same letter can differ between subcommands; these are the letters that do:\n\n"
+         "| Flag | Subcommand | Means | Convention |\n|---|---|---|---|\n";
+  std::map<std::string, std::vector<ShortUse>> uses;
+  for (const CLI::App* c : Children(app)) ShortUses(*c, c->get_name(), uses);
+  for (const auto& [flag, list] : uses) {
+    std::set<std::string> meanings;
+    for (const ShortUse& u : list) meanings.insert(u.long_name);
+    if (meanings.size() < 2) continue;
+    for (const ShortUse& u : list) {
+      out += fmt::format("| `{}` | `gpulse {}` | `{}` | {} |\n", flag, u.command, u.long_name,
+                         ConventionOf(u.command, flag));
+    }
+  }
+  out += "\n";
+}
+
 }  // namespace
+
+std::string_view FlagConvention(const std::string& command, const std::string& flag) {
+  return ConventionOf(command, flag);
+}
 
 std::span<const EnvironmentVariable> EnvironmentVariables() { return kVariables; }
 std::span<const ConfigFile> ConfigFiles() { return kFiles; }
@@ -336,11 +401,13 @@ std::string RenderConfigurationReference(const CLI::App& app) {
       "also takes `-h`, `--help`; `gpulse --version` prints the version. Exit codes: 0 done, 1 "
       "the command ran and found a problem, 2 bad flags, files or configuration (`record` uses "
       "125 for its own, as env(1) does).\n\n"
-      "- [Environment variables](#environment-variables)\n- [Files](#files)\n";
+      "- [Environment variables](#environment-variables)\n- [Files](#files)\n"
+      "- [Short flags across subcommands](#short-flags-across-subcommands)\n";
   Contents(out, app, "gpulse", 0);
   out += "\n";
   Environment(out, app);
   Files(out);
+  ShortFlags(out, app);
   for (const CLI::App* c : Children(app)) Section(out, *c, "gpulse " + c->get_name());
   while (out.ends_with("\n\n")) out.pop_back();
   return out;

@@ -104,6 +104,34 @@ class ConfigurationReference(unittest.TestCase):
         missing = sorted(n for n in names if f"`{n}`" not in self.page)
         self.assertEqual(missing, [], "read by gpulse but not in docs/configuration.md")
 
+    def test_a_short_flag_means_one_thing_across_gpulses_own_subcommands(self):
+        """Issue 42: where two subcommands give a letter different meanings, the page lists both
+        with the tool each copies; among gpulse's own subcommands a letter has one meaning."""
+        uses = {}
+        for s in subcommands([]):
+            for words in [[s]] + [[s, t] for t in subcommands([s])]:
+                for m in re.finditer(r"^  (-[\w-]+(?:,-[\w-]+)*)", help_text(words), re.M):
+                    names = m.group(1).split(",")
+                    longs = [n for n in names if n.startswith("--")]
+                    for short in (n for n in names if re.fullmatch(r"-\w", n)):
+                        if short == "-h":
+                            continue
+                        uses.setdefault(short, set()).add((" ".join(words), longs[0] if longs else ""))
+        section = self.page.split("## Short flags across subcommands", 1)[1].split("\n## ", 1)[0]
+        rows = set(re.findall(r"^\| `(-\w)` \| `gpulse ([^`]+)` \| `([^`]*)` \| (.+?) \|$", section, re.M))
+        conflicting = {f: u for f, u in uses.items() if len({l for _, l in u}) > 1}
+        self.assertIn("-d", conflicting)
+        listed = {(f, c, l) for f, c, l, _ in rows}
+        for flag, u in conflicting.items():
+            for command, long_name in u:
+                self.assertIn((flag, command, long_name), listed, f"{flag} of gpulse {command}")
+        own = {}
+        for flag, command, long_name, convention in rows:
+            if convention == "gpulse":
+                own.setdefault(flag, set()).add(long_name)
+        self.assertEqual({f: m for f, m in own.items() if len(m) > 1}, {},
+                         "a letter with two meanings among gpulse's own subcommands")
+
     def test_every_variable_a_help_names_as_bound_is_on_the_page(self):
         paths = []
         for s in subcommands([]):
