@@ -383,10 +383,6 @@ void ShortFlags(std::string& out, const CLI::App& app) {
 
 }  // namespace
 
-std::string_view FlagConvention(const std::string& command, const std::string& flag) {
-  return ConventionOf(command, flag);
-}
-
 std::span<const EnvironmentVariable> EnvironmentVariables() { return kVariables; }
 std::span<const ConfigFile> ConfigFiles() { return kFiles; }
 

@@ -33,10 +33,6 @@ struct ConfigFile {
 std::span<const EnvironmentVariable> EnvironmentVariables();
 std::span<const ConfigFile> ConfigFiles();
 
-// Whose conventions a subcommand's flag follows: "gpulse", or the tool it copies ("dcgmi dmon",
-// "dcgm-exporter", ...). `command` is the subcommand's path without "gpulse" ("window run").
-std::string_view FlagConvention(const std::string& command, const std::string& flag);
-
 // The whole page, Markdown, for `app` (gpulse's top-level app with every subcommand set up).
 std::string RenderConfigurationReference(const CLI::App& app);
 
