@@ -1,4 +1,4 @@
-// `gpulse devices [--json]`: the GPUs this host has, like `nvidia-smi -L` / `dcgmi discovery -l`.
+// `gpulse devices [--format table|csv|json]`: the GPUs this host has, like `nvidia-smi -L` / `dcgmi discovery -l`.
 // With --visible [--env-from PID]: the CUDA runtime ordinals of an environment and the GPU behind
 // each (visible_devices.h).
 #include <fmt/format.h>
@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/gpu_options.h"
+#include "cli/output_format.h"
 #include "cli/procfs_options.h"
 #include "cli/subcommand.h"
 #include "cli/visible_devices.h"
@@ -19,7 +20,7 @@ namespace {
 
 struct DevicesOptions {
   gpu::BackendOptions gpu;
-  bool json = false;
+  OutputFormat out;
   VisibleOptions visible;
 };
 
@@ -138,26 +139,50 @@ void PrintText(const SystemInfo& info) {
   if (info.devices.empty() && info.skipped.empty()) fmt::print("No GPUs found.\n");
 }
 
+// The CSV's rows: every GPU, the skipped and lost ones too (with their state and reason).
+nlohmann::json CsvRows(const nlohmann::json& doc) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (nlohmann::json d : doc["devices"]) {
+    d["state"] = "present";
+    rows.push_back(std::move(d));
+  }
+  for (const nlohmann::json& d : doc["skipped"]) rows.push_back(d);
+  return rows;
+}
+
 int Run(const DevicesOptions& o) {
   auto backend = gpu::OpenBackend(WithProcfs(o.gpu, o.visible.procfs_root));
   if (!backend && backend.error().code != ErrorCode::kUnavailable) {
     fmt::print(stderr, "gpulse devices: {}\n", backend.error().message);
     return kExitUsage;
   }
+  if (const std::string bad = CheckFormat(o.out); !bad.empty()) {
+    fmt::print(stderr, "gpulse devices: {}\n", bad);
+    return kExitUsage;
+  }
+  if (o.out.csv() && o.visible.visible) {
+    fmt::print(stderr, "gpulse devices: --visible prints table or json, not csv\n");
+    return kExitUsage;
+  }
   if (!backend && o.visible.visible)
-    return RunVisibleWithoutBackend(backend.error().message, o.visible, o.json);
-  if (backend && o.visible.visible) return RunVisible((*backend)->info(), o.visible, o.json);
+    return RunVisibleWithoutBackend(backend.error().message, o.visible, o.out.json());
+  if (backend && o.visible.visible) return RunVisible((*backend)->info(), o.visible, o.out.json());
   if (!backend) {  // no driver: say why, list nothing, succeed
-    if (o.json) {
+    if (o.out.json()) {
       fmt::print("{}\n", ToJson(nullptr, backend.error().message).dump(2));
+    } else if (o.out.csv()) {
+      fmt::print(stderr, "gpulse devices: no GPUs: {}\n", backend.error().message);
+      fmt::print("{}", JsonRowsToCsv(nlohmann::json::array()));
     } else {
       fmt::print("No GPUs found: {}\n", backend.error().message);
     }
     return kExitOk;
   }
   const SystemInfo& info = (*backend)->info();
-  if (o.json) {
+  if (o.out.json()) {
     fmt::print("{}\n", ToJson(&info, "").dump(2));
+  } else if (o.out.csv()) {
+    fmt::print("{}", JsonRowsToCsv(CsvRows(ToJson(&info, ""))));
   } else {
     PrintText(info);
   }
@@ -171,9 +196,9 @@ Subcommand SetupDevices(CLI::App& parent) {
   CLI::App* app =
       parent.add_subcommand("devices", "List GPUs: index, name, UUID, PCI bus id, memory, MIG");
   AddGpuOptions(*app, opts->gpu);
-  app->add_flag("--json", opts->json,
-                "Print JSON (docs/schema/devices.schema.json; with --visible, "
-                "docs/schema/visible-devices.schema.json)");
+  AddFormatOptions(*app, opts->out,
+                   "docs/schema/devices.schema.json; with --visible, "
+                   "docs/schema/visible-devices.schema.json");
   CLI::Option* visible = app->add_flag(
       "--visible", opts->visible.visible,
       "Show each runtime ordinal of an environment and the physical GPU behind it "

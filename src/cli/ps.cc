@@ -1,4 +1,4 @@
-// `gpulse ps [--json] [-l]`: the processes using GPUs, like `nvidia-smi pmon` joined with procfs:
+// `gpulse ps [--format table|csv|json] [-l]`: the processes using GPUs, like `nvidia-smi pmon` joined with procfs:
 // PID, name, user, GPU, MIG instance, GPU memory, SM utilization, container and Kubernetes pod,
 // then per-pod and per-container aggregates (identity/attribution.h). Process lists are read once;
 // the backend rate-limits them (gpu::kProcessListMinIntervalNs).
@@ -7,8 +7,10 @@
 #include <CLI/CLI.hpp>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "cli/gpu_options.h"
+#include "cli/output_format.h"
 #include "cli/procfs_options.h"
 #include "cli/ps_json.h"
 #include "cli/subcommand.h"
@@ -27,7 +29,7 @@ using identity::PsRow;
 
 struct PsOptions {
   gpu::BackendOptions gpu;
-  bool json = false;
+  OutputFormat out;
   bool long_format = false;
   std::string procfs_root;
   std::string kubelet_socket = k8s::kDefaultKubeletSocket;
@@ -202,7 +204,35 @@ void PrintGroups(const PsReport& report, bool l, const PsPodNames& names) {
   }
 }
 
+// The CSV's rows, as the table's: every process, a row for each GPU without one, and the GPUs
+// that cannot be read, with their state and reason (no GPU vanishes from an output).
+nlohmann::json CsvRows(const nlohmann::json& doc) {
+  nlohmann::json rows = nlohmann::json::array();
+  std::set<unsigned> with_process;
+  for (nlohmann::json p : doc["processes"]) {
+    with_process.insert(p["gpu"].value("index", 0u));
+    p["gpu_state"] = "present";
+    rows.push_back(std::move(p));
+  }
+  for (const nlohmann::json& d : doc["devices"]) {
+    if (with_process.count(d.value("index", 0u)) != 0) continue;
+    rows.push_back({{"gpu", {{"index", d["index"]}, {"uuid", d["uuid"]}}},
+                    {"gpu_state", "present"},
+                    {"reason", d["error"].is_string() ? d["error"] : nlohmann::json("no process")}});
+  }
+  for (const nlohmann::json& d : doc["unreadable_gpus"]) {
+    rows.push_back({{"gpu", {{"index", d["index"]}, {"uuid", d["uuid"]}}},
+                    {"gpu_state", d["state"]},
+                    {"reason", d["reason"]}});
+  }
+  return rows;
+}
+
 int Run(const PsOptions& o) {
+  if (const std::string bad = CheckFormat(o.out); !bad.empty()) {
+    fmt::print(stderr, "gpulse ps: {}\n", bad);
+    return kExitUsage;
+  }
   auto backend = gpu::OpenBackend(WithProcfs(o.gpu, o.procfs_root));
   if (!backend) {
     fmt::print(stderr, "gpulse ps: {}\n", backend.error().message);
@@ -243,8 +273,10 @@ int Run(const PsOptions& o) {
   for (const auto& s : info.skipped) {
     fmt::print(stderr, "gpulse ps: GPU {} {}: {}\n", s.index, s.lost ? "lost before start" : "skipped", s.reason);
   }
-  if (o.json) {
+  if (o.out.json()) {
     fmt::print("{}\n", PsDocument(info, report, root, names).dump(2));
+  } else if (o.out.csv()) {
+    fmt::print("{}", JsonRowsToCsv(CsvRows(PsDocument(info, report, root, names))));
   } else {
     if (info.simulated) {
       fmt::print("# simulated GPUs: scenario {}; processes from {}\n", info.scenario,
@@ -265,7 +297,7 @@ Subcommand SetupPs(CLI::App& parent) {
       "List processes using GPUs, with their container and Kubernetes pod, like nvidia-smi pmon");
   AddGpuOptions(*app, o->gpu);
   AddProcfsOption(*app, o->procfs_root);
-  app->add_flag("--json", o->json, "Print JSON (docs/schema/ps.schema.json)");
+  AddFormatOptions(*app, o->out, "docs/schema/ps.schema.json");
   app->add_option("--pod-resources-kubelet-socket", o->kubelet_socket,
                   "The kubelet's pod-resources socket: pods are named namespace/name when it "
                   "answers, by their cgroup UID otherwise")

@@ -1,0 +1,77 @@
+#include "cli/output_format.h"
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <vector>
+
+namespace gpulse::cli {
+namespace {
+
+// Flattens `v` under `prefix` into `out` (name -> cell text).
+void Flatten(const nlohmann::json& v, const std::string& prefix,
+             std::map<std::string, std::string>& out) {
+  if (v.is_object()) {
+    for (const auto& [k, x] : v.items()) Flatten(x, prefix.empty() ? k : prefix + "." + k, out);
+    return;
+  }
+  if (v.is_null()) {
+    out[prefix] = "";
+  } else if (v.is_string()) {
+    out[prefix] = v.get<std::string>();
+  } else {
+    out[prefix] = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+}
+
+std::string Quote(const std::string& cell) {
+  if (cell.find_first_of(",\"\r\n") == std::string::npos) return cell;
+  std::string out = "\"";
+  for (char c : cell) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+void AddFormatOptions(CLI::App& app, OutputFormat& f, const std::string& json_help) {
+  app.add_option("--format", f.format, "Output format (json: " + json_help + ")")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "csv", "json"}));
+  app.add_flag("--json", f.json_alias, "The same as --format json");
+}
+
+std::string CheckFormat(const OutputFormat& f) {
+  if (f.json_alias && f.format != "table" && f.format != "json")
+    return "--json and --format " + f.format + " contradict: give one";
+  return "";
+}
+
+std::string JsonRowsToCsv(const nlohmann::json& rows) {
+  std::vector<std::map<std::string, std::string>> flat;
+  std::vector<std::string> columns;
+  std::map<std::string, bool> seen;
+  for (const nlohmann::json& row : rows) {
+    if (!row.is_object()) continue;
+    std::map<std::string, std::string> cells;
+    Flatten(row, "", cells);
+    for (const auto& [name, cell] : cells) {
+      if (!seen[name]) columns.push_back(name), seen[name] = true;
+    }
+    flat.push_back(std::move(cells));
+  }
+  std::string out;
+  for (std::size_t i = 0; i < columns.size(); ++i) out += (i ? "," : "") + Quote(columns[i]);
+  out += "\n";
+  for (const auto& cells : flat) {
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      auto it = cells.find(columns[i]);
+      out += (i ? "," : "") + (it == cells.end() ? std::string() : Quote(it->second));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace gpulse::cli
