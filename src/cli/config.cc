@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/agent_client.h"
+#include "cli/output_format.h"
 #include "cli/subcommand.h"
 #include "core/split.h"
 #include "health/config_target.h"
@@ -20,7 +21,8 @@ using nlohmann::json;
 struct ConfigOptions {
   std::string host;
   int group = 0;
-  bool get = false, verbose = false, set = false, enforce = false, json = false;
+  bool get = false, verbose = false, set = false, enforce = false;
+  OutputFormat out;
   std::optional<int> compute_mode, ecc, sync_boost;
   std::string app_clocks;  // "MEM,SM"
   std::optional<double> power_limit;
@@ -90,7 +92,7 @@ int Get(const ConfigOptions& o) {
   auto j = CallForVerb("config", o.host, "GET", fmt::format("/api/v1/config?group={}", o.group),
                        nullptr, 200, &code);
   if (!j) return code;
-  if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+  if (o.out.machine()) return PrintAnswer(o.out, *j, {"gpus"}), kExitOk;
   auto g = CallForVerb("config", o.host, "GET", fmt::format("/api/v1/groups/{}", o.group), nullptr,
                        200, &code);
   if (!g) return code;
@@ -143,7 +145,7 @@ int Set(const ConfigOptions& o) {
   int code = kExitOk;
   auto j = CallForVerb("config", o.host, "POST", "/api/v1/config", body, 201, &code);
   if (!j) return code;
-  if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+  if (o.out.machine()) return PrintAnswer(o.out, *j, {"gpus"}), kExitOk;
   fmt::print("Configuration successfully set.\n");
   return kExitOk;
 }
@@ -160,7 +162,7 @@ int Run(const ConfigOptions& o) {
   auto j = CallForVerb("config", o.host, "POST", "/api/v1/config/enforce", {{"group", o.group}},
                        200, &code);
   if (!j) return code;
-  if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+  if (o.out.machine()) return PrintAnswer(o.out, *j, {"gpus"}), kExitOk;
   fmt::print("Configuration successfully enforced.\n");
   return kExitOk;
 }
@@ -189,7 +191,7 @@ Subcommand SetupConfig(CLI::App& parent) {
   app->add_option("-a,--appclocks", o->app_clocks, "Application clocks MEM,SM in MHz");
   app->add_option("-P,--powerlimit", o->power_limit, "Power limit in watts")
       ->check(CLI::Range(1.0, 100000.0));
-  app->add_flag("-j,--json", o->json, "Print the agent's JSON answer");
+  AddFormatOptions(*app, o->out, "the agent's answer, docs/schema/", "-j,--json");
   return {app, [o] { return Run(*o); }};
 }
 

@@ -156,10 +156,6 @@ int Run(const DevicesOptions& o) {
     fmt::print(stderr, "gpulse devices: {}\n", backend.error().message);
     return kExitUsage;
   }
-  if (const std::string bad = CheckFormat(o.out); !bad.empty()) {
-    fmt::print(stderr, "gpulse devices: {}\n", bad);
-    return kExitUsage;
-  }
   if (o.out.csv() && o.visible.visible) {
     fmt::print(stderr, "gpulse devices: --visible prints table or json, not csv\n");
     return kExitUsage;

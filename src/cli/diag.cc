@@ -7,6 +7,7 @@
 
 #include "cli/agent_client.h"
 #include "cli/dcgmi_box.h"
+#include "cli/output_format.h"
 #include "cli/subcommand.h"
 
 namespace gpulse::cli {
@@ -18,7 +19,7 @@ struct DiagOptions {
   std::string host;
   int group = 0;
   std::string level = "1";
-  bool json = false;
+  OutputFormat out;
 };
 
 std::string Word(const std::string& r) {
@@ -36,8 +37,8 @@ int Run(const DiagOptions& o) {
   auto j = CallForVerb("diag", o.host, "POST", "/api/v1/diag",
                        {{"group", o.group}, {"level", level}}, 200, &code);
   if (!j) return code;
-  if (o.json) {
-    fmt::print("{}\n", j->dump(2));
+  if (o.out.machine()) {
+    PrintAnswer(o.out, *j, {"tests"});
   } else {
     fmt::print("Successfully ran diagnostic for group.\n");
     DcgmiBox box(25);
@@ -65,7 +66,7 @@ Subcommand SetupDiag(CLI::App& parent) {
   app->add_option("-g,--group", o->group, "The group (default 0: every GPU)")
       ->check(CLI::Range(0, 0x7fffffff));
   app->add_option("-r,--run", o->level, "The level: 1 (levels 2 and 3 need GPU kernels)");
-  app->add_flag("-j,--json", o->json, "Print the agent's JSON answer");
+  AddFormatOptions(*app, o->out, "the agent's answer, docs/schema/", "-j,--json");
   return {app, [o] { return Run(*o); }};
 }
 

@@ -7,6 +7,7 @@
 
 #include "cli/agent_client.h"
 #include "cli/dcgmi_box.h"
+#include "cli/output_format.h"
 #include "cli/subcommand.h"
 #include "core/split.h"
 
@@ -23,7 +24,7 @@ struct GroupOptions {
   std::optional<int> remove_group;
   std::string add, remove;
   bool info = false;
-  bool json = false;
+  OutputFormat out;
 };
 
 std::string Entities(const json& g) {
@@ -79,7 +80,7 @@ int Run(const GroupOptions& o) {
   if (o.list) {
     auto j = Call(o, "GET", "/api/v1/groups", nullptr, 200, &code);
     if (!j) return code;
-    if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+    if (o.out.machine()) return PrintAnswer(o.out, *j, {"groups"}), kExitOk;
     std::vector<json> user;
     for (const json& g : (*j)["groups"]) {
       if (!g.value("default", false)) user.push_back(g);
@@ -98,7 +99,7 @@ int Run(const GroupOptions& o) {
   if (!o.create.empty()) {
     auto j = Call(o, "POST", "/api/v1/groups", {{"name", o.create}}, 201, &code);
     if (!j) return code;
-    if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+    if (o.out.machine()) return PrintAnswer(o.out, *j, {"groups"}), kExitOk;
     fmt::print("Successfully created group \"{}\" with a group ID of {}\n", o.create,
                (*j)["id"].get<int>());
     return kExitOk;
@@ -107,7 +108,7 @@ int Run(const GroupOptions& o) {
     auto j =
         Call(o, "DELETE", "/api/v1/groups/" + std::to_string(*o.remove_group), nullptr, 200, &code);
     if (!j) return code;
-    if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+    if (o.out.machine()) return PrintAnswer(o.out, *j, {"groups"}), kExitOk;
     fmt::print("Successfully removed group {}\n", *o.remove_group);
     return kExitOk;
   }
@@ -115,7 +116,7 @@ int Run(const GroupOptions& o) {
   if (o.info) {
     auto j = Call(o, "GET", path, nullptr, 200, &code);
     if (!j) return code;
-    if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+    if (o.out.machine()) return PrintAnswer(o.out, *j, {"groups"}), kExitOk;
     DcgmiBox box;
     box.Title("GROUP INFO");
     box.Row(std::to_string(*o.group), "");
@@ -127,7 +128,7 @@ int Run(const GroupOptions& o) {
   json list = SplitNonEmpty(adding ? o.add : o.remove, ',');
   auto j = Call(o, "POST", path + "/entities", {{adding ? "add" : "remove", list}}, 200, &code);
   if (!j) return code;
-  if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+  if (o.out.machine()) return PrintAnswer(o.out, *j, {"groups"}), kExitOk;
   fmt::print("{} operation successful.\n", adding ? "Add to group" : "Remove from group");
   return kExitOk;
 }
@@ -148,7 +149,7 @@ Subcommand SetupGroup(CLI::App& parent) {
       "Add entities: GPU indices, GPU-/MIG- UUIDs, gpu:gi or gpu:gi:ci, comma-separated");
   app->add_option("-r,--remove", o->remove, "Remove entities (as -a)");
   app->add_flag("-i,--info", o->info, "Show the group");
-  app->add_flag("--json", o->json, "Print the agent's JSON answer");
+  AddFormatOptions(*app, o->out, "the agent's answer, docs/schema/", "--json");
   return {app, [o] { return Run(*o); }};
 }
 

@@ -7,6 +7,7 @@
 
 #include "cli/agent_client.h"
 #include "cli/dcgmi_box.h"
+#include "cli/output_format.h"
 #include "cli/subcommand.h"
 
 namespace gpulse::cli {
@@ -18,7 +19,8 @@ struct HealthOptions {
   std::string host;
   int group = 0;
   std::string set;
-  bool fetch = false, check = false, clear = false, json = false;
+  bool fetch = false, check = false, clear = false;
+  OutputFormat out;
   std::optional<std::int64_t> update_ms, keep_age_s;
 };
 
@@ -68,7 +70,7 @@ int Run(const HealthOptions& o) {
     if (o.keep_age_s) body["keep_age_s"] = *o.keep_age_s;
     auto j = CallForVerb("health", o.host, "POST", "/api/v1/health/watch", body, 201, &code);
     if (!j) return code;
-    if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+    if (o.out.machine()) return PrintAnswer(o.out, *j, {"gpus"}), kExitOk;
     fmt::print("Health monitor systems set successfully.\n");
     return kExitOk;
   }
@@ -76,14 +78,14 @@ int Run(const HealthOptions& o) {
     auto j =
         CallForVerb("health", o.host, "DELETE", "/api/v1/health/watch" + q, nullptr, 200, &code);
     if (!j) return code;
-    if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+    if (o.out.machine()) return PrintAnswer(o.out, *j, {"gpus"}), kExitOk;
     fmt::print("Health monitor systems cleared successfully.\n");
     return kExitOk;
   }
   if (o.fetch) {
     auto j = CallForVerb("health", o.host, "GET", "/api/v1/health/watch" + q, nullptr, 200, &code);
     if (!j) return code;
-    if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+    if (o.out.machine()) return PrintAnswer(o.out, *j, {"gpus"}), kExitOk;
     DcgmiBox box(26);
     box.Title("Health Monitor Systems Report");
     for (const char* key : {"pcie", "memory", "inforom", "thermal", "power", "nvlink", "driver"}) {
@@ -98,8 +100,8 @@ int Run(const HealthOptions& o) {
   }
   auto j = CallForVerb("health", o.host, "GET", "/api/v1/health" + q, nullptr, 200, &code);
   if (!j) return code;
-  if (o.json) {
-    fmt::print("{}\n", j->dump(2));
+  if (o.out.machine()) {
+    PrintAnswer(o.out, *j, {"gpus"});
   } else {
     PrintCheck(*j);
   }
@@ -127,7 +129,7 @@ Subcommand SetupHealth(CLI::App& parent) {
   app->add_flag("-f,--fetch", o->fetch, "Show the watched subsystems");
   app->add_flag("-c,--check", o->check, "Check the group's health (exit 1 on a failure)");
   app->add_flag("--clear", o->clear, "Stop watching");
-  app->add_flag("-j,--json", o->json, "Print the agent's JSON answer");
+  AddFormatOptions(*app, o->out, "the agent's answer, docs/schema/", "-j,--json");
   return {app, [o] { return Run(*o); }};
 }
 

@@ -1,6 +1,7 @@
 #include "cli/output_format.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <map>
 #include <vector>
 
@@ -35,17 +36,12 @@ std::string Quote(const std::string& cell) {
 
 }  // namespace
 
-void AddFormatOptions(CLI::App& app, OutputFormat& f, const std::string& json_help) {
-  app.add_option("--format", f.format, "Output format (json: " + json_help + ")")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"table", "csv", "json"}));
-  app.add_flag("--json", f.json_alias, "The same as --format json");
-}
-
-std::string CheckFormat(const OutputFormat& f) {
-  if (f.json_alias && f.format != "table" && f.format != "json")
-    return "--json and --format " + f.format + " contradict: give one";
-  return "";
+void AddFormatOptions(CLI::App& app, OutputFormat& f, const std::string& json_help,
+                      const std::string& json_names) {
+  CLI::Option* format = app.add_option("--format", f.format, "Output format (json: " + json_help + ")")
+                            ->capture_default_str()
+                            ->check(CLI::IsMember({"table", "csv", "json"}));
+  app.add_flag(json_names, f.json_alias, "The same as --format json")->excludes(format);
 }
 
 std::string JsonRowsToCsv(const nlohmann::json& rows) {
@@ -72,6 +68,23 @@ std::string JsonRowsToCsv(const nlohmann::json& rows) {
     out += "\n";
   }
   return out;
+}
+
+void PrintAnswer(const OutputFormat& f, const nlohmann::json& answer,
+                 std::initializer_list<const char*> row_keys) {
+  if (!f.csv()) {
+    std::fputs((answer.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(),
+               stdout);
+    return;
+  }
+  for (const char* key : row_keys) {
+    auto it = answer.find(key);
+    if (it != answer.end() && it->is_array()) {
+      std::fputs(JsonRowsToCsv(*it).c_str(), stdout);
+      return;
+    }
+  }
+  std::fputs(JsonRowsToCsv(nlohmann::json::array({answer})).c_str(), stdout);
 }
 
 }  // namespace gpulse::cli

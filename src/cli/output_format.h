@@ -4,6 +4,7 @@
 // quoted as RFC 4180 says; absent readings are empty cells, never 0.
 #pragma once
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -19,16 +20,20 @@ struct OutputFormat {
   bool json_alias = false;  // --json
   bool json() const { return json_alias || format == "json"; }
   bool csv() const { return !json_alias && format == "csv"; }
+  bool machine() const { return json() || csv(); }  // not the table
 };
 
-// Adds --format table|csv|json and --json (its alias; both given and disagreeing is a usage
-// error, checked by Check). `json_help` says which schema the JSON follows.
-void AddFormatOptions(CLI::App& app, OutputFormat& f, const std::string& json_help);
-
-// "" when the flags agree, else the message of the usage error.
-std::string CheckFormat(const OutputFormat& f);
+// Adds --format table|csv|json and `json_names` (--json, or -j,--json where dcgmi has -j) as its
+// alias; both given is a usage error. `json_help` says which schema the JSON follows.
+void AddFormatOptions(CLI::App& app, OutputFormat& f, const std::string& json_help,
+                      const std::string& json_names = "--json");
 
 // The CSV of `rows` (an array of objects; other elements are skipped).
 std::string JsonRowsToCsv(const nlohmann::json& rows);
+
+// An agent's answer as --format asks (not the table): JSON as it came, or the CSV of its rows, the
+// first of `row_keys` that is a list in it, else the answer as one row.
+void PrintAnswer(const OutputFormat& f, const nlohmann::json& answer,
+                 std::initializer_list<const char*> row_keys);
 
 }  // namespace gpulse::cli

@@ -8,6 +8,7 @@
 
 #include "cli/agent_client.h"
 #include "cli/dcgmi_box.h"
+#include "cli/output_format.h"
 #include "cli/subcommand.h"
 #include "core/split.h"
 
@@ -24,7 +25,8 @@ struct PolicyOptions {
   std::optional<std::int64_t> max_pages;
   bool dbe = false, pcie = false, nvlink = false, xid = false;
   std::optional<std::int64_t> update_ms;
-  bool get = false, clear = false, reg = false, json = false;
+  bool get = false, clear = false, reg = false;
+  OutputFormat out;
   std::optional<std::int64_t> count;  // --reg: stop after this many violations
 };
 
@@ -61,7 +63,7 @@ int Get(const PolicyOptions& o) {
   auto j = CallForVerb("policy", o.host, "GET", fmt::format("/api/v1/policy?group={}", o.group),
                        nullptr, 200, &code);
   if (!j) return code;
-  if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+  if (o.out.machine()) return PrintAnswer(o.out, *j, {"policy"}), kExitOk;
   const json& p = (*j)["policy"];
   fmt::print("Policy information\n");
   DcgmiBox box(27);
@@ -104,14 +106,15 @@ int Set(const PolicyOptions& o) {
   int code = kExitOk;
   auto j = CallForVerb("policy", o.host, "POST", "/api/v1/policy", body, 201, &code);
   if (!j) return code;
-  if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+  if (o.out.machine()) return PrintAnswer(o.out, *j, {"policy"}), kExitOk;
   fmt::print("Policy successfully set.\n");
   return kExitOk;
 }
 
 // One violation as --reg prints it: dcgmi's "Timestamp:" line, then the message.
-void PrintViolation(const json& v, bool as_json) {
-  if (as_json) {
+// One violation as it arrives: a JSON line, or text.
+void PrintViolation(const json& v, const OutputFormat& out) {
+  if (out.json()) {
     fmt::print("{}\n", v.dump(-1, ' ', false, json::error_handler_t::replace));
   } else {
     fmt::print("Timestamp: {}\nGPU {}: {}\n", v.value("time", ""), v.value("gpu", 0),
@@ -128,7 +131,7 @@ int Listen(const PolicyOptions& o) {
     fmt::print(stderr, "gpulse policy: {}\n", stream.error().message);
     return kExitFailure;
   }
-  if (!o.json) fmt::print("Listening for violations.\n");
+  if (!o.out.machine()) fmt::print("Listening for violations.\n");
   std::fflush(stdout);
   std::string buffer;
   std::int64_t seen = 0;
@@ -146,7 +149,7 @@ int Listen(const PolicyOptions& o) {
         if (line.rfind("data: ", 0) != 0) continue;
         json v = json::parse(line.substr(6), nullptr, false);
         if (v.is_discarded()) continue;
-        PrintViolation(v, o.json);
+        PrintViolation(v, o.out);
         if (o.count && ++seen >= *o.count) return kExitOk;
       }
     }
@@ -160,6 +163,7 @@ int Run(const PolicyOptions& o) {
                           o.xid || o.update_ms;
   if (conditions && o.set.empty()) return Usage("-T, -P, -M, -e, -p, -n, -x and -u go with --set");
   if (o.count && !o.reg) return Usage("--count goes with --reg");
+  if (o.reg && o.out.csv()) return Usage("--reg streams violations as text or JSON lines, not csv");
   if (o.get) return Get(o);
   if (o.reg) return Listen(o);
   if (!o.set.empty()) return Set(o);
@@ -167,7 +171,7 @@ int Run(const PolicyOptions& o) {
   auto j = CallForVerb("policy", o.host, "DELETE", fmt::format("/api/v1/policy?group={}", o.group),
                        nullptr, 200, &code);
   if (!j) return code;
-  if (o.json) return fmt::print("{}\n", j->dump(2)), kExitOk;
+  if (o.out.machine()) return PrintAnswer(o.out, *j, {"policy"}), kExitOk;
   fmt::print("Policy successfully cleared.\n");
   return kExitOk;
 }
@@ -201,7 +205,7 @@ Subcommand SetupPolicy(CLI::App& parent) {
   app->add_flag("--reg", o->reg, "Listen for violations and print each as it happens");
   app->add_option("--count", o->count, "With --reg: exit after this many violations")
       ->check(CLI::Range(1, 1'000'000'000));
-  app->add_flag("-j,--json", o->json, "Print JSON (with --reg: one violation per line)");
+  AddFormatOptions(*app, o->out, "the agent's answer, docs/schema/", "-j,--json");
   return {app, [o] { return Run(*o); }};
 }
 

@@ -229,10 +229,6 @@ nlohmann::json CsvRows(const nlohmann::json& doc) {
 }
 
 int Run(const PsOptions& o) {
-  if (const std::string bad = CheckFormat(o.out); !bad.empty()) {
-    fmt::print(stderr, "gpulse ps: {}\n", bad);
-    return kExitUsage;
-  }
   auto backend = gpu::OpenBackend(WithProcfs(o.gpu, o.procfs_root));
   if (!backend) {
     fmt::print(stderr, "gpulse ps: {}\n", backend.error().message);

@@ -11,6 +11,7 @@
 
 #include "cli/agent_client.h"
 #include "cli/dcgmi_box.h"
+#include "cli/output_format.h"
 #include "cli/subcommand.h"
 #include "net/http_util.h"
 
@@ -29,7 +30,7 @@ struct StatsOptions {
   std::optional<unsigned> pid;
   bool verbose = false;
   bool list = false;
-  bool json = false;
+  OutputFormat out;
 };
 
 // A member of the agent's answer, or null when it lacks it (operator[] on a missing key of a
@@ -285,7 +286,7 @@ int Run(const StatsOptions& o) {
   }
   if (r->status != want) return Report(*r);
   const json& j = r->json;
-  if (o.json) return fmt::print("{}\n", j.dump(2)), kExitOk;
+  if (o.out.machine()) return PrintAnswer(o.out, j, {"jobs", "gpus"}), kExitOk;
   if (o.enable) return fmt::print("Successfully started process watches.\n"), kExitOk;
   if (!o.start.empty())
     return fmt::print("Successfully started recording stats for {}.\n", o.start), kExitOk;
@@ -352,7 +353,7 @@ Subcommand SetupStats(CLI::App& parent) {
   app->add_option("-r,--jremove", o->remove, "Remove a job's record");
   app->add_flag("--list", o->list, "List the jobs");
   app->add_flag("-v,--verbose", o->verbose, "Per GPU (with -j or -p)");
-  app->add_flag("--json", o->json, "Print the agent's JSON answer");
+  AddFormatOptions(*app, o->out, "the agent's answer, docs/schema/", "--json");
   return {app, [o] { return Run(*o); }};
 }
 

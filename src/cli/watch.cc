@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/agent_client.h"
+#include "cli/output_format.h"
 #include "cli/subcommand.h"
 
 namespace gpulse::cli {
@@ -21,7 +22,7 @@ struct WatchOptions {
   std::int64_t keep_age_s = 3600;
   bool list = false;
   std::optional<int> remove;
-  bool json = false;
+  OutputFormat out;
 };
 
 std::string Bytes(std::uint64_t b) {
@@ -68,7 +69,7 @@ int Run(const WatchOptions& o) {
     return kExitFailure;
   }
   if (r->status != 200 && r->status != 201) return Report(*r);
-  if (o.json) return fmt::print("{}\n", r->json.dump(2)), kExitOk;
+  if (o.out.machine()) return PrintAnswer(o.out, r->json, {"watches"}), kExitOk;
   const json& j = r->json;
   if (o.remove) return fmt::print("Removed watch {}\n", *o.remove), kExitOk;
   if (!o.list) {
@@ -115,7 +116,7 @@ Subcommand SetupWatch(CLI::App& parent) {
       ->check(CLI::Range(1, 30 * 86'400));
   app->add_flag("-l,--list", o->list, "List the watches, their history and its bound");
   app->add_option("-d,--delete", o->remove, "Remove the watch with this ID (and its history)");
-  app->add_flag("--json", o->json, "Print the agent's JSON answer");
+  AddFormatOptions(*app, o->out, "the agent's answer, docs/schema/", "--json");
   return {app, [o] { return Run(*o); }};
 }
 
