@@ -59,8 +59,8 @@ Subcommand SetupEnergy(CLI::App& parent) {
   app->add_option("--result-root", opt->result_root,
                   "Also check each window's result file under this root")
       ->check(CLI::ExistingDirectory);
-  app->add_option("--format", opt->format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "csv"}));
+  app->add_option("--format", opt->format, "Output format (table, the default, is also called text)")
+      ->check(CLI::IsMember({"table", "text", "json", "csv"}));
   app->add_option("--threads", opt->threads, "Worker threads for samples.csv (0 = all cores)")
       ->check(CLI::Range(0, 1024));
   return {app, [opt] { return RunEnergy(*opt); }};

@@ -1,4 +1,4 @@
-// `gpulse fields [--format table|markdown|json]`: the field catalogue, like `dcgmi dmon -l`.
+// `gpulse fields [--format table|csv|json|markdown]`: the field catalogue, like `dcgmi dmon -l`.
 // docs/metrics.md is this command's markdown output (a test keeps the two identical).
 #include "core/fields.h"
 
@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cli/output_format.h"
 #include "cli/subcommand.h"
 
 namespace gpulse::cli {
@@ -84,7 +85,7 @@ void PrintMarkdown() {
 int Run(const FieldsOptions& o) {
   if (o.format == "markdown") {
     PrintMarkdown();
-  } else if (o.format == "json") {
+  } else if (o.format == "json" || o.format == "csv") {
     nlohmann::json out = nlohmann::json::array();
     for (const FieldSpec& f : AllFields()) {
       out.push_back({{"id", f.id},
@@ -99,7 +100,11 @@ int Run(const FieldsOptions& o) {
                        {"amdgpu", SourceJson(f, SysfsVendor::kAmdgpu)},
                        {"intel", SourceJson(f, SysfsVendor::kIntel)}}}});
     }
-    fmt::print("{}\n", out.dump(2));
+    if (o.format == "csv") {
+      fmt::print("{}", JsonRowsToCsv(out));
+    } else {
+      fmt::print("{}\n", out.dump(2));
+    }
   } else {
     fmt::print("{:>4}  {:<8} {:<8} {:<8} {:<4} {:<6} {:<5} {}\n", "ID", "SHORT", "UNIT", "TYPE",
                "NVML", "AMDGPU", "INTEL", "NAME");
@@ -123,7 +128,7 @@ Subcommand SetupFields(CLI::App& parent) {
       "fields", "List the field catalogue (ids, names, units), like dcgmi dmon -l");
   app->add_option("--format", o->format, "Output format")
       ->capture_default_str()
-      ->check(CLI::IsMember({"table", "markdown", "json"}));
+      ->check(CLI::IsMember({"table", "csv", "json", "markdown"}));
   return {app, [o] { return Run(*o); }};
 }
 

@@ -33,6 +33,15 @@ class OutputFormats(GpulseTestCase):
                 self.assertEqual([r.get("state") or r.get("gpu_state") for r in skipped], ["skipped"])
                 self.assertIn("no permission", skipped[0]["reason"])
 
+    def test_the_field_catalogue_in_each_format(self):
+        doc = json.loads(self.run_ok("fields", "--format", "json").stdout)
+        validate(doc, "fields.schema.json")
+        rows = list(csv.DictReader(io.StringIO(self.run_ok("fields", "--format", "csv").stdout)))
+        self.assertEqual([int(r["id"]) for r in rows], [f["id"] for f in doc])
+        self.assertEqual([r["backends.amdgpu"] for r in rows], [f["backends"]["amdgpu"] or "" for f in doc])
+        self.assertIn("DCGM_FI_DEV_POWER_USAGE", self.run_ok("fields").stdout)
+        self.assertEqual(run("fields", "--format", "xml").returncode, 2)
+
     def test_absent_readings_are_empty_cells_and_cells_are_quoted(self):
         rows = list(csv.DictReader(io.StringIO(run("devices", "--simulate", "mig-a100", "--format", "csv").stdout)))
         self.assertEqual(len(rows), 2)
