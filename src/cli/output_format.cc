@@ -49,9 +49,8 @@ std::string JsonRowsToCsv(const nlohmann::json& rows) {
   std::vector<std::string> columns;
   std::map<std::string, bool> seen;
   for (const nlohmann::json& row : rows) {
-    if (!row.is_object()) continue;
     std::map<std::string, std::string> cells;
-    Flatten(row, "", cells);
+    Flatten(row.is_object() ? row : nlohmann::json{{"value", row}}, "", cells);
     for (const auto& [name, cell] : cells) {
       if (!seen[name]) columns.push_back(name), seen[name] = true;
     }

@@ -28,7 +28,8 @@ struct OutputFormat {
 void AddFormatOptions(CLI::App& app, OutputFormat& f, const std::string& json_help,
                       const std::string& json_names = "--json");
 
-// The CSV of `rows` (an array of objects; other elements are skipped).
+// The CSV of `rows`, an array: an object is a row of its members, anything else a row whose one
+// column is `value`.
 std::string JsonRowsToCsv(const nlohmann::json& rows);
 
 // An agent's answer as --format asks (not the table): JSON as it came, or the CSV of its rows, the

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/output_format.h"
 #include "cli/subcommand.h"
 #include "power/rules/validator.h"
 
@@ -19,7 +20,7 @@ struct ValidatePowerOptions {
   std::string result_root;
   std::vector<std::string> expect_roles;
   bool require_distinct_het_groups = false;
-  bool json = false;
+  OutputFormat out;
   int threads = 1;
 };
 
@@ -37,10 +38,13 @@ int RunValidatePower(const ValidatePowerOptions& o) {
   v.threads = o.threads > 0 ? o.threads
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   power::ValidationReport report = power::ValidatePackage(v);
-  std::string text = o.json ? power::RenderReportJson(report).dump(
-                                  2, ' ', false, nlohmann::json::error_handler_t::replace) +
-                                  "\n"
-                            : power::RenderReportText(report);
+  // CSV: one row per failure (none for a valid package: the header alone).
+  std::string text =
+      o.out.json()  ? power::RenderReportJson(report).dump(
+                         2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                         "\n"
+      : o.out.csv() ? JsonRowsToCsv(power::RenderReportJson(report)["failures"])
+                    : power::RenderReportText(report);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return report.ok ? kExitOk : kExitFailure;
 }
@@ -62,8 +66,7 @@ Subcommand SetupValidatePower(CLI::App& parent) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app->add_flag("--require-distinct-het-groups", opt->require_distinct_het_groups,
                 "Assert each role occupies exactly one het group, distinct from the others");
-  app->add_flag("--json", opt->json,
-                "Print the report as JSON (docs/schema/validate-power.schema.json)");
+  AddFormatOptions(*app, opt->out, "docs/schema/validate-power.schema.json");
   app->add_option("--threads", opt->threads, "Worker threads for samples.csv (0 = all cores)")
       ->check(CLI::Range(0, 1024));
   return {app, [opt] { return RunValidatePower(*opt); }};

@@ -1,8 +1,9 @@
 """End-to-end tests of `gpulse collect` and `gpulse window`: real `gpulse exporter --simulate`
 processes on loopback as endpoints, a misbehaving local HTTP server, and the package checked by
 `gpulse validate-power` and the JSON Schema. Run with Debian's /usr/bin/python3."""
-import hashlib
 import csv
+import hashlib
+import io
 import json
 import os
 import resource
@@ -249,6 +250,15 @@ class Misbehaving(CollectTestCase):
         self.assertEqual(hosts, {"ok", "flaky"}, "an endpoint recovers on a later cycle; a timeout never reuses stale power")
         validate(m, "power-manifest.schema.json")
         self.assertEqual(self.validate_power().returncode, 1)
+        # The one output convention (issue 42): --format json is --json; CSV is a row per failure.
+        as_json = self.validate_power("--format", "json")
+        self.assertEqual(as_json.returncode, 1)
+        doc = json.loads(as_json.stdout)
+        validate(doc, "validate-power.schema.json")
+        self.assertEqual(json.loads(self.validate_power("--json").stdout), doc)
+        rows = list(csv.DictReader(io.StringIO(self.validate_power("--format", "csv").stdout)))
+        self.assertEqual(len(rows), len(doc["failures"]))
+        self.assertGreater(len(rows), 0)
 
     def good_endpoints(self, n, **config):
         """n endpoints h0..h(n-1) of one misbehaving server, each with one good GPU whose UUID is
