@@ -62,6 +62,30 @@ class OutputFormats(GpulseTestCase):
                 self.assertRegex(p.stderr, r"--(json|format) excludes --(format|json)")
 
 
+class EveryListingCommand(GpulseTestCase):
+    """No command that prints JSON is left out of the convention: each subcommand whose --help
+    offers JSON offers --format with table, csv and json. `top --once --json` is a live view's frame,
+    not a list, and `report` renders a run document (text, html, json): both keep their own."""
+
+    EXEMPT = {"top", "report"}
+
+    def test_each_command_with_json_has_the_three_formats(self):
+        import re
+        top = run("--help").stdout.split("Subcommands:", 1)[1]
+        names = re.findall(r"^  ([a-z][\w-]*)\s", top, re.M)
+        checked = 0
+        for name in names:
+            text = run(name, "--help").stdout
+            if name in self.EXEMPT or ("--json" not in text and "--format" not in text):
+                continue
+            with self.subTest(command=name):
+                m = re.search(r"--format TEXT:\{([^}]*)\}", text)
+                self.assertIsNotNone(m, f"gpulse {name} has no --format with choices")
+                self.assertLessEqual({"table", "csv", "json"}, set(m.group(1).split(",")))
+                checked += 1
+        self.assertGreaterEqual(checked, 12)
+
+
 class AgentVerbFormats(GpulseTestCase):
     """The agent's verbs on health-trips with a group, a watch, a job, a health watch, a policy and
     a configuration target set: each answer as table, CSV rows and schema-valid JSON."""
