@@ -5,6 +5,8 @@
 #include <map>
 #include <vector>
 
+#include "core/csv.h"
+
 namespace gpulse::cli {
 namespace {
 
@@ -22,16 +24,6 @@ void Flatten(const nlohmann::json& v, const std::string& prefix,
   } else {
     out[prefix] = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
-}
-
-std::string Quote(const std::string& cell) {
-  if (cell.find_first_of(",\"\r\n") == std::string::npos) return cell;
-  std::string out = "\"";
-  for (char c : cell) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 }  // namespace
@@ -57,12 +49,12 @@ std::string JsonRowsToCsv(const nlohmann::json& rows) {
     flat.push_back(std::move(cells));
   }
   std::string out;
-  for (std::size_t i = 0; i < columns.size(); ++i) out += (i ? "," : "") + Quote(columns[i]);
+  for (std::size_t i = 0; i < columns.size(); ++i) out += (i ? "," : "") + CsvField(columns[i]);
   out += "\n";
   for (const auto& cells : flat) {
     for (std::size_t i = 0; i < columns.size(); ++i) {
       auto it = cells.find(columns[i]);
-      out += (i ? "," : "") + (it == cells.end() ? std::string() : Quote(it->second));
+      out += (i ? "," : "") + (it == cells.end() ? std::string() : CsvField(it->second));
     }
     out += "\n";
   }

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/csv.h"
 #include "power/readers/contract.h"
 
 namespace gpulse::power {
@@ -27,16 +28,6 @@ Status WriteAll(int fd, std::string_view bytes) {
 }
 
 int ErrnoOf(const Status& s) { return std::atoi(s.error().message.c_str()); }
-
-std::string CsvField(std::string_view v) {
-  if (v.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(v);
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/csv.h"
 #include "power/readers/contract.h"
 #include "power/rules/coverage_rules.h"
 #include "power/rules/integrity.h"
@@ -268,12 +269,7 @@ Json RenderEnergyJson(const EnergyReport& rep) {
 }
 
 std::string RenderEnergyCsv(const EnergyReport& rep) {
-  auto csv = [](const std::string& s) {
-    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-    std::string q = "\"";
-    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  };
+  auto csv = [](const std::string& s) { return CsvField(s); };
   auto num = [](const std::optional<double>& v) {
     return v ? fmt::format("{}", *v) : std::string();
   };
