@@ -189,9 +189,10 @@ void SummaryBox(const json& window, const json& gpus, View v) {
   box.Title("Summary");
   std::size_t procs = 0;
   std::string health = "healthy";
-  double max_mem = -1, power = 0;
+  double max_mem = -1, power = 0, energy = 0;
   std::uint64_t sbe = 0, dbe = 0, replays = 0, xids = 0;
-  bool sbe_known = false, dbe_known = false, replays_known = false, power_known = false;
+  bool sbe_known = false, dbe_known = false, replays_known = false, power_known = false,
+       energy_known = false;
   json slowdown = nullptr;
   auto add = [](const json& v, std::uint64_t& sum, bool& known) {
     if (v.is_number()) sum += v.get<std::uint64_t>(), known = true;
@@ -203,6 +204,8 @@ void SummaryBox(const json& window, const json& gpus, View v) {
                           ? At(At(g, "processes")[0], "max_memory_bytes")
                           : At(g, "max_memory_used_bytes");
     if (mem.is_number()) max_mem = std::max(max_mem, mem.get<double>());
+    if (At(g, "energy_joules").is_number())
+      energy += At(g, "energy_joules").get<double>(), energy_known = true;
     if (At(At(g, "power_watts"), "mean").is_number())
       power += At(At(g, "power_watts"), "mean").get<double>(), power_known = true;
     add(At(g, "ecc_sbe_errors"), sbe, sbe_known);
@@ -222,11 +225,6 @@ void SummaryBox(const json& window, const json& gpus, View v) {
   }
   ExecutionRows(box, window, v, std::to_string(procs));
   box.Section("Performance Stats");
-  double energy = 0;
-  bool energy_known = false;
-  for (const json& g : gpus)
-    if (At(g, "energy_joules").is_number())
-      energy += At(g, "energy_joules").get<double>(), energy_known = true;
   box.Row("Energy Consumed (Joules)", energy_known ? fmt::format("{:.0f}", energy) : "N/A");
   if (v == View::kJob)
     box.Row("Power Usage (Watts)",

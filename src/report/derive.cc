@@ -203,7 +203,7 @@ class DeviceBuilder {
       pct["reliability"] = std::nullopt;  // no clock-event reason says it
       d.stats.slowdown_percent = std::move(pct);
     }
-    d.stats.sample_count = agg_.Build().sample_count;
+    d.stats.sample_count = d.aggregates.sample_count;
     return d;
   }
 

@@ -36,6 +36,15 @@ def subcommands(words):
     return re.findall(r"^  ([a-z][\w-]*)\s", block, re.M)
 
 
+def subcommand_paths():
+    """Every subcommand and nested subcommand, as words: [["devices"], ..., ["window", "run"], ...]."""
+    paths = []
+    for s in subcommands([]):
+        paths.append([s])
+        paths += [[s, t] for t in subcommands([s])]
+    return paths
+
+
 def listed_flags(text):
     """The flags an --help lists in its first column (not those its descriptions mention)."""
     flags = set()
@@ -79,10 +88,7 @@ class ConfigurationReference(unittest.TestCase):
                          "regenerate docs/configuration.md with `build/bin/gpulse-docgen --configuration`")
 
     def test_every_flag_of_every_subcommand_is_in_its_section(self):
-        paths = []
-        for s in subcommands([]):
-            paths.append([s])
-            paths += [[s, t] for t in subcommands([s])]
+        paths = subcommand_paths()
         self.assertGreater(len(paths), 20)
         checked = 0
         for words in paths:
@@ -108,15 +114,14 @@ class ConfigurationReference(unittest.TestCase):
         """Issue 42: where two subcommands give a letter different meanings, the page lists both
         with the tool each copies; among gpulse's own subcommands a letter has one meaning."""
         uses = {}
-        for s in subcommands([]):
-            for words in [[s]] + [[s, t] for t in subcommands([s])]:
-                for m in re.finditer(r"^  (-[\w-]+(?:,-[\w-]+)*)", help_text(words), re.M):
-                    names = m.group(1).split(",")
-                    longs = [n for n in names if n.startswith("--")]
-                    for short in (n for n in names if re.fullmatch(r"-\w", n)):
-                        if short == "-h":
-                            continue
-                        uses.setdefault(short, set()).add((" ".join(words), longs[0] if longs else ""))
+        for words in subcommand_paths():
+            for m in re.finditer(r"^  (-[\w-]+(?:,-[\w-]+)*)", help_text(words), re.M):
+                names = m.group(1).split(",")
+                longs = [n for n in names if n.startswith("--")]
+                for short in (n for n in names if re.fullmatch(r"-\w", n)):
+                    if short == "-h":
+                        continue
+                    uses.setdefault(short, set()).add((" ".join(words), longs[0] if longs else ""))
         section = self.page.split("## Short flags across subcommands", 1)[1].split("\n## ", 1)[0]
         rows = set(re.findall(r"^\| `(-\w)` \| `gpulse ([^`]+)` \| `([^`]*)` \| (.+?) \|$", section, re.M))
         conflicting = {f: u for f, u in uses.items() if len({l for _, l in u}) > 1}
@@ -133,11 +138,7 @@ class ConfigurationReference(unittest.TestCase):
                          "a letter with two meanings among gpulse's own subcommands")
 
     def test_every_variable_a_help_names_as_bound_is_on_the_page(self):
-        paths = []
-        for s in subcommands([]):
-            paths.append([s])
-            paths += [[s, t] for t in subcommands([s])]
-        for words in paths:
+        for words in subcommand_paths():
             for name in re.findall(r"\(Env:([A-Z0-9_]+)\)", help_text(words)):
                 self.assertIn(f"| `{name}` |", self.page, f"gpulse {' '.join(words)} binds {name}")
 
