@@ -5,8 +5,9 @@
 //
 // Modes:
 //   - ncurses, when stdin and stdout are terminals and $TERM names one with cursor addressing;
-//   - plain text otherwise (TERM=dumb, a pipe, a terminal ncurses cannot drive): one frame per
-//     interval as text, separated by a blank line, until q (when stdin is a terminal) or a signal;
+//   - plain text otherwise (TERM=dumb, a pipe, a terminal ncurses cannot drive, a background job):
+//     one frame per interval as text, separated by a blank line, until q (when stdin is a terminal
+//     in the foreground) or a signal;
 //   - --once: one frame as text (width $COLUMNS, else 100) and exit; with --json the frame's
 //     JSON as the source gave it.
 // NO_COLOR (set to anything) turns colours off; bold and reverse video stay.
@@ -224,7 +225,14 @@ std::vector<top::Line> Waiting(const Feed& feed, const top::ViewState& view, int
 class RawStdin {
  public:
   RawStdin() {
-    if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &saved_) != 0) return;
+    if (!isatty(STDIN_FILENO)) return;
+    // In the background, changing or reading the terminal would stop the process (SIGTTOU,
+    // SIGTTIN): no keys then, frames until a signal.
+    if (!top::InForeground()) {
+      open_ = false;
+      return;
+    }
+    if (tcgetattr(STDIN_FILENO, &saved_) != 0) return;
     termios raw = saved_;
     raw.c_lflag &= static_cast<tcflag_t>(~(ICANON | ECHO));  // ISIG stays: Ctrl-C still signals
     raw.c_cc[VMIN] = 0;

@@ -87,8 +87,12 @@ bool Utf8Locale() {
   return codeset != nullptr && std::strcmp(codeset, "UTF-8") == 0;
 }
 
+bool InForeground() { return tcgetpgrp(STDIN_FILENO) == getpgrp(); }
+
 bool TerminalUsable() {
   if (isatty(STDIN_FILENO) == 0 || isatty(STDOUT_FILENO) == 0) return false;
+  // A background job that set the terminal up would be stopped (SIGTTOU) until brought forward.
+  if (!InForeground()) return false;
   const char* term = std::getenv("TERM");
   if (term == nullptr || *term == '\0' || std::strcmp(term, "dumb") == 0) return false;
   int err = 0;

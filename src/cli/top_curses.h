@@ -18,8 +18,12 @@ inline constexpr int kResizeKey = -2;  // the terminal changed size
 // Whether the locale's character set is UTF-8 (call setlocale first).
 bool Utf8Locale();
 
-// Whether ncurses can drive this process's terminal: stdin and stdout are terminals and $TERM
-// names one with cursor addressing (not "dumb").
+// Whether this process is in its terminal's foreground process group (false when stdin is not a
+// terminal).
+bool InForeground();
+
+// Whether ncurses can drive this process's terminal: stdin and stdout are terminals, the process is
+// in the foreground, and $TERM names one with cursor addressing (not "dumb").
 bool TerminalUsable();
 
 class Terminal {

@@ -2,6 +2,7 @@
 outputs against the JSON Schemas in docs/schema. Run with Debian's /usr/bin/python3."""
 import json
 import os
+import signal
 import subprocess
 import unittest
 
@@ -20,6 +21,14 @@ BUILTIN_SCENARIOS = ["1xH200", "8xH100", "4xA40-tp2", "mig-a100", "faults", "k8s
 DEVICE_SELECTION_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
                          "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK",
                          "ONEAPI_DEVICE_SELECTOR", "ZE_ENABLE_PCI_ID_DEVICE_ORDER", "GPULSE_SYSFS_ROOT")
+
+
+def default_job_control_signals():
+    """For preexec_fn: SIGTTOU and SIGTTIN back to their defaults, as a login shell's jobs have them.
+    Some harnesses start the tests with both ignored, which would hide that a background job touching
+    its terminal gets stopped."""
+    signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+    signal.signal(signal.SIGTTIN, signal.SIG_DFL)
 
 
 def run(*args, timeout=60, env=None):

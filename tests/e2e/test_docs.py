@@ -37,7 +37,7 @@ import tempfile
 import unittest
 
 from agent_e2e import Agent
-from gpulse_e2e import BUILTIN_SCENARIOS, DEVICE_SELECTION_VARS, GPULSE, SOURCE_DIR
+from gpulse_e2e import BUILTIN_SCENARIOS, DEVICE_SELECTION_VARS, GPULSE, SOURCE_DIR, default_job_control_signals
 
 ROOT = os.path.abspath(SOURCE_DIR)
 BIN_DIR = os.path.dirname(os.path.abspath(GPULSE))
@@ -320,7 +320,8 @@ class DocsTest(unittest.TestCase):
             # hangs past the timeout takes every server it started with it.
             p = subprocess.run(["unshare", "--user", "--map-root-user", "--net", "--mount", "--propagation",
                                 "private", "--pid", "--fork", "--kill-child", "bash", "-c", inner, "doc", tmp, ROOT],
-                               env=clean_env(script=True), capture_output=True, text=True, timeout=240)
+                               env=clean_env(script=True), capture_output=True, text=True, timeout=240,
+                               preexec_fn=default_job_control_signals)
             self.assertEqual(p.returncode, 0, f"{b.where()}: the block failed:\n{p.stderr[-4000:]}")
             if expect is not None:
                 with open(os.path.join(tmp, "tmp", f"out.{last}"), encoding="utf-8") as f:
@@ -408,7 +409,7 @@ def clean_env(script=False):
     env.pop("XDG_RUNTIME_DIR", None)
     if script:
         env.update(GPULSE_NVML_LIBRARY=SIM_LIB, GPULSE_SIM_SCENARIO="8xH100", GPULSE_SIM_CLOCK="0",
-                   TERM="xterm", HOME="/tmp")
+                   TERM="xterm", HOME="/tmp", SHELL="/bin/sh")  # script(1) runs $SHELL; dash forks
     return env
 
 

@@ -387,6 +387,27 @@ class TopThroughAgentTest(TopTestCase):
         t.keys("q")
         self.assertEqual(t.wait_exit(), 0)
 
+    def test_a_background_job_prints_frames_and_stops_on_a_signal(self):
+        # `gpulse top &` from an interactive shell: its process group is not the terminal's
+        # foreground, where setting the terminal up would stop it (SIGTTOU; the shell's `wait`
+        # would then say 150). It prints frames as text instead, reads no keys, and ends on SIGINT.
+        # tmux's panes inherit SIGTTOU and SIGTTIN ignored; a login shell's jobs have them default.
+        t = self.make_tmux()
+        pid_path = os.path.join(t.dir, "pid")
+        command = "set -m; %s top --host %s & echo $! > %s; wait $!; echo \"exit=$?\" > %s" % (
+            shlex.quote(GPULSE), shlex.quote(self.agent.host), shlex.quote(pid_path),
+            shlex.quote(t.status_path))
+        subprocess.run([TMUX, "-u", "-S", t.socket, "-f", t.conf, "new-session", "-d", "-s", "top",
+                        "-x", "120", "-y", "40", "env", "--default-signal=TTOU,TTIN", "bash", "-c", command],
+                       check=True, env=top_env(), timeout=30)
+        screen = t.wait_for(lambda s: "UTIL [" in s, "a frame as text")
+        self.assertNotIn("\x1b", t.capture(escapes=True).replace("\x1b[0m", ""), "no ncurses screen")
+        self.assertEqual(t.tmux("display-message", "-p", "-t", "top", "#{alternate_on}").stdout.strip(), "0",
+                         screen)
+        with open(pid_path, encoding="utf-8") as f:
+            os.kill(int(f.read()), signal.SIGINT)
+        self.assertEqual(t.wait_exit(), 0)
+
     def test_once_through_the_agent(self):
         p = self.run_ok("top", "--once", "--host", self.agent.host, env={"COLUMNS": "120"})
         self.assertEqual(sorted(panels(p.stdout)), [0, 1, 2, 3], p.stdout)
