@@ -120,7 +120,8 @@ class Agent final : public exporter::Extension {
                                                          bool processes);
   std::vector<std::size_t> ActivityGpus(int group_id) const;
 
-  // Health, policies, diagnostics and configuration (agent_manage.cc), on the worker.
+  // Health, policies, diagnostics and configuration (agent_manage.cc, agent_health.cc,
+  // agent_policy.cc, agent_config.cc), on the worker.
   struct HealthWatch {
     unsigned systems = 0;
     std::int64_t update_ms = 1000;

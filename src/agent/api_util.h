@@ -1,5 +1,6 @@
-// Helpers the management API's files share (agent_api.cc, agent_manage.cc): replies, query
-// strings and body members. Internal to src/agent.
+// Helpers the management API's files share (agent_api.cc, agent_manage.cc, agent_health.cc,
+// agent_policy.cc, agent_config.cc): replies, query strings and body members. Internal to
+// src/agent.
 #pragma once
 
 #include <fmt/format.h>

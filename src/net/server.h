@@ -146,7 +146,7 @@ class Server {
   // Re-reads the web config file now (SIGHUP), even if nothing seems to have changed.
   void ReloadWebConfig();
 
-  struct Impl;  // the event loop and its sessions (server.cc)
+  struct Impl;  // the event loop and its sessions (server_impl.h)
 
  private:
   explicit Server(std::unique_ptr<Impl> impl);

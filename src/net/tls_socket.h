@@ -11,8 +11,8 @@
 // established. While a step is away, offloaded() is true and the loop must not touch the SSL or
 // close the socket (shutdown(2) is safe: it ends the step early).
 //
-// Internal to server.cc (it pulls in the Boost headers). Thread-compatible: one loop thread, and
-// the handshake thread during a step.
+// Internal to the server (server_accept.cc, server_session.cc; it pulls in the Boost headers).
+// Thread-compatible: one loop thread, and the handshake thread during a step.
 #pragma once
 
 #include <openssl/bio.h>

@@ -1,6 +1,6 @@
-// The exporter server's request reading (src/net/server.cc): Boost.Beast's request_parser with the
-// server's limits (ServerOptions: 8 KiB of header, 4 KiB of body) over bytes that arrive in
-// fuzzer-chosen read sizes, requests pipelined on one keep-alive connection, and what the server
+// The exporter server's request reading (src/net/server_session.cc): Boost.Beast's request_parser
+// with the server's limits (ServerOptions: 8 KiB of header, 4 KiB of body) over bytes that arrive
+// in fuzzer-chosen read sizes, requests pipelined on one keep-alive connection, and what the server
 // then reads from each request: method, target and path, keep-alive, Accept-Encoding (AcceptsGzip)
 // and the Authorization header (ParseBasicAuthorization; never bcrypt). A request over a limit must
 // fail with that limit's error (the server answers 431 or 413), and an accepted body is within its
