@@ -50,7 +50,7 @@ image: deb
 	bash deploy/container/build-image.sh $(BUILD)
 
 bench: build
-	bash bench/run.sh $(BUILD)
+	bash bench/run.sh --build $(BUILD) $(AREA)
 
 # Every libFuzzer target (tests/fuzz, docs/fuzzing.md) for FUZZ_SECONDS each, in build-fuzz/.
 FUZZ_SECONDS ?= 60

@@ -1,28 +1,36 @@
-// Benchmarks of `gpulse record` (issue: record). Prints markdown tables for bench/RESULTS.md.
+// Benchmarks of `gpulse record` (issues 12 and 40). Prints one JSON object: every round's figures;
+// bench/record_report.py (bench/run.sh record) prints the table of bench/RESULTS.md from it.
 //
-// 1. Sampler cost per tick: one tick = reading 8 simulated GPUs (8xH100, full timeline field set)
-//    and the process tree of 50 processes (ProcessTreeSampler with descendants), as the recorder
-//    does. CPU time per tick against the default 50 ms tick period; anchor run side by side: one
-//    `ps` invocation listing the same 50 processes (what a shell-script monitor would do per tick).
-//    Then the same with the whole recorder: Recorder::Record over the 50-process tree at the real
-//    50 ms cadence with the journal on (process lists once a second, the journal's writer thread
-//    and its fdatasync included), CPU time of the process per tick.
-// 2. Derivation + run.json writing for a 1,000,000-sample timeline, against `cp` of the resulting
-//    file in the same run (MB/s), with the journal on: the end of a run also flushes and removes
-//    it. And the journal itself: streaming the same 1,000,000 samples in one-second batches.
-// 3. Peak memory per sample: the growth of peak RSS while holding the 1,000,000-sample run and
-//    deriving, writing run.json and rendering the HTML report.
+// 1. sampler: one tick = reading 8 simulated GPUs (8xH100, full timeline field set) and the process
+//    tree of 50 processes (ProcessTreeSampler with descendants), as the recorder does: CPU time per
+//    tick; anchor in the same round: one `ps` invocation listing the same 50 processes (what a
+//    shell-script monitor would do per tick), wall time.
+// 2. recorder: the whole recorder, Recorder::Record over a 51-process tree at the real 50 ms cadence
+//    with the journal on (process lists once a second, the journal's writer thread and its fdatasync
+//    included) and off, CPU time of the process per tick, and an empty loop on the same ticker (the
+//    wake-up alone); the journal's bytes per tick.
+// 3. write: derivation + run.json writing for a 1,000,000-sample timeline with the journal on (the
+//    end of a run), against `cp` and `dd` of the resulting file in the same round; the durable write
+//    against `cp` + `sync`; the journal itself streamed in one-second batches; peak memory per
+//    sample: the growth of peak RSS while holding the run and deriving, writing run.json and
+//    rendering the HTML report (one figure: peak RSS only grows within a process).
+// Each part runs --rounds rounds (default 3); the report gives medians and the min–max.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <string_view>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "core/clock.h"
 #include "gpu/registry.h"
@@ -39,6 +47,11 @@
 namespace {
 
 using namespace gpulse;
+
+[[noreturn]] void Fail(const std::string& why) {
+  std::fprintf(stderr, "record_bench: %s\n", why.c_str());
+  std::exit(1);
+}
 
 double CpuSeconds() {
   timespec ts{};
@@ -76,18 +89,16 @@ double TimeCommand(const std::string& cmd) {
   return WallSeconds() - t0;
 }
 
-void SamplerCost() {
+// One round: kTicks ticks of the sampler, then kPs `ps` calls on the same tree. JSON of the rounds.
+std::string SamplerCost(int rounds) {
   gpu::BackendOptions o;
   o.simulate = "8xH100";
   o.simulator_library = std::string(GPULSE_BIN_DIR) + "/libgpulse-nvml-sim.so";
   auto backend = gpu::OpenBackend(o);
-  if (!backend) {
-    fmt::print("sampler: cannot open the simulator: {}\n", backend.error().message);
-    return;
-  }
+  if (!backend) Fail("sampler: cannot open the simulator: " + backend.error().message);
   // A tree of 50 processes: one shell and 49 sleeping children.
-  auto tree_root = sys::ChildProcess::Spawn({"sh", "-c", "for i in $(seq 49); do sleep 60 & done; wait"});
-  if (!tree_root) return;
+  auto tree_root = sys::ChildProcess::Spawn({"sh", "-c", "for i in $(seq 49); do sleep 600 & done; wait"});
+  if (!tree_root) Fail("sampler: cannot start the process tree");
   sampling::ProcessTreeSampler tree("/proc", tree_root->pid(), true);
   for (int i = 0; i < 500; ++i) {  // let the tree form
     auto t = tree.Read();
@@ -99,34 +110,31 @@ void SamplerCost() {
   fields.insert(fields.end(), extra.begin(), extra.end());
   Sample s;
   std::uint32_t procs = 0;
-  const int kTicks = 2000;
-  double c0 = CpuSeconds(), w0 = WallSeconds();
-  for (int k = 0; k < kTicks; ++k) {
-    auto t = tree.Read();
-    if (t) procs = t->processes;
-    for (std::size_t pos = 0; pos < (*backend)->info().devices.size(); ++pos) {
-      (*backend)->Read(pos, fields, s);
-      auto g = sampling::ToGpuSample(s, static_cast<std::uint32_t>(pos), k);
-      (void)g;
-    }
-  }
-  double cpu_per_tick = (CpuSeconds() - c0) / kTicks, wall_per_tick = (WallSeconds() - w0) / kTicks;
+  const int kTicks = 1000, kPs = 30;
   // Anchor: one ps listing the same tree per tick.
   std::string ps = fmt::format("ps -o pid=,rss=,time= --ppid {} -p {} > /dev/null", tree_root->pid(), tree_root->pid());
-  const int kPs = 50;
-  double ps_wall = 0;
-  for (int i = 0; i < kPs; ++i) ps_wall += TimeCommand(ps);
-  ps_wall /= kPs;
+  std::vector<std::string> out;
+  for (int round = 0; round < rounds; ++round) {
+    double c0 = CpuSeconds(), w0 = WallSeconds();
+    for (int k = 0; k < kTicks; ++k) {
+      auto t = tree.Read();
+      if (t) procs = t->processes;
+      for (std::size_t pos = 0; pos < (*backend)->info().devices.size(); ++pos) {
+        (*backend)->Read(pos, fields, s);
+        auto g = sampling::ToGpuSample(s, static_cast<std::uint32_t>(pos), k);
+        (void)g;
+      }
+    }
+    double cpu_per_tick = (CpuSeconds() - c0) / kTicks, wall_per_tick = (WallSeconds() - w0) / kTicks;
+    double ps_wall = 0;
+    for (int i = 0; i < kPs; ++i) ps_wall += TimeCommand(ps);
+    out.push_back(fmt::format(R"({{"cpu_per_tick_s": {:.9g}, "wall_per_tick_s": {:.9g}, "ps_wall_s": {:.9g}}})",
+                              cpu_per_tick, wall_per_tick, ps_wall / kPs));
+  }
   std::system(fmt::format("pkill -P {} sleep", tree_root->pid()).c_str());  // only this tree's sleeps
   tree_root->Wait();
-
-  fmt::print("### Sampler cost per tick (8 simulated H100s + a {}-process tree)\n\n", procs);
-  fmt::print("| measure | per tick | share of a 50 ms tick |\n|---|---:|---:|\n");
-  fmt::print("| gpulse sampler, CPU time (simulator included) | {:.1f} us | {:.3f}% of one core |\n",
-             cpu_per_tick * 1e6, cpu_per_tick / 0.05 * 100);
-  fmt::print("| gpulse sampler, wall time | {:.1f} us | |\n", wall_per_tick * 1e6);
-  fmt::print("| anchor, same run: one `ps` listing the tree | {:.0f} us wall | {:.1f}x gpulse's CPU time |\n\n",
-             ps_wall * 1e6, ps_wall / cpu_per_tick);
+  return fmt::format(R"({{"processes": {}, "devices": {}, "ticks_per_round": {}, "ps_per_round": {}, "rounds": [{}]}})",
+                     procs, (*backend)->info().devices.size(), kTicks, kPs, fmt::join(out, ", "));
 }
 
 // One recording as `gpulse record` does it, over a fresh 51-process tree (a shell, 49 sleeping
@@ -172,46 +180,40 @@ RecorderFigure RecordOnce(gpu::Backend* b, bool descendants, const std::filesyst
   return f;
 }
 
-// The whole recorder at the real 50 ms cadence, journal on and off (interleaved, best of 2, after a
-// warm-up run), its two halves, and an empty loop on the same ticker: what waking up costs on this
-// machine (a VM: each wake-up is a paravirtual interrupt), the floor under any sampler.
-void RecorderCost() {
+// The whole recorder at the real 50 ms cadence, journal on and off, and an empty loop on the same
+// ticker: what waking up costs on this machine (a VM: each wake-up is a paravirtual interrupt), the
+// floor under any sampler. After a warm-up run (first-touch costs, not the steady state), `rounds`
+// rounds of the three in turn, each run `seconds` long (the empty loop: 100 ticks). JSON of the rounds.
+std::string RecorderCost(int rounds, int seconds) {
   gpu::BackendOptions o;
   o.simulate = "8xH100";
   o.simulator_library = std::string(GPULSE_BIN_DIR) + "/libgpulse-nvml-sim.so";
   auto backend = gpu::OpenBackend(o);
-  if (!backend) return;
+  if (!backend) Fail("recorder: cannot open the simulator: " + backend.error().message);
   gpu::Backend* b = backend->get();
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / fmt::format("gpulse-recorder-bench-{}", getpid());
-  (void)RecordOnce(b, true, dir, 3);  // warm-up: first-touch costs, not the steady state
-  RecorderFigure on, off;
-  on.cpu_per_tick = off.cpu_per_tick = 1e9;
-  for (int round = 0; round < 2; ++round) {
-    RecorderFigure x = RecordOnce(b, true, dir, 10);
-    if (x.cpu_per_tick < on.cpu_per_tick) on = x;
-    RecorderFigure y = RecordOnce(b, true, {}, 10);
-    if (y.cpu_per_tick < off.cpu_per_tick) off = y;
-  }
-  RecorderFigure gpus = RecordOnce(b, false, {}, 10);
-  RecorderFigure tree = RecordOnce(nullptr, true, {}, 10);
-  double c2 = CpuSeconds();
-  sampling::Ticker ticker(50'000'000, nullptr);
-  for (int i = 0; i < 200; ++i) ticker.Next();
-  double idle = (CpuSeconds() - c2) / 200;
-  fs::remove_all(dir);
-  auto row = [](const char* what, double per_tick) {
-    fmt::print("| {} | {:.1f} us | {:.3f}% of one core |\n", what, per_tick * 1e6, per_tick / 0.05 * 100);
+  (void)RecordOnce(b, true, dir, 3);
+  auto figure = [](const RecorderFigure& f) {
+    return fmt::format(R"({{"cpu_per_tick_s": {:.9g}, "ticks": {}, "processes": {}, "journal_bytes_per_tick": {:.9g}}})",
+                       f.cpu_per_tick, f.ticks, f.processes, f.journal_bytes_per_tick);
   };
-  fmt::print("### The whole recorder at 50 ms (8 simulated H100s + a {}-process tree, {} ticks per run)\n\n",
-             on.processes, on.ticks);
-  fmt::print("| measure (CPU time of the process per tick, best of 2 interleaved) | per tick | share of a 50 ms tick |\n|---|---:|---:|\n");
-  row("Recorder::Record, journal on (sampling, process lists, journal formatting and writer thread)", on.cpu_per_tick);
-  row("the same, journal off", off.cpu_per_tick);
-  row("of which the 8 GPUs (CMD alone, no descendants)", gpus.cpu_per_tick);
-  row("of which the 51-process tree (no GPU)", tree.cpu_per_tick);
-  row("anchor, same run: an empty loop on the same 50 ms ticker (the wake-up alone)", idle);
-  fmt::print("| journal written | {:.0f} bytes per tick | |\n\n", on.journal_bytes_per_tick);
+  std::vector<std::string> out;
+  for (int round = 0; round < rounds; ++round) {
+    RecorderFigure on = RecordOnce(b, true, dir, seconds);
+    RecorderFigure off = RecordOnce(b, true, {}, seconds);
+    if (on.ticks == 0 || off.ticks == 0) Fail("recorder: a recording took no tick");
+    const int kIdle = 100;
+    double c2 = CpuSeconds();
+    sampling::Ticker ticker(50'000'000, nullptr);
+    for (int i = 0; i < kIdle; ++i) ticker.Next();
+    double idle = (CpuSeconds() - c2) / kIdle;
+    out.push_back(fmt::format(R"({{"journal_on": {}, "journal_off": {}, "idle_cpu_per_tick_s": {:.9g}}})", figure(on),
+                              figure(off), idle));
+  }
+  fs::remove_all(dir);
+  return fmt::format(R"({{"period_s": 0.05, "seconds": {}, "devices": {}, "rounds": [{}]}})", seconds,
+                     b->info().devices.size(), fmt::join(out, ", "));
 }
 
 report::Run SyntheticRun(std::size_t samples, int devices) {
@@ -257,7 +259,7 @@ report::Run SyntheticRun(std::size_t samples, int devices) {
   return run;
 }
 
-void DeriveAndWrite() {
+std::string DeriveAndWrite(int rounds) {
   const std::size_t kSamples = 1'000'000;
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / fmt::format("gpulse-record-bench-{}", getpid());
@@ -283,8 +285,10 @@ void DeriveAndWrite() {
   // The journal of the run, streamed as the recorder does: one-second batches (160 samples of 8
   // devices at 50 ms), each handed to the writer thread, written and fdatasynced.
   auto out = sys::Dir::OpenRoot(dir, false);
+  if (!out) Fail("write: cannot open " + dir.string());
   double journal_s = 0, journal_mb = 0;
   auto journal = report::JournalWriter::Create(*out, report::kJournalName, 0);
+  if (!journal) Fail("write: cannot create the journal");
   {
     report::Run live;
     live.info = run.info;
@@ -297,22 +301,24 @@ void DeriveAndWrite() {
     }
     Status js = (*journal)->Finish(live);
     journal_s = WallSeconds() - t0;
-    if (!js.ok()) fmt::print("journal failed: {}\n", js.error().message);
+    if (!js.ok()) Fail("journal failed: " + js.error().message);
     journal_mb = fs::file_size(dir / report::kJournalName) / 1e6;
   }
   malloc_trim(0);  // the streamed copy of the run is gone: give its pages back before measuring
 
-  // Best of 3 for each, interleaved, with no dirty pages before each (else writeback throttles
-  // whichever comes second). Two comparisons: the end of a run (map the journal, derive, write
-  // run.json copying the journal's sample text) into the page cache against `cp`, which also ends
-  // in the page cache; and the durable write `record` does (temp file, fsync, rename, directory
-  // fsync: ADR 0011) against a durable copy (`cp`, then `sync` of the copy, which fsyncs it).
-  double t_derive = 1e9, t_write = 1e9, ours = 1e9, cp = 1e9, durable = 1e9, cp_sync = 1e9, format_only = 1e9;
+  // `rounds` rounds, each command once per round, in turn, with no dirty pages before each (else
+  // writeback throttles whichever comes second). Two comparisons: the end of a run (map the journal,
+  // derive, write run.json copying the journal's sample text) into the page cache against `cp`,
+  // which also ends in the page cache (and `dd bs=1M`: cp uses copy_file_range, an in-kernel copy
+  // that never passes the data through a user buffer; dd writes through write(2)); and the durable
+  // write `record` does (temp file, fsync, rename, directory fsync: ADR 0011) against a durable copy
+  // (`cp`, then `sync` of the copy, which fsyncs it).
   std::string html;
   report::Report rep;
   Status st = Status::Ok();
-  for (int round = 0; round < 3; ++round) {
-    for (const char* f : {"run.json", "cached.json", "copy.json", "copy2.json"}) fs::remove(dir / f);
+  std::vector<std::string> rows;
+  for (int round = 0; round < rounds; ++round) {
+    for (const char* f : {"run.json", "cached.json", "copy.json", "copy2.json", "copy3.json"}) fs::remove(dir / f);
     ::sync();
     double t0 = WallSeconds();
     auto mapped = (*journal)->Map();
@@ -325,29 +331,31 @@ void DeriveAndWrite() {
     }
     if (f != nullptr) std::fclose(f);
     double t2 = WallSeconds();
-    if (t2 - t0 < ours) {
-      ours = t2 - t0;
-      t_derive = t1 - t0;
-      t_write = t2 - t1;
-    }
     double tn = WallSeconds();
     if (std::FILE* null = std::fopen("/dev/null", "w")) {
       (void)report::WriteRunJson(run, rep, null);
       std::fclose(null);
     }
-    format_only = std::min(format_only, WallSeconds() - tn);
+    double format_only = WallSeconds() - tn;
     ::sync();
     double t3 = WallSeconds();
     auto mapped2 = (*journal)->Map();
     Status ws = report::WriteRunJsonFile(run, report::Derive(run), (dir / "run.json").string(),
                                          mapped2 ? &mapped2->timelines : nullptr);
-    durable = std::min(durable, WallSeconds() - t3);
+    double durable = WallSeconds() - t3;
     if (!ws.ok()) st = ws;
     ::sync();
-    cp = std::min(cp, TimeCommand(fmt::format("cp {} {}", (dir / "run.json").string(), (dir / "copy.json").string())));
+    double cp = TimeCommand(fmt::format("cp {} {}", (dir / "run.json").string(), (dir / "copy.json").string()));
     ::sync();
-    cp_sync = std::min(cp_sync, TimeCommand(fmt::format("cp {0} {1} && sync {1}", (dir / "run.json").string(),
-                                                        (dir / "copy2.json").string())));
+    double cp_sync = TimeCommand(fmt::format("cp {0} {1} && sync {1}", (dir / "run.json").string(),
+                                             (dir / "copy2.json").string()));
+    ::sync();
+    double dd = TimeCommand(fmt::format("dd if={} of={} bs=1M status=none", (dir / "run.json").string(),
+                                        (dir / "copy3.json").string()));
+    rows.push_back(fmt::format(
+        R"({{"derive_s": {:.9g}, "write_s": {:.9g}, "end_s": {:.9g}, "format_only_s": {:.9g}, "durable_s": {:.9g}, )"
+        R"("cp_s": {:.9g}, "cp_sync_s": {:.9g}, "dd_s": {:.9g}}})",
+        t1 - t0, t2 - t1, t2 - t0, format_only, durable, cp, cp_sync, dd));
   }
   if (st.ok() && fs::file_size(dir / "cached.json") != fs::file_size(dir / "run.json")) {
     st = Error{ErrorCode::kIo, "the copied and the formatted run.json differ"};
@@ -358,61 +366,48 @@ void DeriveAndWrite() {
     mapped_kib = StatusKiB();
   }
   html = report::RenderHtml(run, rep);
-  if (!st.ok()) {
-    fmt::print("write failed: {}\n", st.error().message);
-    return;
-  }
-  double mb = fs::file_size(dir / "run.json") / 1e6;
-  // A second anchor: the same bytes written through write(2) by dd in 1 MiB blocks (cp uses
-  // copy_file_range, an in-kernel copy that never passes the data through a user buffer).
-  double dd = 1e9;
-  for (int round = 0; round < 3; ++round) {
-    fs::remove(dir / "copy.json");
-    ::sync();
-    dd = std::min(dd, TimeCommand(fmt::format("dd if={} of={} bs=1M status=none", (dir / "run.json").string(),
-                                              (dir / "copy.json").string())));
-  }
+  if (!st.ok()) Fail("write failed: " + st.error().message);
+  auto run_json_bytes = fs::file_size(dir / "run.json");
   fs::remove_all(dir);
-  fmt::print("### Derivation and run.json writing, {} samples (8 devices), journal on\n\n", kSamples);
-  fmt::print("| measure | time | MB/s | ratio to cp |\n|---|---:|---:|---:|\n");
-  fmt::print("| map the journal + derive (aggregates, energy, job statistics) | {:.3f} s | | |\n", t_derive);
-  fmt::print("| write run.json into the page cache, samples copied from the journal ({:.1f} MB) | {:.3f} s | | |\n", mb, t_write);
-  fmt::print("| end of run: map + derive + write (best of 3) | {:.3f} s | {:.0f} | {:.2f}x (vs dd: {:.2f}x) |\n", ours, mb / ours, cp / ours, dd / ours);
-  fmt::print("| anchor, same run: `cp` of run.json (best of 3) | {:.3f} s | {:.0f} | 1.00x |\n", cp, mb / cp);
-  fmt::print("| durable, as `record` does it: map + derive + temp file, fsync, rename, dir fsync (best of 3) | {:.3f} s | {:.0f} | {:.2f}x of the durable anchor |\n",
-             durable, mb / durable, cp_sync / durable);
-  fmt::print("| durable anchor, same run: `cp` then `sync` of the copy (best of 3) | {:.3f} s | {:.0f} | |\n", cp_sync, mb / cp_sync);
-  fmt::print("| second anchor, same run: `dd bs=1M` of run.json (best of 3) | {:.3f} s | {:.0f} | {:.2f}x |\n\n", dd,
-             mb / dd, cp / dd);
-  fmt::print("| for comparison: formatting the same run.json from the samples, to /dev/null | {:.3f} s | {:.0f} | |\n",
-             format_only, mb / format_only);
-  fmt::print("| the journal itself, streamed during the run in 1 s batches, fdatasync each ({:.1f} MB; a real run spreads it over {:.1f} h) | {:.3f} s | {:.0f} | |\n\n",
-             journal_mb, kSamples / 8 * 0.05 / 3600, journal_s, journal_mb / journal_s);
-  fmt::print("### Memory per sample\n\n| measure | bytes per sample |\n|---|---:|\n");
-  fmt::print("| holding the timeline (peak RSS growth / samples) | {:.0f} |\n", (rss_held - rss_before) * 1024.0 / kSamples);
-  fmt::print("| peak while deriving, writing run.json and rendering HTML | {:.0f} |\n", (rss_peak - rss_before) * 1024.0 / kSamples);
-  fmt::print("| with the journal mapped at the end of the run: anonymous memory (RssAnon growth) | {:.0f} |\n",
-             (mapped_kib.first - anon_before) * 1024.0 / kSamples);
-  fmt::print("| with the journal mapped: its file pages (RssFile: page cache, clean, reclaimable) | {:.0f} |\n",
-             mapped_kib.second * 1024.0 / kSamples);
-  fmt::print("| `sizeof(GpuSample)` | {} |\n\n", sizeof(report::GpuSample));
+  const double n = static_cast<double>(kSamples);
+  std::string memory = fmt::format(
+      R"({{"held_bytes_per_sample": {:.6g}, "peak_bytes_per_sample": {:.6g}, "anon_mapped_bytes_per_sample": {:.6g}, )"
+      R"("file_mapped_bytes_per_sample": {:.6g}, "sizeof_gpu_sample": {}}})",
+      (rss_held - rss_before) * 1024.0 / n, (rss_peak - rss_before) * 1024.0 / n,
+      (mapped_kib.first - anon_before) * 1024.0 / n, mapped_kib.second * 1024.0 / n, sizeof(report::GpuSample));
   (void)html;
+  return fmt::format(
+      R"({{"samples": {}, "devices": 8, "run_json_bytes": {}, "journal_bytes": {:.0f}, "journal_s": {:.9g}, )"
+      R"("journal_batch_samples": 160, "rounds": [{}], "memory": {}}})",
+      kSamples, run_json_bytes, journal_mb * 1e6, journal_s, fmt::join(rows, ", "), memory);
 }
 
 }  // namespace
 
-// `record_bench recorder` and `record_bench write` run one part alone (for a profiler).
+// Prints one JSON object (bench/record_report.py turns it into the table of bench/RESULTS.md).
+// Usage: record_bench [sampler|recorder|write]... [--rounds N] [--seconds S]: the parts named (all
+// three when none is), N rounds of each (default 3), recordings S seconds long (default 10).
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string_view(argv[1]) == "recorder") {
-    RecorderCost();
-    return 0;
+  int rounds = 3, seconds = 10;
+  std::vector<std::string_view> parts;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if ((a == "--rounds" || a == "--seconds") && i + 1 < argc) {
+      (a == "--rounds" ? rounds : seconds) = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "sampler" || a == "recorder" || a == "write") {
+      parts.push_back(a);
+    } else {
+      std::fprintf(stderr, "usage: record_bench [sampler|recorder|write]... [--rounds N] [--seconds S]\n");
+      return 2;
+    }
   }
-  if (argc > 1 && std::string_view(argv[1]) == "write") {  // the run.json figures alone
-    DeriveAndWrite();
-    return 0;
+  if (parts.empty()) parts = {"sampler", "recorder", "write"};
+  std::vector<std::string> out{fmt::format(R"("rounds": {})", rounds)};
+  for (std::string_view p : parts) {
+    if (p == "sampler") out.push_back(R"("sampler": )" + SamplerCost(rounds));
+    if (p == "recorder") out.push_back(R"("recorder": )" + RecorderCost(rounds, seconds));
+    if (p == "write") out.push_back(R"("write": )" + DeriveAndWrite(rounds));
   }
-  SamplerCost();
-  RecorderCost();
-  DeriveAndWrite();
+  fmt::print("{{{}}}\n", fmt::join(out, ", "));
   return 0;
 }

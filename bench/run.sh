@@ -1,61 +1,78 @@
 #!/usr/bin/env bash
-# `make bench`: runs the micro-benchmarks and prints the tables for bench/RESULTS.md.
-# Usage: bench/run.sh [BUILD_DIR]
+# `make bench` / `bench/run.sh [--build DIR] [AREA...]`: one benchmark per capability of
+# bench/RESULTS.md. Each area measures gpulse beside its anchor in the same run, three runs (or more)
+# of each, and prints its RESULTS.md table (bench/results.py): figure, value, anchor, anchor value,
+# ratio with the spread of the runs, target, command, date, machine. No AREA: every area, in the
+# order below (about 90 minutes). Loopback only; every process stops by itself. Not part of CI.
 set -euo pipefail
-build=${1:-build}
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+here=$(cd "$(dirname "$0")" && pwd)
+build=build
 
-echo "== tick cost (bench/tick_bench.cc)"
-"$build/bin/tick_bench" --benchmark_filter='BM_Tick/(null|sim)|BM_TickEntities|BM_TickProfiling|BM_SimCallsOnly|BM_ProcessSpawnAnchor' \
-  --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  --benchmark_format=json --benchmark_out="$out/tick.json" --benchmark_out_format=json >/dev/null
-/usr/bin/python3 bench/tick_report.py "$out/tick.json"
+areas=(tick identity vendors record exporter mig network kubernetes collector power history live health)
+usage() {
+  echo "usage: bench/run.sh [--build DIR] [AREA...]; areas: ${areas[*]}" >&2
+  exit 2
+}
 
-echo
-echo "== gpulse record (bench/record_bench.cc)"
-"$build/bin/record_bench"
-echo
-echo "== identity (bench/identity_bench.cc)"
-"$build/bin/identity_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  --benchmark_format=json --benchmark_out="$out/identity.json" --benchmark_out_format=json >/dev/null
-/usr/bin/python3 bench/identity_report.py "$out/identity.json"
-echo
-echo "== exporter vs node_exporter (bench/exporter/run.sh)"
-bash bench/exporter/run.sh "$build"
-echo
-echo "== exporter scrape on a MIG node, 8 GPUs x 7 instances (bench/exporter/mig.py)"
-/usr/bin/python3 bench/exporter/mig.py "$build"
-echo
-echo "== exporter in Kubernetes mode with 5,000 pods at the kubelet vs without (bench/exporter/kubernetes.py)"
-/usr/bin/python3 bench/exporter/kubernetes.py "$build"
-echo
-echo "== exporter in Kubernetes mode: the work per process list, kept holders vs every list (bench/exporter/attribution_bench.cc)"
-"$build/bin/attribution_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-echo
-echo "== exporter in Kubernetes mode: each scrape timed, read-starting or kept body (bench/exporter/kubernetes_scrapes.py)"
-/usr/bin/python3 bench/exporter/kubernetes_scrapes.py "$build"
-echo
-echo "== exporter: a gzip answer against a plain one (bench/exporter/gzip_scrape.py)"
-/usr/bin/python3 bench/exporter/gzip_scrape.py "$build" --rounds 3 --duration 5
-echo
-echo "== exporter with TLS and basic auth under hostile clients (bench/exporter/hostile.py)"
-/usr/bin/python3 -W ignore::DeprecationWarning bench/exporter/hostile.py "$build"
-echo
-echo "== exporter under each network attack, side by side with its quiet self (bench/exporter/network.py, ~5 min)"
-/usr/bin/python3 -W ignore::DeprecationWarning bench/exporter/network.py "$build" --duration 8 --rounds 3
-echo
-echo "== agent soak: 10^6 scrapes with pods churning and hostile clients (bench/agent/soak.py, ~2 min)"
-/usr/bin/python3 bench/agent/soak.py "$build"
-echo
-echo "== collector vs Prometheus, 1,024 endpoints x 8 GPUs at 1 s (bench/collector, ~5 min)"
-bash bench/collector/run.sh "$build"
-echo
-echo "== collector vs Prometheus, 4,096 endpoints x 8 GPUs at 1 s (bench/collector, ~5 min)"
-bash bench/collector/run.sh "$build" --endpoints 4096
-echo
-echo "== health and policy on the agent: condition to listener and Alertmanager, CPU (bench/health, ~2.5 min)"
-bash bench/health/run.sh "$build"
+chosen=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) [ $# -ge 2 ] || usage; build=$2; shift 2 ;;
+    --build=*) build=${1#--build=}; shift ;;
+    -h|--help) usage ;;
+    -*) echo "bench/run.sh: unknown option '$1'" >&2; usage ;;
+    *) chosen+=("$1"); shift ;;
+  esac
+done
+[ ${#chosen[@]} -gt 0 ] || chosen=("${areas[@]}")
+for a in "${chosen[@]}"; do
+  [[ " ${areas[*]} " == *" $a "* ]] || { echo "bench/run.sh: unknown area '$a'" >&2; usage; }
+done
+build=$(cd "$build" && pwd)
+[ -x "$build/bin/gpulse" ] || { echo "bench/run.sh: $build/bin/gpulse is not built (make build)" >&2; exit 2; }
+py=/usr/bin/python3
+work=$(mktemp -d "${TMPDIR:-/tmp}/gpulse-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
 
-echo "== AMD and Intel: one device's tick from sysfs beside one rocm-smi call (bench/vendors, ~1 min)"
-bash bench/vendors/run.sh "$build"
+# Google Benchmark programs: each repetition is one run; the report takes the median and the spread.
+gbench() {
+  local name=$1 out=$2
+  shift 2
+  "$build/bin/$name" --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
+    --benchmark_format=json --benchmark_out="$out" \
+    --benchmark_out_format=json "$@" >/dev/null
+}
+
+area_tick() {
+  gbench tick_bench "$work/tick.json" \
+    --benchmark_filter='BM_Tick/(null|sim)|BM_TickEntities|BM_TickProfiling|BM_SimCallsOnly|BM_ProcessSpawnAnchor'
+  $py "$here/tick_report.py" "$work/tick.json"
+}
+area_identity() {
+  gbench identity_bench "$work/identity.json"
+  $py "$here/identity_report.py" "$work/identity.json"
+}
+area_vendors() { bash "$here/vendors/run.sh" "$build"; }
+area_record() { $py "$here/record_report.py" "$build"; }
+area_exporter() { bash "$here/exporter/run.sh" "$build"; }
+area_mig() { $py "$here/exporter/mig.py" "$build"; }
+area_network() {
+  $py -W ignore::DeprecationWarning "$here/exporter/network.py" "$build"
+  $py -W ignore::DeprecationWarning "$here/exporter/hostile.py" "$build"
+  $py "$here/agent/soak.py" "$build"
+}
+area_kubernetes() {
+  $py "$here/exporter/kubernetes.py" "$build"
+  gbench attribution_bench "$work/attribution.json"
+  $py "$here/exporter/attribution_report.py" "$work/attribution.json"
+}
+area_collector() { bash "$here/collector/run.sh" "$build"; }
+area_power() { bash "$here/power/run.sh" "$build/bin/gpulse" 2048; }
+area_history() { bash "$here/agent/run.sh" "$build"; }
+area_live() { bash "$here/live/run.sh" "$build"; }
+area_health() { bash "$here/health/run.sh" "$build"; }
+
+for a in "${chosen[@]}"; do
+  echo "<!-- bench/run.sh $a: $(date -u +%FT%TZ), gpulse at $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?') -->"
+  "area_$a"
+done

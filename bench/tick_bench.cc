@@ -15,7 +15,9 @@
 //                     sample and computes the metrics (no 100 ms floor reuse): /0 the catalogue
 //                     without the profiling fields, /1 with all 69 of them. The difference is what
 //                     GPM adds of gpulse's own work per device per tick (issue 15).
-// Each iteration reads every device of the 8xH100 scenario once; counters report per device.
+// Each iteration reads every device of the 8xH100 scenario once; counters report per device (the
+// ns_per_* counters are rates over CPU time: CPU seconds per device or entity).
+// bench/run.sh tick runs it with 5 repetitions; bench/tick_report.py prints the RESULTS.md tables.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <spawn.h>
@@ -150,6 +152,7 @@ void ReadAll(benchmark::State& state, gpu::Backend& b) {
     }
   }
   state.counters["devices"] = static_cast<double>(n);
+  state.counters["fields"] = static_cast<double>(fields.size());
   state.counters["ns_per_device_tick"] =
       benchmark::Counter(static_cast<double>(state.iterations() * n), benchmark::Counter::kIsRate |
                                                                        benchmark::Counter::kInvert);
@@ -196,6 +199,7 @@ void BM_TickEntitiesSim(benchmark::State& state) {
     }
   }
   state.counters["entities"] = static_cast<double>(readable.size());
+  state.counters["fields"] = static_cast<double>(fields.size());
   state.counters["ns_per_entity_tick"] = benchmark::Counter(
       static_cast<double>(state.iterations() * readable.size()),
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);

@@ -1,68 +1,97 @@
-"""Turns tick_bench's JSON into the table of bench/RESULTS.md (medians of the repetitions)."""
-import json
+"""bench/run.sh tick: the sampling tick's cost, from tick_bench's JSON (bench/tick_bench.cc), as three
+tables of bench/RESULTS.md: "Sampling tick cost", "Profiling fields through NVML GPM" and the tick
+rows of "Entities on a MIG node" (its scrape rows come from bench/exporter/mig.py, `run.sh mig`).
+
+What it measures: one device's tick for the full field catalogue as gpulse's own work (BM_Tick/null,
+a null NVML), through the real loader and the NVML simulator (BM_Tick/sim) beside the simulator's
+calls alone (BM_SimCallsOnly); what the GPM profiling fields add (BM_TickProfiling/null/0 vs /1); the
+tick per entity on mig-8xA100 (BM_TickEntities). gpulse's figures are CPU time per device or entity
+(Google Benchmark rate counters run on CPU time), so a busy machine slows them less than wall time.
+Anchors: spawn+reap /bin/true in the same run (BM_ProcessSpawnAnchor, wall: the child's work is not
+the parent's CPU) and the *published* nvidia-smi --query-gpu times (7 ms for 1 GPU, 71 ms for 8).
+Runs: each benchmark's repetitions (bench/run.sh: 5); a value is their median with the min–max, and
+a ratio pairs repetition k of one benchmark with repetition k of the other.
+Time: about a minute for the benchmark. Usage: tick_report.py TICK.json (Google Benchmark JSON with
+the individual repetitions, as bench/run.sh tick writes it).
+"""
+import os
 import sys
 
-with open(sys.argv[1], encoding="utf-8") as f:
-    doc = json.load(f)
-med = {b["run_name"]: b for b in doc["benchmarks"] if b.get("aggregate_name") == "median"}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gbench import load, pairs  # noqa: E402
+from results import Table, judge, ratio, spread  # noqa: E402
 
-
-def per_device_ns(name):
-    return med[name]["ns_per_device_tick"] * 1e9  # the counter is an inverted rate: seconds per device
-
-
-null_ns = per_device_ns("BM_Tick/null")
-sim_ns = per_device_ns("BM_Tick/sim")
-sim_only_ns = per_device_ns("BM_SimCallsOnly")
-spawn_ns = med["BM_ProcessSpawnAnchor"]["real_time"] * 1000  # reported in us
-own_by_difference = sim_ns - sim_only_ns
-SMI_1GPU_NS = 7e6          # nvidia-smi --query-gpu, 1 GPU (research/perf.md, netdata #10362)
+SMI_1GPU_NS = 7e6            # nvidia-smi --query-gpu, 1 GPU (research/perf.md, netdata #10362)
 SMI_8GPU_PER_DEV_NS = 71e6 / 8  # 71 ms for 8 GPUs (telegraf #8534)
+COMMAND = "bash bench/run.sh tick"
+NS = "{:,.0f}"
 
-ctx = doc["context"]
-print(f"host: {ctx.get('host_name')}, {ctx.get('num_cpus')} CPUs, {ctx.get('mhz_per_cpu')} MHz, "
-      f"gpulse built RelWithDebInfo (-O2)")
-print()
-print("| measure (per device per tick, full catalogue) | time | ratio |")
-print("|---|---:|---:|")
-print(f"| gpulse's own work (backend over a null NVML) | {null_ns:.0f} ns | target 5,000 ns: {5000/null_ns:.1f}x under |")
-print(f"| gpulse + simulator (real loader, 8xH100) | {sim_ns:.0f} ns | |")
-print(f"| simulator calls alone (same calls, no gpulse) | {sim_only_ns:.0f} ns | |")
-print(f"| gpulse's own work by difference (sim − sim calls) | {own_by_difference:.0f} ns | |")
-print(f"| anchor, same run: spawn+reap /bin/true | {spawn_ns/1000:.0f} us | {spawn_ns/null_ns:,.0f}x gpulse's own work |")
-print(f"| published: nvidia-smi --query-gpu, 1 GPU (7 ms) | 7,000 us | {SMI_1GPU_NS/null_ns:,.0f}x gpulse's own work |")
-print(f"| published: nvidia-smi --query-gpu, 8 GPUs (71 ms, per GPU) | {SMI_8GPU_PER_DEV_NS/1000:,.0f} us | {SMI_8GPU_PER_DEV_NS/null_ns:,.0f}x gpulse's own work |")
 
-if "BM_TickEntities/sim-mig/0" in med:
-    ent = med["BM_TickEntities/sim-mig/0"]
-    ent_ns = ent["ns_per_entity_tick"] * 1e9
-    parents_ns = med["BM_TickEntities/sim-mig/1"]["ns_per_entity_tick"] * 1e9
-    instances_ns = med["BM_TickEntities/sim-mig/2"]["ns_per_entity_tick"] * 1e9
-    print()
-    print("Per entity on a MIG node (issue 11), same run:")
-    print()
-    print("| measure (per entity per tick, full catalogue) | time | ratio to BM_Tick/sim per device |")
-    print("|---|---:|---:|")
-    print(f"| gpulse + simulator, 8xH100 (per device, the earlier figure) | {sim_ns:.0f} ns | 1.00x |")
-    print(f"| gpulse + simulator, mig-8xA100 ({ent['entities']:.0f} entities: 8 GPUs + 56 GPU instances) "
-          f"| {ent_ns:.0f} ns | {ent_ns / sim_ns:.2f}x (target <= 1.5x) |")
-    print(f"| of which: a MIG-enabled GPU (8) | {parents_ns:.0f} ns | {parents_ns / sim_ns:.2f}x |")
-    print(f"| of which: a GPU instance (56: one memory call through its handle) | {instances_ns:.0f} ns | "
-          f"{instances_ns / sim_ns:.2f}x |")
+def ns(values):
+    return spread(values, NS, " ns")
 
-if "BM_TickProfiling/null/0" in med:
-    off = med["BM_TickProfiling/null/0"]
-    on = med["BM_TickProfiling/null/1"]
-    off_ns = off["ns_per_device_tick"] * 1e9
-    on_ns = on["ns_per_device_tick"] * 1e9
-    print()
-    print("Profiling fields through GPM (issue 15), same run: one device's tick through DeviceReader over")
-    print("the null NVML, 1 s ticks (a GPM sample and a metrics computation every tick):")
-    print()
-    print("| measure (per device per tick) | time | ratio |")
-    print("|---|---:|---:|")
-    print(f"| without the profiling fields ({off['fields']:.0f} fields) | {off_ns:.0f} ns | 1.00x |")
-    print(f"| with all {on['fields'] - off['fields']:.0f} profiling fields ({on['fields']:.0f} fields) | {on_ns:.0f} ns | "
-          f"{on_ns / off_ns:.2f}x |")
-    print(f"| what GPM adds | {on_ns - off_ns:.0f} ns | target <= 2,000 ns: "
-          f"{'met' if on_ns - off_ns <= 2000 else 'NOT met'} |")
+
+def main():
+    b = load(sys.argv[1])
+    per_dev = lambda name: b.values(name, "ns_per_device_tick", 1e9)  # CPU seconds per device -> ns
+
+    null, sim, calls = per_dev("BM_Tick/null"), per_dev("BM_Tick/sim"), per_dev("BM_SimCallsOnly")
+    spawn = b.time("BM_ProcessSpawnAnchor", "real_time")
+    fields = b.first("BM_Tick/null", "fields", None)  # older builds' tick_bench has no such counter
+    catalogue = f"full catalogue ({fields:.0f} fields)" if fields else "full catalogue"
+
+    t = Table("Sampling tick cost (foundation issue)", COMMAND,
+              "gpulse's figures are CPU time per device per tick (the median of the benchmark's repetitions, "
+              "min–max in brackets); each ratio pairs repetition k with repetition k of its anchor.")
+    t.row(f"gpulse's own work per device per tick, {catalogue}, `BM_Tick/null` (a null NVML: entry points "
+          "that return constants)", ns(null), "spawn+reap `/bin/true`, wall", spread([s / 1e3 for s in spawn], NS, " µs"),
+          ratio(pairs(spawn, null, lambda s, n: s / n), NS), judge(null, "<=", 5000, "≤ 5,000 ns"))
+    t.row("the same, against one `nvidia-smi --query-gpu` call", ns(null),
+          "*published*: nvidia-smi, 1 GPU (7 ms) / 8 GPUs (71 ms, per GPU)",
+          f"{SMI_1GPU_NS / 1e3:,.0f} µs / {SMI_8GPU_PER_DEV_NS / 1e3:,.0f} µs",
+          ratio([SMI_1GPU_NS / n for n in null], NS) + " / " + ratio([SMI_8GPU_PER_DEV_NS / n for n in null], NS),
+          judge([SMI_1GPU_NS / n for n in null], ">=", 1000, "≥ 1,000× cheaper than one nvidia-smi call"))
+    t.row(f"gpulse + simulator (real loader, 8xH100), per device, {catalogue}, `BM_Tick/sim`", ns(sim),
+          "the simulator's calls alone, made straight to it (`BM_SimCallsOnly`)", ns(calls),
+          ratio(pairs(sim, calls, lambda s, c: s / c)))
+    t.row("of which gpulse's own work, by difference (`BM_Tick/sim` − `BM_SimCallsOnly`)",
+          ns(pairs(sim, calls, lambda s, c: s - c)))
+    t.print()
+
+    if b.has("BM_TickProfiling/null/0") and b.has("BM_TickProfiling/null/1"):
+        off, on = per_dev("BM_TickProfiling/null/0"), per_dev("BM_TickProfiling/null/1")
+        f_off = b.first("BM_TickProfiling/null/0", "fields")
+        f_on = b.first("BM_TickProfiling/null/1", "fields")
+        added = pairs(on, off, lambda x, y: x - y)
+        t = Table("Profiling fields through NVML GPM (issue 15)", COMMAND,
+                  "One device's tick through DeviceReader over the null NVML, the simulated clock 1 s further at "
+                  "every tick (a GPM sample and a metrics computation each time); CPU time, medians of the "
+                  "repetitions, differences and ratios per repetition pair.")
+        t.row(f"what GPM adds per device per tick (one sample call, one metrics call for {f_on - f_off:.0f} metrics, "
+              "range checks and scaling), null NVML", ns(added),
+              f"the same tick without the profiling fields ({f_off:.0f} fields)", ns(off), "",
+              judge(added, "<=", 2000, "≤ 2 µs of gpulse's own work"))
+        t.row(f"the tick with all {f_on - f_off:.0f} profiling fields ({f_on:.0f} fields)", ns(on),
+              "the same tick without them", ns(off), ratio(pairs(on, off, lambda x, y: x / y)))
+        t.print()
+
+    if all(b.has(f"BM_TickEntities/sim-mig/{k}") for k in range(3)):
+        ent = [b.values(f"BM_TickEntities/sim-mig/{k}", "ns_per_entity_tick", 1e9) for k in range(3)]
+        count = [b.first(f"BM_TickEntities/sim-mig/{k}", "entities") for k in range(3)]
+        t = Table("Entities on a MIG node: tick and scrape with 8 GPUs × 7 instances (issue 11)", COMMAND,
+                  "Scenario `mig-8xA100`: 8 A100s, each split into seven 1g.5gb MIG instances (8 GPUs and 56 GPU "
+                  "instances with readings of their own). The tick rows (CPU time per entity, ratios per repetition "
+                  "pair); the scrape rows: `bash bench/run.sh mig`.")
+        labels = (f"tick per entity, {catalogue}, mig-8xA100 ({count[0]:.0f} entities: {count[1]:.0f} GPUs + "
+                  f"{count[2]:.0f} GPU instances), gpulse + simulator",
+                  f"of which a MIG-enabled GPU ({count[1]:.0f})",
+                  f"of which a GPU instance ({count[2]:.0f}: one memory call through its handle)")
+        for k, label in enumerate(labels):
+            r = pairs(ent[k], sim, lambda e, s: e / s)
+            t.row(label, ns(ent[k]), "`BM_Tick/sim`, per 8xH100 device" if k == 0 else "as above", ns(sim),
+                  ratio(r), judge(r, "<=", 1.5, "≤ 1.5×") if k == 0 else "")
+        t.print()
+
+
+if __name__ == "__main__":
+    main()

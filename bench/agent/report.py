@@ -10,15 +10,24 @@ Two subcommands; bench/agent/run.sh runs both:
            2-hour head), takes a TSDB snapshot and starts a second Prometheus on it (all 4 hours in
            persistent blocks), then measures memory, bytes per stored value and the same 1-hour
            range query against all of them, interleaved. Writes the figures as JSON.
-  write    formats that JSON as the markdown of bench/agent/RESULTS-draft.md.
+  write    prints the table "Agent history" of bench/RESULTS.md from that JSON (bench/results.py),
+           and with --out writes it and every figure in detail to a markdown file.
+
+Anchor: Prometheus live and Prometheus blocks, in the same run. Runs: memory and bytes per value are
+one figure each (one 4-hour run); the 1-hour query runs --rounds rounds (default 500), split into 5
+blocks of consecutive rounds for the spread of p50, p99 and their ratios; the checkpoint alone runs 3
+times. Time: about 2 to 3 minutes. Usage: bench/agent/run.sh BUILD [measure options] (bench/run.sh
+history), or report.py write --json FIGURES.json [--out FILE.md] for a saved run.
 
 Everything listens on 127.0.0.1 (the agent's API also on a unix socket in the work directory).
 Every process started here is stopped at the end, on error, and on SIGTERM; each one's pid is
 also written to WORK/*.pid for run.sh's trap. Run with Debian's /usr/bin/python3.
 """
 import argparse
+import contextlib
 import hashlib
 import http.client
+import io
 import json
 import os
 import random
@@ -32,6 +41,9 @@ import subprocess
 import sys
 import time
 import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from results import Table, judge, ratio, spread  # noqa: E402  (bench/results.py)
 
 TICK = os.sysconf("SC_CLK_TCK")
 QUERY_FIELD_ID = 155  # DCGM_FI_DEV_POWER_USAGE
@@ -603,7 +615,10 @@ def run(a, procs, out):
                 c.close()
             if status != 200:
                 sys.exit(f"bench/agent: {k}: {status}")
-    out["query"] = {k: dict(lat_summary(v), response_bytes=sizes[k]) for k, v in times.items()}
+    # Every request's time, in round order: write() splits the rounds into runs (blocks of consecutive
+    # rounds, the same span of time for every path) for the spread of p50, p99 and their ratios.
+    out["query"] = {k: dict(lat_summary(v), response_bytes=sizes[k], times_ms=[round(x, 4) for x in v])
+                    for k, v in times.items()}
     out["query"]["agent_path"] = agent_q
     out["query"]["prometheus_path"] = prom_q
 
@@ -676,9 +691,8 @@ def fmt_ratio(x):
     return f"{x:.2f}×" if x < 10 else f"{x:,.0f}×"
 
 
-def write(a):
-    with open(a.json) as f:
-        d = json.load(f)
+def details(d):
+    """The markdown of every figure the run took (the RESULTS.md table's rows come from results_table)."""
     P = d["params"]
     ag, pa, pb, q = d["agent"], d["prometheus_live"], d["prometheus_blocks"], d["query"]
     hist = ag["status_4h"]["history"]
@@ -873,11 +887,98 @@ def write(a):
         ar = ", ".join(f"{x['system'] / 2**20:.1f} / {x['in_use'] / 2**20:.1f}" for x in mp["arenas"])
         L.append(f"| {when_} | {mib(mp['mem_before']['VmRSS']):.1f} MiB | {(mp['total_system'] or 0) / 2**20:.1f} MiB | "
                  f"{(mp['total_in_use'] or 0) / 2**20:.1f} MiB | {ar} | {mib(mp['mem_after_trim']['VmRSS']):.1f} MiB |")
-    text = "\n".join(L) + "\n"
-    if a.out:
+    return "\n".join(L) + "\n"
+
+
+def query_runs(q, key, runs):
+    """p50 and p99 of each run of a query path: its rounds split into `runs` blocks of consecutive
+    rounds (the paths were shuffled within each round, so block k is the same span of time for every
+    path). An older JSON without the times gives its whole-run p50 and p99 as one run."""
+    times = q[key].get("times_ms")
+    if not times:
+        return [q[key]["p50_ms"]], [q[key]["p99_ms"]]
+    n = len(times)
+    blocks = [times[k * n // runs:(k + 1) * n // runs] for k in range(runs)]
+    blocks = [b for b in blocks if b]
+    return [pct(b, 0.5) for b in blocks], [pct(b, 0.99) for b in blocks]
+
+
+def results_table(d):
+    """The table "Agent history" of bench/RESULTS.md (bench/results.py). Memory and bytes are one
+    figure each (one 4-hour run); the range query's p50 and p99 come with the spread of its runs
+    (blocks of consecutive rounds), the checkpoint with the spread of its repeats."""
+    P = d["params"]
+    ag, pa, pb, q = d["agent"], d["prometheus_live"], d["prometheus_blocks"], d["query"]
+    hist = ag["status_4h"]["history"]
+    ing = pa["ingest"]
+    present = ing["present_values_written"]
+    H = f"{P['hours']:g} h"
+    pa_s, pb_s = pa["state_ingested"], pb["state_start"]
+    ag_m, pa_m, pb_m = ag["mem_4h"], pa_s["mem"], pb_s["mem"]
+    live_blocks = pa_s["blocks"]
+    extra = P.get("extra_args") or []
+    command = "bash bench/run.sh history" if not extra else " ".join(["bash bench/agent/run.sh BUILD", *extra])
+    rounds = P["rounds"]
+    runs = 5 if rounds >= 100 else 3
+    v = re.search(r"version (\d[\w.]*)", d["versions"]["prometheus"])
+    prom = f"Debian's Prometheus {v[1]}" if v else d["versions"]["prometheus"]
+    t = Table(f"Agent history: the full catalogue on 8 GPUs at 1 Hz for {H} (issue 16)", command,
+              f"`gpulse agent --simulate 8xH100` on its simulated clock with `gpulse watch -g 0 -e all -i 1000 "
+              f"--keep-age {P['keep_age_s']}`: {ag['fields']} fields × 8 GPUs, {hist['series']} series, advanced "
+              f"{H} ({hist['points']:,} points). Anchor: {prom} given the same series (*live*: "
+              f"{'a 2-hour block and its head' if live_blocks else 'all of it in its head'}; *blocks*: restarted from "
+              "its snapshot). Query: the last hour of "
+              f"`{QUERY_FIELD}` on GPU {QUERY_GPU}, {rounds} rounds, the paths shuffled in each round; its runs are "
+              f"{runs} blocks of consecutive rounds (median and min–max of their p50 and p99, ratios block by block). "
+              "Memory and bytes per value: one figure each (one run).")
+    t.date = time.strftime("%Y-%m-%d", time.localtime(d["started_unix"]))
+    t.machine = f"{d['machine']['nproc']} vCPUs, load average {d['load_before'].split()[0]} at start"
+    mb = lambda kib: f"{mib(kib):.1f}"
+    for label, key in ((f"VmRSS after {H}", "VmRSS"), ("peak RSS (VmHWM)", "VmHWM")):
+        a_, l_, b_ = mib(ag_m[key]), mib(pa_m[key]), mib(pb_m[key])
+        t.row(label, f"{a_:.1f} MiB", "Prometheus live / blocks", f"{mb(pa_m[key])} / {mb(pb_m[key])} MiB",
+              f"{ratio([a_ / l_])} / {ratio([a_ / b_])}", judge([a_], "<", 32, "< 32 MiB"))
+    agent_bpv = hist["bytes"] / present
+    blocks_bpv = sum(b["bytes"] for b in pb_s["blocks"]) / sum(b["samples"] for b in pb_s["blocks"])
+    if live_blocks:
+        live_bpv = sum(b["bytes"] for b in live_blocks) / sum(b["samples"] for b in live_blocks)
+        t.row("bytes per stored value", f"{agent_bpv:.3f}", "Prometheus live (its 2 h block) / blocks",
+              f"{live_bpv:.3f} / {blocks_bpv:.3f}", f"{ratio([agent_bpv / live_bpv])} / {ratio([agent_bpv / blocks_bpv])}")
+    else:
+        t.row("bytes per stored value", f"{agent_bpv:.3f}", "Prometheus blocks (live: no block yet)",
+              f"{blocks_bpv:.3f}", ratio([agent_bpv / blocks_bpv]))
+    a50, a99 = query_runs(q, "agent_tcp_keepalive", runs)
+    l50, l99 = query_runs(q, "prometheus_live_keepalive", runs)
+    ms = lambda v: spread(v, "{:.2f}")
+    t.row("1-hour range query p50 / p99, TCP keep-alive", f"{ms(a50)} / {ms(a99)} ms", "Prometheus live",
+          f"{ms(l50)} / {ms(l99)} ms", f"{ratio([x / y for x, y in zip(a50, l50)])} / "
+          f"{ratio([x / y for x, y in zip(a99, l99)])}", judge(a99, "<", 5, "p99 < 5 ms"))
+    cp = ag["checkpoint_only"]
+    cp_w = [c["write_bytes"] / 2**20 for c in cp if c["write_bytes"] is not None]
+    t.row(f"one checkpoint after {H} (rewrites the whole history)",
+          spread([c["wall_s"] * 1000 for c in cp], "{:.0f}", " ms") +
+          (f", {spread(cp_w, '{:.1f}', ' MiB')} written" if cp_w else ""))
+    big = d["large_answer"]
+    t.row("one large answer (every field of every GPU, last 10 minutes)",
+          f"{big['agent']['points']:,} points in {big['agent']['wall_s'] * 1000:.0f} ms; VmRSS "
+          f"{mb(big['agent']['mem_after_close']['VmRSS'])} MiB after it closes", "Prometheus live",
+          f"{big['prometheus_live']['points']:,} points in {big['prometheus_live']['wall_s'] * 1000:.0f} ms; "
+          f"{mb(big['prometheus_live']['mem_after_close']['VmRSS'])} MiB after")
+    return t
+
+
+def write(a):
+    with open(a.json) as f:
+        d = json.load(f)
+    t = results_table(d)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        t.print()
+    text = buf.getvalue()
+    print(text, end="", flush=True)
+    if a.out:  # the table, then every figure in detail
         with open(a.out, "w") as f:
-            f.write(text)
-    print(text)
+            f.write(text + "\n" + details(d))
 
 
 def main():

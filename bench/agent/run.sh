@@ -4,8 +4,9 @@
 # same series: RSS, bytes per stored value, and a 1-hour range query of one field on one GPU.
 # About 2 minutes; loopback and a unix socket only; every process stops by itself. Not part of CI.
 # Usage: bench/agent/run.sh [BUILD_DIR] [report.py measure options: --hours H --rounds N --malloc-probe ...]
-# Prints the markdown table and writes it to $OUT (default: a new file under ${TMPDIR:-/tmp}, named at
-# the end), the raw figures next to it as JSON. KEEP=1 keeps the work directory (logs, state, TSDBs).
+# Prints the table of bench/RESULTS.md (report.py write, through bench/results.py) and writes it with
+# every figure in detail to $OUT (default: a new file under ${TMPDIR:-/tmp}, named at the end), the raw
+# figures next to it as JSON. KEEP=1 keeps the work directory (logs, state, TSDBs).
 set -euo pipefail
 build=${1:-build}
 shift || true
@@ -51,4 +52,4 @@ child=$!
 wait "$child"
 child=
 /usr/bin/python3 "$here/report.py" write --json "$json" --out "$out"
-echo "bench/agent: table in $out, figures in $json" >&2
+echo "bench/agent: the table and every figure in detail in $out, the raw figures in $json" >&2

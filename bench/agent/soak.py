@@ -14,12 +14,22 @@ The anchor is the agent's own RSS after the first 10^4 scrapes; the figure is it
 Also the agent's RSS at every 10^5 scrapes, so a slow climb shows. Everything on loopback and unix
 sockets in a temporary directory, bounded by the scrape count and stopping by itself.
 
-Usage: /usr/bin/python3 bench/agent/soak.py BUILD_DIR [--scrapes N] [--no-churn] [--no-hostile]
-(the two flags take a cause away, to tell where a drift comes from)
+Runs: one soak (a drift is not a ratio; the anchor is the same agent early in the same run): 4 to 7
+minutes for 10^6 scrapes on the reference VM, by its load (--scrapes N for a shorter one). The
+allocator's bytes in use (glibc's malloc_stats, through gdb) at the anchor, at each 10^5 scrapes and
+at the end give a trend (target: under 0.1 MiB per 10^5 scrapes, i.e. 1 MiB per 10^6).
+
+Its rows continue the table of `bench/run.sh network` (bench/exporter/network.py prints the heading;
+--head prints it here too, for a run on its own) and close it; the RSS at every 10^5 scrapes and the
+mappings that grew go to stderr.
+
+Usage: /usr/bin/python3 bench/agent/soak.py BUILD_DIR [--scrapes N] [--no-churn] [--no-hostile] [--head]
+(the two --no flags take a cause away, to tell where a drift comes from)
 """
 import argparse
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -33,9 +43,10 @@ sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e"))
 sys.path.insert(0, os.path.join(SOURCE, "bench", "exporter"))
 os.environ.setdefault("GPULSE_SOURCE_DIR", SOURCE)
 
-from bench import free_port, rss_kib  # noqa: E402
 from fake_kubelet import FakeKubelet, filler_pods  # noqa: E402
+from hostile import Section, TITLE, NOTE, command_line, free_port, rss_kib  # noqa: E402
 from kubernetes import uuids  # noqa: E402
+from results import judge, spread  # noqa: E402
 
 PROCFS = os.path.join(SOURCE, "tests", "testdata", "procfs", "k8s-8xH100")
 FIRST = 10_000
@@ -155,7 +166,12 @@ def main():
     ap.add_argument("--scrapes", type=int, default=1_000_000)
     ap.add_argument("--no-churn", action="store_true", help="the kubelet's answer never changes")
     ap.add_argument("--no-hostile", action="store_true", help="no hostile connections")
+    ap.add_argument("--head", action="store_true",
+                    help="print the table's heading and columns too (a run on its own, not after hostile.py)")
     a = ap.parse_args()
+    if a.scrapes <= FIRST:
+        raise SystemExit(f"soak: --scrapes must be more than the anchor's {FIRST:,}")
+    table = Section(TITLE, command_line(), NOTE)
     gpulse = os.path.join(a.build, "bin", "gpulse")
     tmp = tempfile.mkdtemp(prefix="gpulse-soak-")
     u = uuids(gpulse)
@@ -224,31 +240,71 @@ def main():
         except subprocess.TimeoutExpired:
             agent.kill()
         kubelet.stop()
-    print(f"{done:,} scrapes ({failed} non-2xx), kubelet List calls: {kubelet.calls}, hostile connections: "
-          f"cut {counts[0]}, chunk extension {counts[1]}, garbage {counts[2]}, silent {counts[3]}")
+    report(table, a, done, failed, kubelet.calls, counts, anchor, heap_anchor, maps_anchor, rows, end, hwm,
+           end_parts, heap_end, maps_end, trimmed)
+    shutil.rmtree(tmp, ignore_errors=True)  # kept when the run failed: its agent.log
+
+
+def trend(rows):
+    """Least-squares slope of the allocator's bytes in use over the run, in MiB per 10^5 scrapes, or
+    None without two readings."""
+    pts = [(n / 1e5, used / 2**20) for n, _, _, used in rows if used is not None]
+    if len(pts) < 2:
+        return None
+    mx, my = sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx else None
+
+
+def report(table, a, done, failed, calls, counts, anchor, heap_anchor, maps_anchor, rows, end, hwm, end_parts,
+           heap_end, maps_end, trimmed):
+    log = lambda *x: print(*x, file=sys.stderr, flush=True)
+    log(f"soak.py: {done:,} scrapes ({failed} non-2xx), kubelet List calls: {calls}, hostile connections: "
+        f"cut {counts[0]}, chunk extension {counts[1]}, garbage {counts[2]}, silent {counts[3]}")
     mib = lambda b: f"{b / 2**20:.2f}" if b is not None else "?"
-    print("| scrapes | agent RSS MiB | against the anchor | of which anonymous (heap) MiB | file-backed MiB | "
-          "allocator's bytes in use MiB |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    log("  scrapes | agent RSS MiB | against the anchor | anonymous (heap) MiB | file-backed MiB | "
+        "allocator's bytes in use MiB")
     for n, rss, (anon, filed), used in rows:
-        print(f"| {n:,} | {rss / 1024:.2f} | {(rss - anchor) / 1024:+.2f} MiB | {anon / 1024:.2f} | {filed / 1024:.2f} | "
-              f"{mib(used)} |")
-    print(f"| end, hostile clients stopped 3 s before | {end / 1024:.2f} | {(end - anchor) / 1024:+.2f} MiB | "
-          f"{end_parts[0] / 1024:.2f} | {end_parts[1] / 1024:.2f} | {mib(heap_end)} |")
-    print(f"peak RSS (VmHWM): {hwm / 1024:.2f} MiB; target: end within 1 MiB of the anchor "
-          f"({'met' if end - anchor < 1024 else 'NOT met'})")
-    if trimmed is not None:
-        print(f"after malloc_trim(0) at the end (gdb): RSS {trimmed / 1024:.2f} MiB ({(trimmed - anchor) / 1024:+.2f} MiB)")
+        log(f"  {n:,} | {rss / 1024:.2f} | {(rss - anchor) / 1024:+.2f} MiB | {anon / 1024:.2f} | {filed / 1024:.2f} | "
+            f"{mib(used)}")
+    log(f"  end, hostile clients stopped 3 s before | {end / 1024:.2f} | {(end - anchor) / 1024:+.2f} MiB | "
+        f"{end_parts[0] / 1024:.2f} | {end_parts[1] / 1024:.2f} | {mib(heap_end)}")
     rss_of = lambda maps, k: maps.get(k, (0, 0))[1]
     grown = sorted(((rss_of(maps_end, k) - rss_of(maps_anchor, k), k) for k in set(maps_end) | set(maps_anchor)),
                    reverse=True)
-    print("mappings whose RSS grew most from the anchor to the end (start, name: size, RSS at the anchor -> end):")
+    log("  mappings whose RSS grew most from the anchor to the end (start, name: size, RSS at the anchor -> end):")
     for d, k in grown[:6]:
-        print(f"  {k[0]} {k[1]}: {maps_end.get(k, (0, 0))[0]} KiB mapped, {rss_of(maps_anchor, k)} -> "
-              f"{rss_of(maps_end, k)} KiB ({d:+d})")
+        log(f"    {k[0]} {k[1]}: {maps_end.get(k, (0, 0))[0]} KiB mapped, {rss_of(maps_anchor, k)} -> "
+            f"{rss_of(maps_end, k)} KiB ({d:+d})")
+
+    scrapes = "10^6" if a.scrapes == 1_000_000 else f"{a.scrapes:,}"
+    causes = [c for c, off in (("pods churning", a.no_churn), (f"{sum(counts):,} hostile connections", a.no_hostile))
+              if not off]
+    causes = ", ".join(causes) or "no churn, no hostile clients"
+    drift = (end - anchor) / 1024
+    table.row(f"agent RSS after {scrapes} scrapes (`gpulse agent -k` on k8s-8xH100, {done:,} scrapes, "
+              f"{failed} non-2xx, {causes}, {calls:,} kubelet Lists), 3 s after the hostile clients stop",
+              f"{end / 1024:.2f} MiB ({drift:+.2f} MiB)", f"the agent's own RSS after its first {FIRST:,} scrapes",
+              f"{anchor / 1024:.2f} MiB", "", judge([drift], "<", 1, "drift < 1 MiB"))
+    drifts = [(r - anchor) / 1024 for _, r, _, _ in rows[1:]]
+    table.row(f"the same at each 10^5 scrapes and at the last, against the anchor ({len(drifts)} "
+              f"reading{'s' if len(drifts) > 1 else ''}); peak RSS (VmHWM)",
+              f"{spread(drifts, '{:+.2f}', ' MiB')}; peak {hwm / 1024:.2f} MiB", "", "", "", "")
     if heap_anchor is not None and heap_end is not None:
-        print(f"allocator's bytes in use (malloc_stats, all arenas): {heap_anchor / 2**20:.2f} MiB at the anchor, "
-              f"{heap_end / 2**20:.2f} MiB at the end ({(heap_end - heap_anchor) / 2**20:+.2f} MiB)")
+        slope = trend(rows + [(done, end, end_parts, heap_end)])
+        used = [u / 2**20 for _, _, _, u in rows[1:] if u is not None]
+        table.row("the allocator's bytes in use (glibc `malloc_stats`, all arenas) at the end; at each 10^5 scrapes "
+                  "and the last: "
+                  f"{spread(used, '{:.2f}', ' MiB')}; trend {slope:+.3f} MiB per 10^5 scrapes",
+                  f"{heap_end / 2**20:.2f} MiB", "the same at the anchor", f"{heap_anchor / 2**20:.2f} MiB", "",
+                  judge([slope], "<", 0.1, "no leak (trend < 0.1 MiB per 10^5 scrapes, 1 MiB per 10^6)"))
+    else:
+        table.row("the allocator's bytes in use (glibc `malloc_stats`)", "n/a (no gdb)", "", "", "", "not measured")
+    if trimmed is not None:
+        table.row("RSS after `malloc_trim(0)` at the end (gdb): what is left with every free page handed back",
+                  f"{trimmed / 1024:.2f} MiB ({(trimmed - anchor) / 1024:+.2f} MiB)", "the anchor",
+                  f"{anchor / 1024:.2f} MiB", "", "")
+    table.print(head=a.head, end=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Collector benchmark (issues 7, 14): `gpulse collect` polling 1,024 (or --endpoints N) simulated endpoints x 8 GPUs at 1 s,
-# side by side with a real Prometheus server scraping the same targets at 1 s. About 5 minutes;
-# loopback only; every process stops by itself. Not part of CI.
-# Usage: bench/collector/run.sh [BUILD_DIR] [bench.py options...]
+# Collector benchmark (issues 7, 14), `bench/run.sh collector`: `gpulse collect` polling 4,096 and
+# 1,024 simulated endpoints x 8 GPUs at 1 s, side by side with a real Prometheus server scraping the
+# same targets at 1 s (power only, and stock), 3 rounds each; prints its bench/RESULTS.md table
+# (bench/collector/bench.py says what it measures). About 11 minutes; loopback only; every process
+# stops by itself. Not part of CI.
+# Usage: bench/collector/run.sh [BUILD_DIR] [bench.py options...] (e.g. --endpoints 1024 --rounds 3)
 set -euo pipefail
 build=${1:-build}
 shift || true

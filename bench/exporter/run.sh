@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Exporter benchmark (bench/RESULTS.md, "Exporter"): gpulse exporter vs prometheus-node-exporter under
-# wrk on loopback, plus idle-connection and start-up measurements. Usage: bench/exporter/run.sh [BUILD_DIR]
+# The exporter area of bench/RESULTS.md ("Exporter: gpulse exporter vs node_exporter, plain and gzip"):
+# gpulse exporter vs prometheus-node-exporter under wrk on loopback (CPU per 1,000 scrapes, throughput,
+# latency, idle connections, RSS, start-up) and the gzip answer against the plain one; 3 rounds,
+# about 4.5 minutes (bench/exporter/bench.py says what and how).
+# Usage: bench/exporter/run.sh [BUILD_DIR] [--duration SECONDS] [--rounds N]
 set -euo pipefail
 build=${1:-build}
 for tool in wrk prometheus-node-exporter; do

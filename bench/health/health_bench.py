@@ -1,19 +1,24 @@
-"""The health/policy benchmark (bench/health/run.sh). Standard library only.
+"""bench/run.sh health (bench/health/run.sh): health and policy on the agent, as the table "Health and
+policy" of bench/RESULTS.md (bench/results.py). Standard library only.
 
-1. Latency: an agent on the real clock with a scenario whose GPUs raise XID 48 at 24 known simulated
-   times (spread over the tick phase), a policy `-x` at 1 Hz, a `gpulse policy --reg --json`
-   listener and a real Alertmanager. For each violation: condition -> listener (the listener's
-   receive time) and condition -> Alertmanager (the alert's updatedAt, when the Alertmanager took
-   it). The simulator starts its clock at the agent's nvmlInit, which happens between the agent's
-   launch and its socket appearing: the condition's wall time is bracketed by launch + t and
-   ready + t, so each latency is given as an upper bound (from the launch) and a lower bound (from
-   the socket).
-   Anchor, in the same run: a real Prometheus scraping the same agent every second and evaluating
+1. Latency, --rounds rounds (default 3), each with fresh processes: an agent on the real clock with a
+   scenario whose GPUs raise XID 48 at 24 known simulated times (spread over the tick phase), a
+   policy `-x` at 1 Hz, a `gpulse policy --reg --json` listener and a real Alertmanager. For each
+   violation: condition -> listener (the listener's receive time) and condition -> Alertmanager (the
+   alert's updatedAt, when the Alertmanager took it). The simulator starts its clock at the agent's
+   nvmlInit, which happens between the agent's launch and its socket appearing: the condition's wall
+   time is bracketed by launch + t and ready + t, so each latency is given as an upper bound (from
+   the launch) and a lower bound (from the socket).
+   Anchor, in the same round: a real Prometheus scraping the same agent every second and evaluating
    deploy/prometheus/gpulse-alerts.yml every second (GpuXidError), sending to the same
    Alertmanager: condition -> Alertmanager through the Prometheus path, per GPU's first XID.
-2. CPU: two agents on 8xH100 on the real clock, side by side for --seconds: one with a health watch
-   of every subsystem and a policy of every condition on all 8 GPUs at 1 Hz, one without; CPU time
-   of each from /proc/PID/stat over the same window.
+2. CPU: two agents on 8xH100 on the real clock, side by side for --seconds split into --rounds
+   windows: one with a health watch of every subsystem and a policy of every condition on all 8
+   GPUs at 1 Hz, one without; CPU time of each over the same windows (threads' schedstat, to the ns).
+Values: per round (latency) or window (CPU), medians with the min–max; the ratios pair round k of
+the agent's path with round k of Prometheus's. Time: about 2.5 minutes (each latency round about
+20 s, the CPU --seconds, default 60). Usage: health_bench.py --gpulse BIN --work DIR [--seconds S]
+[--rounds N] [--json FILE]
 """
 import argparse
 import datetime
@@ -24,12 +29,16 @@ import re
 import socket
 import statistics
 import subprocess
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from proccpu import cpu_between, cpu_ns  # noqa: E402
+from results import Table, judge, ratio, spread  # noqa: E402
 
 RULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "prometheus",
                      "gpulse-alerts.yml")
 
-TICKS = os.sysconf("SC_CLK_TCK")
 XID_TIMES = [3.0 + 0.37 * k for k in range(24)]  # 3.00 .. 11.51 s, phases all over the second
 
 
@@ -70,8 +79,8 @@ def cli(gpulse, host, *args):
     return p.stdout
 
 
-def start_alertmanager(work):
-    d = os.path.join(work, "am")
+def start_alertmanager(work, name="am"):
+    d = os.path.join(work, name)
     os.makedirs(d)
     with open(os.path.join(d, "am.yml"), "w") as f:
         f.write("route:\n  receiver: nobody\n  group_wait: 1h\nreceivers:\n  - name: nobody\n")
@@ -104,8 +113,8 @@ def agent_port(work, name):
     raise SystemExit("agent did not say its address")
 
 
-def start_prometheus(work, target_port, am_port):
-    d = os.path.join(work, "prom")
+def start_prometheus(work, target_port, am_port, name="prom"):
+    d = os.path.join(work, name)
     os.makedirs(d)
     with open(os.path.join(d, "prometheus.yml"), "w") as f:
         f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
@@ -141,12 +150,12 @@ def summary(xs):
             "max_ms": round(xs[-1] * 1000, 1), "min_ms": round(xs[0] * 1000, 1)}
 
 
-def latency(gpulse, work):
-    am, port = start_alertmanager(work)
+def latency(gpulse, work, r=0):
+    am, port = start_alertmanager(work, "am%d" % r)
     scen = scenario(os.path.join(work, "xid-train.yaml"))
-    agent, host, (launched, ready) = start_agent(gpulse, work, "latency", scen,
+    agent, host, (launched, ready) = start_agent(gpulse, work, "latency%d" % r, scen,
                                                  ("--alertmanager", "http://127.0.0.1:%d" % port))
-    prom = start_prometheus(work, agent_port(work, "latency"), port)
+    prom = start_prometheus(work, agent_port(work, "latency%d" % r), port, "prom%d" % r)
     try:
         cli(gpulse, host, "policy", "-g", "0", "--set", "0,0", "-x")
         listener = subprocess.Popen(["timeout", "60", gpulse, "policy", "--host", host, "-g", "0", "--reg", "--json",
@@ -197,42 +206,92 @@ def latency(gpulse, work):
             "anchor_prometheus_condition_to_alertmanager_upper": summary(prom_am_recv) if prom_am_recv else None}
 
 
-def cpu_ticks(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
-
-
-def cpu(gpulse, work, seconds):
+def cpu(gpulse, work, seconds, windows):
     watched, host_w, _ = start_agent(gpulse, work, "watched", "8xH100")
     plain, host_p, _ = start_agent(gpulse, work, "plain", "8xH100")
+    out = []
     try:
         cli(gpulse, host_w, "health", "-g", "0", "--set", "a", "-u", "1000")
         cli(gpulse, host_w, "policy", "-g", "0", "--set", "0,0", "-T", "95", "-P", "690", "-M", "60",
             "-e", "-p", "-n", "-x", "-u", "1000")
         time.sleep(5)  # warm: both agents past their first reads
-        a0, b0, w0 = cpu_ticks(watched.pid), cpu_ticks(plain.pid), time.monotonic()
-        time.sleep(seconds)
-        a1, b1, w1 = cpu_ticks(watched.pid), cpu_ticks(plain.pid), time.monotonic()
+        a, b, t = cpu_ns(watched.pid), cpu_ns(plain.pid), time.monotonic()
+        for _ in range(windows):
+            time.sleep(seconds / windows)
+            a1, b1, t1 = cpu_ns(watched.pid), cpu_ns(plain.pid), time.monotonic()
+            w, p = 100 * cpu_between(a, a1) / (t1 - t), 100 * cpu_between(b, b1) / (t1 - t)
+            out.append({"seconds": round(t1 - t, 2), "watched_pct_of_core": w, "plain_pct_of_core": p,
+                        "added_pct_of_core": w - p})
+            a, b, t = a1, b1, t1
         check = json.loads(cli(gpulse, host_w, "health", "-g", "0", "--check", "--json"))
     finally:
         for p in (watched, plain):
             p.terminate()
             p.wait(timeout=30)
-    wall = w1 - w0
-    pct = lambda d: round(100.0 * d / TICKS / wall, 3)
-    return {"seconds": round(wall, 1), "watched_pct_of_core": pct(a1 - a0), "plain_pct_of_core": pct(b1 - b0),
-            "added_pct_of_core": round(pct(a1 - a0) - pct(b1 - b0), 3), "gpus_checked": len(check["gpus"])}
+    return {"windows": out, "gpus_checked": len(check["gpus"])}
+
+
+def command():
+    """bench/run.sh's line, or bench/health/run.sh's with the options given to it."""
+    argv, extra = sys.argv[1:], []
+    while argv:
+        x = argv.pop(0)
+        if x in ("--gpulse", "--work", "--json"):
+            argv = argv[1:]
+        elif not x.startswith(("--gpulse=", "--work=", "--json=")):
+            extra.append(x)
+    return " ".join(["bash bench/health/run.sh BUILD", *extra]) if extra else "bash bench/run.sh health"
+
+
+def table(result, a):
+    lat, c = result["latency"], result["cpu"]
+    t = Table("Health and policy on the agent (issue 17)", command(),
+              f"{len(lat)} rounds, each with a fresh agent (XID 48 raised {len(XID_TIMES)} times on 8 GPUs of a "
+              "simulated scenario, a policy `-x` at 1 Hz), listener, Alertmanager and Prometheus; latencies are upper "
+              "bounds (from the agent's launch: the simulator's clock starts between launch and socket), the lower "
+              f"bounds from the socket. CPU: {a.seconds:g} s in {len(c['windows'])} windows. Medians with the min–max "
+              "of the rounds or windows; ratios per round.")
+    ms = lambda v: spread(v, "{:,.1f}")
+    get = lambda key, f: [r[key][f] for r in lat if r.get(key)]
+    p50, mx = get("condition_to_listener_upper", "p50_ms"), get("condition_to_listener_upper", "max_ms")
+    lo50, lomx = get("condition_to_listener_lower", "p50_ms"), get("condition_to_listener_lower", "max_ms")
+    t.row(f"condition (XID 48, {len(XID_TIMES)} times) to a `gpulse policy --reg` listener, p50 / p99 = max, upper "
+          f"bound (lower bound {statistics.median(lo50):,.1f} / {statistics.median(lomx):,.1f} ms)",
+          f"{ms(p50)} / {ms(mx)} ms", "", "", "", judge(mx, "<", 1000, "within one watch interval (1 s)"))
+    a50, amx = get("condition_to_alertmanager_upper", "p50_ms"), get("condition_to_alertmanager_upper", "max_ms")
+    pr = [r for r in lat if r.get("anchor_prometheus_condition_to_alertmanager_upper")]
+    q50 = [r["anchor_prometheus_condition_to_alertmanager_upper"]["p50_ms"] for r in pr]
+    qmx = [r["anchor_prometheus_condition_to_alertmanager_upper"]["max_ms"] for r in pr]
+    ours_pr = [r["condition_to_alertmanager_upper"] for r in pr]
+    n_alerts = statistics.median(r["condition_to_alertmanager_upper"]["n"] for r in lat)
+    t.row(f"condition to the Alertmanager, from the agent, p50 / p99 = max ({n_alerts:.0f} alerts), upper bound",
+          f"{ms(a50)} / {ms(amx)} ms", "Prometheus scraping every 1 s and evaluating `GpuXidError` every 1 s",
+          f"{ms(q50)} / {ms(qmx)} ms",
+          f"{ratio([o['p50_ms'] / q for o, q in zip(ours_pr, q50)])} / {ratio([o['max_ms'] / q for o, q in zip(ours_pr, qmx)])}",
+          judge(amx, "<", 2000, "under 2 s"))
+    w = c["windows"]
+    watched, plain, added = ([x[k] for x in w] for k in ("watched_pct_of_core", "plain_pct_of_core", "added_pct_of_core"))
+    t.row(f"agent CPU, health (all subsystems) and policy (all conditions) at 1 Hz on {c['gpus_checked']} GPUs",
+          f"{spread(watched, '{:.3f}', ' %')} of a core (added: {spread(added, '{:+.3f}', ' %')})",
+          "the same agent without them", spread(plain, "{:.3f}", " %"), "", judge(watched, "<", 1, "< 1 %"))
+    t.print()
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpulse", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", help="also write every figure here")
     a = ap.parse_args()
-    result = {"latency": latency(a.gpulse, a.work), "cpu": cpu(a.gpulse, a.work, a.seconds)}
-    print(json.dumps(result, indent=2))
+    a.rounds = max(a.rounds, 3)
+    result = {"latency": [latency(a.gpulse, a.work, r) for r in range(a.rounds)],
+              "cpu": cpu(a.gpulse, a.work, a.seconds, a.rounds)}
+    table(result, a)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,19 @@
 #!/usr/bin/python3
-"""Formats power_scan_bench's JSON (stdin, with repetitions) as a markdown table of medians.
+"""power_scan_bench's JSON (bench/power/scan_bench.cc, with its repetitions), one throughput per
+repetition: rates(doc) for bench/power/report.py (the rows of the RESULTS.md table), or, run alone on
+stdin, a markdown table of every benchmark (median and min–max of the repetitions) with the bound a
+single thread cannot beat when it both parses and hashes every byte: 1 / (1 / digest + 1 / parser).
 
-Adds the bound a single thread cannot beat when it both parses and hashes every byte:
-1 / (1 / digest rate + 1 / parser rate).
+    build/bin/power_scan_bench --benchmark_repetitions=5 --benchmark_format=json | micro_report.py
 """
 import json
+import os
+import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from gbench import Runs  # noqa: E402
+from results import spread  # noqa: E402
 
 ROWS = [
     ("BM_CountLines", "memchr line count (the `wc -l` kernel)"),
@@ -18,24 +26,28 @@ ROWS = [
 ]
 
 
+def rates(doc):
+    """{benchmark: [GB/s of each repetition]} (bytes_per_second: over CPU time, over wall time for
+    the /real_time ones)."""
+    runs = Runs(doc)
+    return {name: runs.values(name, "bytes_per_second", 1e-9) for name, _ in ROWS if runs.has(name)}
+
+
 def main():
-    doc = json.load(sys.stdin)
-    rate = {}
-    for b in doc["benchmarks"]:
-        if b.get("aggregate_name") == "median":
-            rate[b["run_name"]] = b["bytes_per_second"] / 1e9
+    rate = rates(json.load(sys.stdin))
+    med = {k: statistics.median(v) for k, v in rate.items()}
     anchor = rate.get("BM_CountLines")
     print("| measure | GB/s | vs memchr count |")
     print("|---|---:|---:|")
     for name, label in ROWS:
         if name in rate:
-            rel = f"{rate[name] / anchor:.2f}x" if anchor else "n/a"
-            print(f"| {label} | {rate[name]:.2f} | {rel} |")
-    if "BM_Sha256" in rate and "BM_ScanNoDigest" in rate:
-        bound = 1 / (1 / rate["BM_Sha256"] + 1 / rate["BM_ScanNoDigest"])
-        got = rate.get("BM_Scan")
+            rel = spread([r / a for r, a in zip(rate[name], anchor)], "{:.2f}") if anchor else "n/a"
+            print(f"| {label} | {spread(rate[name])} | {rel} |")
+    if "BM_Sha256" in med and "BM_ScanNoDigest" in med:
+        bound = 1 / (1 / med["BM_Sha256"] + 1 / med["BM_ScanNoDigest"])
+        got = med.get("BM_Scan")
         print()
-        print(f"One-thread bound 1/(1/{rate['BM_Sha256']:.2f} + 1/{rate['BM_ScanNoDigest']:.2f}) "
+        print(f"One-thread bound 1/(1/{med['BM_Sha256']:.2f} + 1/{med['BM_ScanNoDigest']:.2f}) "
               f"= {bound:.2f} GB/s; measured {got:.2f} GB/s." if got else f"bound {bound:.2f} GB/s")
 
 

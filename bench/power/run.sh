@@ -1,36 +1,44 @@
 #!/usr/bin/env bash
-# validate-power throughput on a generated package, against `wc -l` and the SHA-256 of the same file
-# in the same run.
+# bench/run.sh power: validate-power on a generated package beside `wc -l` and the SHA-256 of the same
+# file (`openssl dgst -sha256`), in the same run, and the in-memory pass (power_scan_bench); prints the
+# table "validate-power" of bench/RESULTS.md (bench/power/report.py, through bench/results.py).
 # Usage: bench/power/run.sh BIN [SIZE_MB] [WORKDIR]
 #   BIN      a binary with the validate-power subcommand (build/bin/gpulse)
 #   SIZE_MB  samples.csv size (default 2048); the package is generated, never committed
-#   WORKDIR  where to generate (default: a temp dir, removed afterwards)
-#   RUNS     environment: rounds (default 5); each round runs every command once, in turn, so load
-#            from other processes falls on all of them alike; the table keeps each command's best.
-#   BASELINE environment, optional: another gpulse binary (an older build) measured alongside.
-# Prints markdown tables: wall seconds, MB/s (MiB), speed relative to `wc -l` and to the digest alone,
-# CPU seconds of that best run, peak RSS (ru_maxrss from /usr/bin/time: the process's resident memory; samples.csv is read with
-# pread, so the file's page cache is not mapped and not counted). When BIN's folder holds
-# power_scan_bench, its in-memory micro-benchmarks follow (parser alone, digest alone, both).
+#   WORKDIR  where to generate (default: a temp dir, removed afterwards); an existing package there is
+#            reused
+#   RUNS     environment: rounds (default 5, at least 3); each round runs every command once, in turn,
+#            so load from other processes falls on all of them alike. The table gives each figure's
+#            median with the min–max of the rounds, and each ratio per round.
+# What is taken of each command (/usr/bin/time -v): wall seconds, CPU seconds (user + system), peak RSS
+# (ru_maxrss: samples.csv is read with pread, so its page cache is not mapped and not counted), exit
+# code. The page cache is warmed first: every contender reads from memory. When BIN's folder holds
+# power_scan_bench, its in-memory benchmarks (64 MiB of the same shape) run RUNS repetitions.
+# Time: about 3 minutes with 2048 MB (generating the package: about 1 minute). Not part of CI.
 set -euo pipefail
 BIN=$1
 SIZE_MB=${2:-2048}
 WORK=${3:-}
 RUNS=${RUNS:-5}
+(( RUNS >= 3 )) || RUNS=3
 HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/gpulse-power-out.XXXXXX")
+OWN_WORK=
 if [[ -z "$WORK" ]]; then
   WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpulse-power-bench.XXXXXX")
-  trap 'rm -rf "$WORK"' EXIT
+  OWN_WORK=1
 fi
+cleanup() {
+  rm -rf "$OUT"
+  if [[ -n "$OWN_WORK" ]]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
 if [[ ! -f "$WORK/logs/power/manifest.json" ]]; then
   /usr/bin/python3 "$HERE/gen_package.py" "$WORK" --size-mb "$SIZE_MB" >&2
 fi
 CSV="$WORK/logs/power/samples.csv"
-BYTES=$(stat -c %s "$CSV")
-MB=$(awk -v b="$BYTES" 'BEGIN { printf "%.1f", b / 1048576 }')
 NPROC=$(nproc)
 cat "$CSV" > /dev/null  # warm the page cache so every contender reads from memory
-LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)  # other processes' load makes wall times noisy: recorded
 
 measure() {  # measure CMD... -> "wall_s rss_kb rc cpu_s"
   local log; log=$(mktemp)
@@ -45,12 +53,7 @@ measure() {  # measure CMD... -> "wall_s rss_kb rc cpu_s"
   awk -v a="$t0" -v b="$t1" -v r="$rss" -v rc="$rc" -v c="$cpu" 'BEGIN { printf "%.4f %s %s %s\n", b - a, r, rc, c }'
 }
 
-NAMES=("wc -l" "openssl dgst -sha256" "validate-power --threads 1" "validate-power --threads $NPROC")
-COUNT=4
-if [[ -n "${BASELINE:-}" ]]; then
-  NAMES+=("baseline validate-power --threads 1" "baseline validate-power --threads $NPROC")
-  COUNT=6
-fi
+NAMES=(wc sha vp1 vpN)
 run_cmd() {  # run_cmd INDEX
   local args=(validate-power --power-dir "$WORK/logs/power" --result-root "$WORK/logs")
   case $1 in
@@ -58,40 +61,25 @@ run_cmd() {  # run_cmd INDEX
     1) measure openssl dgst -sha256 "$CSV" ;;
     2) measure "$BIN" "${args[@]}" --threads 1 ;;
     3) measure "$BIN" "${args[@]}" --threads "$NPROC" ;;
-    4) measure "$BASELINE" "${args[@]}" --threads 1 ;;
-    5) measure "$BASELINE" "${args[@]}" --threads "$NPROC" ;;
   esac
 }
 
-declare -a BEST
+TIMINGS="$OUT/timings.tsv"  # round, command, wall_s, rss_kb, rc, cpu_s
 for ((round = 0; round < RUNS; round++)); do
-  for ((i = 0; i < COUNT; i++)); do
-    line=$(run_cmd "$i")
-    if [[ -z "${BEST[$i]:-}" ]] || awk -v a="${line%% *}" -v b="${BEST[$i]%% *}" 'BEGIN { exit !(a < b) }'; then
-      BEST[$i]=$line
-    fi
+  for ((i = 0; i < ${#NAMES[@]}; i++)); do
+    read -r wall rss rc cpu <<< "$(run_cmd "$i")"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "${NAMES[$i]}" "$wall" "$rss" "$rc" "$cpu" >> "$TIMINGS"
   done
 done
 
-WC_S=${BEST[0]%% *}
-SHA_S=${BEST[1]%% *}
-echo
-echo "samples.csv: $MB MiB ($BYTES bytes), $NPROC cores, $(uname -m); best of $RUNS interleaved rounds, page cache warm"
-echo "load average at the start: $LOAD0; at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo
-echo "| command | wall s | MB/s | speed vs wc -l | speed vs digest alone | CPU s (user+sys) | peak RSS MiB | exit |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-for ((i = 0; i < COUNT; i++)); do
-  read -r wall rss rc cpu <<< "${BEST[$i]}"
-  awk -v n="${NAMES[$i]}" -v w="$wall" -v r="$rss" -v rc="$rc" -v c="$cpu" -v b="$BYTES" -v wc="$WC_S" -v sha="$SHA_S" 'BEGIN {
-    printf "| `%s` | %.2f | %.0f | %.2fx | %.2fx | %.2f | %.1f | %s |\n", n, w, b / 1048576 / w, wc / w, sha / w, c, r / 1024, rc }'
-done
-
+SCAN=()
 MICRO="$(dirname "$BIN")/power_scan_bench"
 if [[ -x "$MICRO" ]]; then
-  echo
-  echo "In memory (bench/power/scan_bench.cc, 64 MiB of the same shape, CPU time, median of $RUNS):"
-  echo
-  "$MICRO" --benchmark_repetitions="$RUNS" --benchmark_report_aggregates_only=true \
-    --benchmark_format=json 2> /dev/null | /usr/bin/python3 "$HERE/micro_report.py"
+  "$MICRO" --benchmark_repetitions="$RUNS" --benchmark_format=json --benchmark_out="$OUT/scan.json" \
+    --benchmark_out_format=json > /dev/null 2>&1
+  SCAN=(--scan "$OUT/scan.json")
 fi
+COMMAND="bash bench/run.sh power"
+if [[ "$RUNS" != 5 || "$SIZE_MB" != 2048 ]]; then COMMAND="RUNS=$RUNS bash bench/power/run.sh BIN $SIZE_MB"; fi
+/usr/bin/python3 "$HERE/report.py" --timings "$TIMINGS" --csv "$CSV" --manifest "$WORK/logs/power/manifest.json" \
+  --threads "$NPROC" --command "$COMMAND" "${SCAN[@]}"

@@ -3,7 +3,8 @@
 # (gpulse's own work and its syscalls) side by side, in one run, with one
 # `rocm-smi --showuse --showpower --showmeminfo vram` call on the same fixture tree (Debian's
 # rocm-smi 5.2, in a private mount namespace with the tree bind-mounted on /sys) and with the same
-# tick on the NVML simulator. Needs root (unshare -m) and rocm-smi. About a minute.
+# tick on the NVML simulator. Needs root (unshare -m) and rocm-smi. About a minute. Prints the table
+# of bench/RESULTS.md through bench/results.py (report.py: medians and min–max of the runs).
 # Usage: bench/vendors/run.sh [BUILD_DIR] [--calls N]. Not part of CI.
 set -euo pipefail
 build=${1:-build}
