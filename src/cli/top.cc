@@ -84,7 +84,8 @@ void InstallSignalHandlers() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   // A closed terminal or a quit key ends the run the same way, with the terminal restored; a
-  // closed pipe (`top | head`) shows up as a failed write instead of killing the process.
+  // closed pipe (`top | head`) shows up as a failed write, which ends the plain-text loop, instead
+  // of killing the process.
   sigaction(SIGHUP, &sa, nullptr);
   sigaction(SIGQUIT, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
@@ -267,13 +268,14 @@ class RawStdin {
   bool open_ = true;
 };
 
-void PrintFrame(const top::FrameModel& frame, const top::ViewState& view, const std::string& source,
+// False when the frame could not be written: the reader is gone (a closed pipe, a hung-up terminal).
+bool PrintFrame(const top::FrameModel& frame, const top::ViewState& view, const std::string& source,
                 bool first) {
   top::Screen screen{TextWidth(), 0, false, top::Utf8Locale(), source};
   std::string text = top::PlainText(top::Render(frame, view, screen));
   std::fputs(first ? "" : "\n", stdout);
   std::fputs(text.c_str(), stdout);
-  std::fflush(stdout);
+  return std::fflush(stdout) == 0 && std::ferror(stdout) == 0;
 }
 
 int RunPlain(Feed& feed, Session& s) {
@@ -287,7 +289,8 @@ int RunPlain(Feed& feed, Session& s) {
     bool was_connected = feed.connected();
     auto json = feed.Next(kPollTimeout);
     if (json && s.Take(*json) && !s.view.paused) {
-      PrintFrame(*s.shown, s.view, feed.describe(), first);
+      // Nobody reads any more (`top | head` done, the terminal gone): the run is over.
+      if (!PrintFrame(*s.shown, s.view, feed.describe(), first)) return kExitOk;
       first = false;
     }
     s.SetStatus(feed);

@@ -546,6 +546,22 @@ class TopDirectTest(TopTestCase):
                 p.kill()
                 p.wait()
 
+    def test_a_closed_pipe_ends_the_run(self):
+        # `gpulse top | head`: once head has its lines and exits, top's next frame fails to write and
+        # top ends by itself (exit 0) instead of printing into nothing for ever.
+        p = subprocess.Popen([GPULSE, "top", "--simulate", "4xA40-tp2", "-d", "100"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=top_env())
+        try:
+            first = p.stdout.readline()
+            self.assertIn(b"gpulse top  ", first)
+            p.stdout.close()  # the reader goes away
+            p.wait(timeout=DEADLINE_S)
+            self.assertEqual(p.returncode, 0, p.stderr.read())
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
     def test_bad_flags_exit_2(self):
         for args in (["--sort", "cpu"], ["--delay", "5"], ["--delay", "60001"], ["--json"],
                      ["--direct", "--host", "unix:///nonexistent"], ["--bogus"],
