@@ -27,7 +27,7 @@ def _load():
 
 def machine():
     """The machine column: cores and the load average when the table was started."""
-    return f"{os.cpu_count()} vCPUs, load average {_load()} at start"
+    return f"ref. ({os.cpu_count()} vCPUs), load average {_load()} at start"
 
 
 def median(values):

@@ -932,7 +932,7 @@ def results_table(d):
               f"{runs} blocks of consecutive rounds (median and min–max of their p50 and p99, ratios block by block). "
               "Memory and bytes per value: one figure each (one run).")
     t.date = time.strftime("%Y-%m-%d", time.localtime(d["started_unix"]))
-    t.machine = f"{d['machine']['nproc']} vCPUs, load average {d['load_before'].split()[0]} at start"
+    t.machine = f"ref. ({d['machine']['nproc']} vCPUs), load average {d['load_before'].split()[0]} at start"
     mb = lambda kib: f"{mib(kib):.1f}"
     for label, key in ((f"VmRSS after {H}", "VmRSS"), ("peak RSS (VmHWM)", "VmHWM")):
         a_, l_, b_ = mib(ag_m[key]), mib(pa_m[key]), mib(pb_m[key])
