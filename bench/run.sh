@@ -3,7 +3,8 @@
 # bench/RESULTS.md. Each area measures gpulse beside its anchor in the same run, three runs (or more)
 # of each, and prints its RESULTS.md table (bench/results.py): figure, value, anchor, anchor value,
 # ratio with the spread of the runs, target, command, date, machine. No AREA: every area, in the
-# order below (about 90 minutes). Loopback only; every process stops by itself. Not part of CI.
+# order below (about an hour on the reference machine). Loopback only; every process stops by
+# itself. Not part of CI.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=build

@@ -903,19 +903,29 @@ def query_runs(q, key, runs):
     return [pct(b, 0.5) for b in blocks], [pct(b, 0.99) for b in blocks]
 
 
-def results_table(d):
-    """The table "Agent history" of bench/RESULTS.md (bench/results.py). Memory and bytes are one
-    figure each (one 4-hour run); the range query's p50 and p99 come with the spread of its runs
-    (blocks of consecutive rounds), the checkpoint with the spread of its repeats."""
+def memory_and_bytes(d):
+    """One run's VmRSS and VmHWM (MiB) of the agent and both Prometheus, and bytes per stored value:
+    {key: (agent, live, blocks)}, live None when the live Prometheus has no block yet."""
+    ag, pa, pb = d["agent"], d["prometheus_live"], d["prometheus_blocks"]
+    ag_m, pa_m, pb_m = ag["mem_4h"], pa["state_ingested"]["mem"], pb["state_start"]["mem"]
+    out = {k: (mib(ag_m[k]), mib(pa_m[k]), mib(pb_m[k])) for k in ("VmRSS", "VmHWM")}
+    live_blocks, blocks = pa["state_ingested"]["blocks"], pb["state_start"]["blocks"]
+    per = lambda bs: sum(b["bytes"] for b in bs) / sum(b["samples"] for b in bs)
+    out["bpv"] = (ag["status_4h"]["history"]["bytes"] / pa["ingest"]["present_values_written"],
+                  per(live_blocks) if live_blocks else None, per(blocks))
+    return out
+
+
+def results_table(d, others=()):
+    """The table "Agent history" of bench/RESULTS.md (bench/results.py). Memory and bytes per value
+    come with the spread of the runs (d and others: whole runs, ratios run by run); the range
+    query's p50 and p99 with the spread of the first run's blocks of consecutive rounds, the
+    checkpoint with the spread of its repeats."""
     P = d["params"]
-    ag, pa, pb, q = d["agent"], d["prometheus_live"], d["prometheus_blocks"], d["query"]
+    ag, pa, q = d["agent"], d["prometheus_live"], d["query"]
     hist = ag["status_4h"]["history"]
-    ing = pa["ingest"]
-    present = ing["present_values_written"]
     H = f"{P['hours']:g} h"
-    pa_s, pb_s = pa["state_ingested"], pb["state_start"]
-    ag_m, pa_m, pb_m = ag["mem_4h"], pa_s["mem"], pb_s["mem"]
-    live_blocks = pa_s["blocks"]
+    live_blocks = pa["state_ingested"]["blocks"]
     extra = P.get("extra_args") or []
     command = "bash bench/run.sh history" if not extra else " ".join(["bash bench/agent/run.sh BUILD", *extra])
     rounds = P["rounds"]
@@ -930,23 +940,27 @@ def results_table(d):
               "its snapshot). Query: the last hour of "
               f"`{QUERY_FIELD}` on GPU {QUERY_GPU}, {rounds} rounds, the paths shuffled in each round; its runs are "
               f"{runs} blocks of consecutive rounds (median and min–max of their p50 and p99, ratios block by block). "
-              "Memory and bytes per value: one figure each (one run).")
+              f"Memory and bytes per value: {1 + len(others)} whole run{'s' if others else ''}, ratios run by run.")
     t.date = time.strftime("%Y-%m-%d", time.localtime(d["started_unix"]))
     t.machine = f"ref. ({d['machine']['nproc']} vCPUs), load average {d['load_before'].split()[0]} at start"
     mb = lambda kib: f"{mib(kib):.1f}"
+    m = [memory_and_bytes(x) for x in (d, *others)]
+    col = lambda key, i: [x[key][i] for x in m]
+    one = lambda vs, fmt, unit="": spread(vs, fmt, unit) if len(vs) > 1 else fmt.format(vs[0]) + unit
     for label, key in ((f"VmRSS after {H}", "VmRSS"), ("peak RSS (VmHWM)", "VmHWM")):
-        a_, l_, b_ = mib(ag_m[key]), mib(pa_m[key]), mib(pb_m[key])
-        t.row(label, f"{a_:.1f} MiB", "Prometheus live / blocks", f"{mb(pa_m[key])} / {mb(pb_m[key])} MiB",
-              f"{ratio([a_ / l_])} / {ratio([a_ / b_])}", judge([a_], "<", 32, "< 32 MiB"))
-    agent_bpv = hist["bytes"] / present
-    blocks_bpv = sum(b["bytes"] for b in pb_s["blocks"]) / sum(b["samples"] for b in pb_s["blocks"])
-    if live_blocks:
-        live_bpv = sum(b["bytes"] for b in live_blocks) / sum(b["samples"] for b in live_blocks)
-        t.row("bytes per stored value", f"{agent_bpv:.3f}", "Prometheus live (its 2 h block) / blocks",
-              f"{live_bpv:.3f} / {blocks_bpv:.3f}", f"{ratio([agent_bpv / live_bpv])} / {ratio([agent_bpv / blocks_bpv])}")
+        a_, l_, b_ = col(key, 0), col(key, 1), col(key, 2)
+        t.row(label, one(a_, "{:.1f}", " MiB"), "Prometheus live / blocks",
+              f"{one(l_, '{:.1f}', ' MiB')} / {one(b_, '{:.1f}', ' MiB')}",
+              f"{ratio([x / y for x, y in zip(a_, l_)])} / {ratio([x / y for x, y in zip(a_, b_)])}",
+              judge(a_, "<", 32, "< 32 MiB"))
+    a_, l_, b_ = col("bpv", 0), col("bpv", 1), col("bpv", 2)
+    if all(v is not None for v in l_):
+        t.row("bytes per stored value", one(a_, "{:.3f}"), "Prometheus live (its 2 h block) / blocks",
+              f"{one(l_, '{:.3f}')} / {one(b_, '{:.3f}')}",
+              f"{ratio([x / y for x, y in zip(a_, l_)])} / {ratio([x / y for x, y in zip(a_, b_)])}")
     else:
-        t.row("bytes per stored value", f"{agent_bpv:.3f}", "Prometheus blocks (live: no block yet)",
-              f"{blocks_bpv:.3f}", ratio([agent_bpv / blocks_bpv]))
+        t.row("bytes per stored value", one(a_, "{:.3f}"), "Prometheus blocks (live: no block yet)",
+              one(b_, "{:.3f}"), ratio([x / y for x, y in zip(a_, b_)]))
     a50, a99 = query_runs(q, "agent_tcp_keepalive", runs)
     l50, l99 = query_runs(q, "prometheus_live_keepalive", runs)
     ms = lambda v: spread(v, "{:.2f}")
@@ -968,9 +982,12 @@ def results_table(d):
 
 
 def write(a):
-    with open(a.json) as f:
-        d = json.load(f)
-    t = results_table(d)
+    runs = []
+    for path in a.json:
+        with open(path) as f:
+            runs.append(json.load(f))
+    d = runs[0]
+    t = results_table(d, runs[1:])
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         t.print()
@@ -1001,7 +1018,7 @@ def main():
                    help="at the end, attach gdb to the agent: malloc_stats and malloc_trim (needs gdb)")
     m.add_argument("--sim-start-s", default="auto", help="simulated seconds the clock starts at (see sim_start_s)")
     w = sub.add_parser("write")
-    w.add_argument("--json", required=True)
+    w.add_argument("--json", required=True, action="append", help="a run's figures (repeat for more runs)")
     w.add_argument("--out")
     a = ap.parse_args()
     if a.cmd == "measure":  # the options given beyond run.sh's own, for the record

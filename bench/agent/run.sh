@@ -2,11 +2,12 @@
 # Agent history benchmark (bench/agent/README.md): `gpulse agent` watching the full catalogue on 8
 # simulated GPUs at 1 Hz for 4 simulated hours, side by side with a real Prometheus server holding the
 # same series: RSS, bytes per stored value, and a 1-hour range query of one field on one GPU.
-# About 2 minutes; loopback and a unix socket only; every process stops by itself. Not part of CI.
+# RUNS whole runs (default 3), about 2 minutes each; loopback and a unix socket only; every process
+# stops by itself. Not part of CI.
 # Usage: bench/agent/run.sh [BUILD_DIR] [report.py measure options: --hours H --rounds N --malloc-probe ...]
 # Prints the table of bench/RESULTS.md (report.py write, through bench/results.py) and writes it with
-# every figure in detail to $OUT (default: a new file under ${TMPDIR:-/tmp}, named at the end), the raw
-# figures next to it as JSON. KEEP=1 keeps the work directory (logs, state, TSDBs).
+# the first run's figures in detail to $OUT (default: a new file under ${TMPDIR:-/tmp}, named at the
+# end), each run's raw figures next to it as .N.json. KEEP=1 keeps the work directory (logs, state, TSDBs).
 set -euo pipefail
 build=${1:-build}
 shift || true
@@ -20,11 +21,11 @@ child=
 cleanup() {
   local f pid
   # report.py stops what it started and removes each pid file; whatever is left is stopped here.
-  for f in "$work"/run/*.pid; do
+  for f in "$work"/run*/*.pid; do
     [ -e "$f" ] || continue
     kill -TERM "$(cat "$f")" 2>/dev/null || true
   done
-  for f in "$work"/run/*.pid; do
+  for f in "$work"/run*/*.pid; do
     [ -e "$f" ] || continue
     pid=$(cat "$f")
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -46,10 +47,18 @@ out=${OUT:-$(mktemp --suffix=.md "${TMPDIR:-/tmp}/gpulse-agent-bench-results.XXX
 json=${out%.md}.json
 # The hard stop: timeout sends SIGTERM, on which report.py stops its processes; the trap above kills
 # any that are left. In the background so that a signal to this script is handled at once.
-timeout -s TERM 1200 /usr/bin/python3 "$here/report.py" measure --gpulse "$gpulse" --work "$work/run" \
-  --json "$json" "$@" &
-child=$!
-wait "$child"
-child=
-/usr/bin/python3 "$here/report.py" write --json "$json" --out "$out"
-echo "bench/agent: the table and every figure in detail in $out, the raw figures in $json" >&2
+# RUNS (default 3) whole runs, each in a fresh work directory: memory and bytes per value come with
+# their spread; the detail tables are the first run's.
+runs=${RUNS:-3}
+jsons=()
+for i in $(seq "$runs"); do
+  j=${json%.json}.$i.json
+  timeout -s TERM 1200 /usr/bin/python3 "$here/report.py" measure --gpulse "$gpulse" --work "$work/run$i" \
+    --json "$j" "$@" &
+  child=$!
+  wait "$child"
+  child=
+  jsons+=(--json "$j")
+done
+/usr/bin/python3 "$here/report.py" write "${jsons[@]}" --out "$out"
+echo "bench/agent: the table and every figure in detail in $out, the raw figures in ${json%.json}.N.json" >&2
