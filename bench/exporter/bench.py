@@ -254,12 +254,8 @@ def loaded(pid, url, duration, **kw):
     return r
 
 
-def cpu_s(pid):
-    """A process's CPU time so far, user and system, in seconds (/proc/PID/stat)."""
-    return results.cpu_seconds(pid)
-
-
 def rss_kib(pid):
+    """(VmRSS, VmHWM) of a process, in KiB."""
     fields = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:

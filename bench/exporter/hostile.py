@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 
-from bench import bench_args
+from bench import bench_args, rss_kib  # noqa: F401 (network.py takes rss_kib from here)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from results import Table, cpu_seconds, judge, ratio, spread  # noqa: E402
@@ -85,16 +85,6 @@ def command_line():
             w = os.path.relpath(p, SOURCE)
         words.append(w)
     return shlex.join(words)
-
-
-def rss_kib(pid):
-    """(VmRSS, VmHWM) of a process, in KiB."""
-    fields = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            fields[k] = v.strip()
-    return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
 
 
 def to_ms(text):
