@@ -86,17 +86,22 @@ class Table:
     def row(self, figure, value, anchor="", anchor_value="", ratio="", target="", command=None):
         self.rows.append((figure, value, anchor, anchor_value, ratio, target, command))
 
-    def print(self):
-        print(f"## {self.title}\n")
-        if self.note:
-            print(self.note + "\n")
-        print(self.HEADER)
+    def print(self, head=True, end=True):
+        """The table. Several scripts can write one table in turn: without `head` only the rows are
+        printed (they continue the table printed before), without `end` no closing blank line (the
+        next script's rows continue this one). Each script's first row gives its own command and
+        machine."""
+        if head:
+            print(f"## {self.title}\n")
+            if self.note:
+                print(self.note + "\n")
+            print(self.HEADER)
         for i, (figure, value, anchor, anchor_value, ratio_, target, command) in enumerate(self.rows):
             cmd = command or (f"`{self.command}`" if i == 0 else "as above")
             cells = [figure, value, anchor, anchor_value, ratio_, target, cmd, self.date,
                      self.machine if i == 0 else "as above"]
             print("| " + " | ".join(re.sub(r"(?<!\\)\|", r"\\|", str(c)) for c in cells) + " |")
-        print(flush=True)
+        print(end="\n" if end else "", flush=True)
 
 
 def cpu_seconds(pid):

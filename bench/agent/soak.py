@@ -44,9 +44,9 @@ sys.path.insert(0, os.path.join(SOURCE, "bench", "exporter"))
 os.environ.setdefault("GPULSE_SOURCE_DIR", SOURCE)
 
 from fake_kubelet import FakeKubelet, filler_pods  # noqa: E402
-from hostile import Section, TITLE, NOTE, command_line, free_port, rss_kib  # noqa: E402
+from hostile import TITLE, NOTE, command_line, free_port, rss_kib  # noqa: E402
 from kubernetes import uuids  # noqa: E402
-from results import judge, spread  # noqa: E402
+from results import Table, judge, spread  # noqa: E402
 
 PROCFS = os.path.join(SOURCE, "tests", "testdata", "procfs", "k8s-8xH100")
 FIRST = 10_000
@@ -171,7 +171,7 @@ def main():
     a = ap.parse_args()
     if a.scrapes <= FIRST:
         raise SystemExit(f"soak: --scrapes must be more than the anchor's {FIRST:,}")
-    table = Section(TITLE, command_line(), NOTE)
+    table = Table(TITLE, command_line(), NOTE)
     gpulse = os.path.join(a.build, "bin", "gpulse")
     tmp = tempfile.mkdtemp(prefix="gpulse-soak-")
     u = uuids(gpulse)

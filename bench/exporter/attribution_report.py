@@ -19,8 +19,6 @@ Usage: build/bin/attribution_bench --benchmark_repetitions=5 --benchmark_format=
            --benchmark_out=F --benchmark_out_format=json
        /usr/bin/python3 bench/exporter/attribution_report.py F [--table]
 """
-import contextlib
-import io
 import json
 import os
 import sys
@@ -66,16 +64,7 @@ def main():
     kept_w, every_w = repetitions(doc, KEPT, "real_time"), repetitions(doc, EVERY, "real_time")
     tab.row("the same, wall time", us(kept_w), "as above", us(every_w),
             ratio([k / e for k, e in zip(kept_w, every_w)]), "", "as above")
-    if whole:
-        tab.print()
-        return
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        tab.print()
-    lines = buf.getvalue().splitlines()
-    header_end = next(i for i, line in enumerate(lines) if line.startswith("|---"))
-    print("\n".join(lines[header_end + 1:]).rstrip("\n") + "\n", flush=True)
-
+    tab.print(head=whole)
 
 if __name__ == "__main__":
     sys.exit(main())

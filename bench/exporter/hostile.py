@@ -23,8 +23,6 @@ Prints the rows that continue the table network.py starts (bench/results.py's co
 Usage: /usr/bin/python3 bench/exporter/hostile.py BUILD_DIR [--duration SECONDS] [--rounds N] [--head]
 """
 import base64
-import contextlib
-import io
 import multiprocessing
 import os
 import re
@@ -56,24 +54,6 @@ NOTE = ("One `gpulse exporter --simulate 8xH100` with TLS (a P-256 certificate) 
         "cost 10); scrapes are a paced wrk scraper with the right password on one keep-alive TLS connection.\n"
         "Each round scrapes the exporter quiet (the anchor) and then under each attack, back to back; a ratio\n"
         "is taken per round, and the median and the spread of the rounds are given.")
-
-
-class Section(Table):
-    """A results.Table printed as part of one markdown table that several scripts write in turn:
-    `head` prints the heading, the note and the columns; `end` the blank line that closes the table.
-    Its first row gives its own command and machine (the load average when this script started)."""
-
-    def print(self, head=True, end=True):
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            Table.print(self)
-        text = out.getvalue()
-        if not head:
-            text = text.split(Table.HEADER + "\n", 1)[1]
-        if not end:
-            text = text.rstrip("\n") + "\n"
-        sys.stdout.write(text)
-        sys.stdout.flush()
 
 
 def command_line():
@@ -287,7 +267,7 @@ def main():
     a, gpulse, load = bench_args(more)
     if a.rounds < 1 or a.duration < 1:
         raise SystemExit("hostile: --rounds and --duration must be at least 1")
-    table = Section(TITLE, command_line(), NOTE)
+    table = Table(TITLE, command_line(), NOTE)
     d = tempfile.mkdtemp(prefix="gpulse-hostile-")
     web = make_files(d)
     port = free_port()

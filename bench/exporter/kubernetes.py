@@ -36,8 +36,6 @@ Usage: /usr/bin/python3 bench/exporter/kubernetes.py BUILD_DIR [--duration SECON
        [--min-refresh-ms N] [--no-same-size-anchor] [--list-seconds S] [--list-rounds N]
 """
 import argparse
-import contextlib
-import io
 import json
 import os
 import statistics
@@ -130,15 +128,6 @@ def cpu_per_list(gpulse, path, kubelet, seconds, rounds):
             stop([p])
         out.append(1000 * (c1 - c0) / max(1, l1 - l0))
     return out
-
-
-def print_open(tab):
-    """Prints the table without its closing blank line, so that the next script's rows continue it."""
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        tab.print()
-    sys.stdout.write(buf.getvalue().rstrip("\n") + "\n")
-    sys.stdout.flush()
 
 
 def main():
@@ -261,7 +250,7 @@ def main():
             mib(rss[BASE]))
     tab.row(f"CPU per List of the {answer / 1e6:.1f} MB 5,004-pod answer (`-k --kubelet-refresh-ms 250`, nobody "
             f"scraping, {a.list_seconds:g} s each, {a.list_rounds} exporters)", spread(per_list, fmt_for(per_list), " ms"))
-    print_open(tab)
+    tab.print(end=False)  # attribution_report.py continues it
 
 
 if __name__ == "__main__":

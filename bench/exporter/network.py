@@ -45,9 +45,9 @@ import time
 from bench import bench_args
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from hostile import (NOTE, PASSWORD, TITLE, Section, command_line, context, free_port, hold, log, make_files,
+from hostile import (NOTE, PASSWORD, TITLE, command_line, context, free_port, hold, log, make_files,
                      paced_scrape, request, rss_kib, start, timed_scrape, tls_connect, unanswered)  # noqa: E402
-from results import judge, ratio, spread  # noqa: E402
+from results import Table, judge, ratio, spread  # noqa: E402
 
 CHUNKERS = 16
 CHUNK_BYTES = 64 << 20
@@ -206,7 +206,7 @@ def main():
     a, gpulse, load = bench_args(lambda ap: ap.set_defaults(duration=DURATION))
     if a.rounds < 1 or a.duration < 1:
         raise SystemExit("network: --rounds and --duration must be at least 1")
-    table = Section(TITLE, command_line(), NOTE)
+    table = Table(TITLE, command_line(), NOTE)
     crowd_bin = os.path.join(a.build, "bin", "crowd")
     if not os.access(crowd_bin, os.X_OK):
         raise SystemExit(f"network: no {crowd_bin}: build it (ninja -C BUILD crowd)")

@@ -57,6 +57,17 @@ Status CheckJob(const JobRow& job) {
   return CheckSize("job statistics", job.stats_json.size(), kMaxTextBytes);
 }
 
+// A job's six columns as both StartJob's INSERT and PutJob's UPDATE number them (?1 is the id).
+void BindJob(Stmt& s, const JobRow& job, const std::string& notes) {
+  s.Text(1, job.id).Int(2, job.group_id).Int(3, job.start_unix_ns);
+  if (job.stop_unix_ns) {
+    s.Int(4, *job.stop_unix_ns);
+  } else {
+    s.Null(4);
+  }
+  s.Text(5, job.stats_json).Text(6, notes);
+}
+
 }  // namespace
 
 Result<JobRow> StateDb::Impl::ReadJob(const Stmt& s) {
@@ -94,13 +105,7 @@ Status StateDb::StartJob(const JobRow& job) {
                               "stats_json, notes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
         !st)
       return st;
-    ins.Text(1, job.id).Int(2, job.group_id).Int(3, job.start_unix_ns);
-    if (job.stop_unix_ns) {
-      ins.Int(4, *job.stop_unix_ns);
-    } else {
-      ins.Null(4);
-    }
-    ins.Text(5, job.stats_json).Text(6, *notes);
+    BindJob(ins, job, *notes);
     return ins.Run();
   });
 }
@@ -116,13 +121,7 @@ Status StateDb::PutJob(const JobRow& job) {
                              "stop_unix_ns = ?4, stats_json = ?5, notes = ?6 WHERE id = ?1");
         !st)
       return st;
-    up.Text(1, job.id).Int(2, job.group_id).Int(3, job.start_unix_ns);
-    if (job.stop_unix_ns) {
-      up.Int(4, *job.stop_unix_ns);
-    } else {
-      up.Null(4);
-    }
-    up.Text(5, job.stats_json).Text(6, *notes);
+    BindJob(up, job, *notes);
     if (auto st = up.Run(); !st) return st;
     if (sqlite3_changes(m.db) == 0) return NotFound("no job " + Quoted(job.id));
     return Status::Ok();
