@@ -1,6 +1,10 @@
 // Events: XID critical errors only. A set delivers each XID of a registered device once, when the
 // simulator clock has reached the fault's time, provided the device was registered at or before it
-// (real NVML reports only events that happen after registration).
+// (real NVML reports only events that happen after registration). An XID injected at run time
+// (gpulseSimInjectFault) goes to the sets that had its device registered at the injection
+// (Session::InjectFault settles that in EventSet::delivered), whatever the clock read when they
+// registered. Due events come out in time order (index order among equal times): the event list
+// is not sorted by time once one was injected.
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -21,21 +25,28 @@ namespace {
 constexpr unsigned long long kSupportedEvents = nvmlEventTypeXidCriticalError;
 
 bool Registered(const EventSet& set, const XidEvent& e) {
+  if (e.injected) return true;  // sets without the device had it marked delivered at the injection
   return std::any_of(set.registrations.begin(), set.registrations.end(),
                      [&](const auto& r) { return r.device == e.device && r.since <= e.at; });
 }
 
-// The first undelivered event of `set` due by t; else nullopt, with `next` set to the time of the
-// first one still to come (if any).
+// The earliest undelivered event of `set` due by t (the lowest index among equal times); else
+// nullopt, with `next` set to the time of the earliest one still to come (if any).
 std::optional<size_t> NextDue(const Session& s, const EventSet& set, double t,
                               std::optional<double>& next) {
   const auto& xids = s.faults().Xids();
+  std::optional<size_t> due;
   for (size_t i = 0; i < xids.size(); ++i) {
     if (set.delivered[i] || !Registered(set, xids[i])) continue;
-    if (xids[i].at <= t) return i;
-    if (!next) next = xids[i].at;
+    const double at = xids[i].at;
+    if (at <= t) {
+      if (!due || at < xids[*due].at) due = i;
+    } else if (!next || at < *next) {
+      next = at;
+    }
   }
-  return std::nullopt;
+  if (due) next.reset();
+  return due;
 }
 
 }  // namespace
@@ -90,7 +101,8 @@ GPULSE_SIM_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEvent
       if (!sim.frozen() && next) {
         wake = std::min(wake, sim.SteadyAt(*next) + std::chrono::microseconds(100));
       }
-      sim.cv().wait_until(lock, wake);  // also woken by gpulseSimSetClock and shutdown
+      // Also woken by gpulseSimSetClock, gpulseSimInjectFault and shutdown.
+      sim.cv().wait_until(lock, wake);
     }
   } catch (...) {
     return NVML_ERROR_UNKNOWN;

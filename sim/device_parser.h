@@ -1,6 +1,7 @@
 // Internal to the scenario parser: the parsers of one device (with `device_defaults` merged under
-// it), of its parts (load, MIG, processes) and of the fault list. Each throws ScenarioError through
-// the YamlCheck it is given; ParseScenario catches it.
+// it), of its parts (load, MIG, processes), of the fault list and of one injected fault. Each
+// throws ScenarioError through the YamlCheck it is given; ParseScenario (ParseFaultText for an
+// injected fault) catches it.
 #pragma once
 
 #include <string>
@@ -40,5 +41,17 @@ CallSet ParseCallList(const YamlCheck& check, const At& at);
 
 std::vector<Fault> ParseFaults(const YamlCheck& check, const At& at,
                                const std::vector<DeviceSpec>& devices);
+
+// Where and when a fault injected at run time (gpulseSimInjectFault) applies.
+struct Injection {
+  unsigned device = 0;  // REQUIRES: < the device count
+  double now = 0;       // the simulator's time at the injection
+};
+
+// One injected fault: a map in the grammar of a `faults:` entry (same kinds, keys, values, checks
+// and messages) without `device` and `at`, which `inject` gives, and with `duration_s` (> 0:
+// until = now + duration_s) instead of `until`.
+Fault ParseInjectedFault(const YamlCheck& check, const At& item,
+                         const std::vector<DeviceSpec>& devices, const Injection& inject);
 
 }  // namespace gpulse::sim

@@ -1,4 +1,5 @@
-// The `faults:` list: one entry per injected event or condition.
+// The `faults:` list: one entry per injected event or condition; and one fault injected at run
+// time (gpulseSimInjectFault), parsed by the same code.
 #include <array>
 #include <string>
 #include <utility>
@@ -184,33 +185,87 @@ void CheckDeviceHasIt(const YamlCheck& check, const At& kind_at, const Fault& f,
   }
 }
 
-Fault ParseFault(const YamlCheck& check, const At& item, const std::vector<DeviceSpec>& devices) {
+bool AllowsUntil(const KindInfo& info) {
+  for (std::string_view k : info.keys) {
+    if (k == "until") return true;
+  }
+  return false;
+}
+
+// The kinds that allow `until` (for messages): "not_supported, throttle, gpm, inforom_corrupt".
+std::string KindsWithUntil() {
+  std::vector<std::string_view> names;
+  for (const KindInfo& k : kKinds) {
+    if (AllowsUntil(k)) names.push_back(k.name);
+  }
+  return Join(names);
+}
+
+// One fault. A scenario's (`inject` null) has `at` and `device`; an injected one
+// (gpulseSimInjectFault) has neither, takes effect at inject->now on inject->device, and has
+// `duration_s` instead of `until`. Everything else (the kinds, their keys, values and checks) is
+// the same code for both.
+Fault ParseFault(const YamlCheck& check, const At& item, const std::vector<DeviceSpec>& devices,
+                 const Injection* inject) {
   check.ExpectMap(item);
+  if (inject != nullptr) {
+    if (At a = YamlCheck::Child(item, "device"); a.present) {
+      check.Fail(a, "not allowed in an injected fault: the GPU index argument names the device");
+    }
+    if (At a = YamlCheck::Child(item, "at"); a.present) {
+      check.Fail(a, "not allowed in an injected fault: it takes effect now (t = " +
+                        FormatNumber(inject->now) + ")");
+    }
+    if (At a = YamlCheck::Child(item, "until"); a.present) {
+      check.Fail(a, "not allowed in an injected fault: give duration_s (seconds from now)");
+    }
+  }
   At kind_at = YamlCheck::Child(item, "kind");
   check.Require(kind_at);
   const KindInfo& info = FindKind(check, kind_at);
-  check.CheckKeys(item, info.keys);
 
   Fault f;
   f.kind = info.kind;
-  At at = YamlCheck::Child(item, "at");
-  check.Require(at);
-  f.at = check.Number(at, 0, kMaxTime);
-  At until = YamlCheck::Child(item, "until");
-  if (until.present) {
-    f.until = check.Number(until, 0, kMaxTime);
-    if (*f.until <= f.at) check.Fail(until, "must be later than at (" + FormatNumber(f.at) + ")");
+  if (inject != nullptr) {
+    At duration = YamlCheck::Child(item, "duration_s");
+    if (duration.present && !AllowsUntil(info)) {
+      check.Fail(duration, "not allowed for kind " + std::string(info.name) + " (only " +
+                               KindsWithUntil() + " faults last a duration)");
+    }
+    std::vector<std::string_view> keys;
+    for (std::string_view k : info.keys) {
+      if (k == "at" || k == "device") continue;
+      keys.push_back(k == "until" ? "duration_s" : k);
+    }
+    check.CheckKeys(item, keys);
+    f.at = inject->now;
+    if (duration.present) {
+      const double d = check.Number(duration, 0, kMaxTime);
+      if (d <= 0) check.Fail(duration, "must be greater than 0");
+      f.until = inject->now + d;
+    }
+    f.device = inject->device;  // the caller checked it against the device count
+  } else {
+    check.CheckKeys(item, info.keys);
+    At at = YamlCheck::Child(item, "at");
+    check.Require(at);
+    f.at = check.Number(at, 0, kMaxTime);
+    At until = YamlCheck::Child(item, "until");
+    if (until.present) {
+      f.until = check.Number(until, 0, kMaxTime);
+      if (*f.until <= f.at) check.Fail(until, "must be later than at (" + FormatNumber(f.at) + ")");
+    }
+    At device = YamlCheck::Child(item, "device");
+    check.Require(device);
+    int64_t n = static_cast<int64_t>(devices.size());
+    int64_t index = check.Integer(device, 0, 1 << 20);
+    if (index >= n) {
+      check.Fail(device, "device index " + std::to_string(index) +
+                             " is out of range (the scenario has " + std::to_string(n) +
+                             " device" + (n == 1 ? "" : "s") + ")");
+    }
+    f.device = static_cast<unsigned>(index);
   }
-  At device = YamlCheck::Child(item, "device");
-  check.Require(device);
-  int64_t n = static_cast<int64_t>(devices.size());
-  int64_t index = check.Integer(device, 0, 1 << 20);
-  if (index >= n) {
-    check.Fail(device, "device index " + std::to_string(index) +
-                           " is out of range (the scenario has " + std::to_string(n) + " device" +
-                           (n == 1 ? "" : "s") + ")");
-  }
-  f.device = static_cast<unsigned>(index);
   ParseKindFields(check, item, f);
   CheckDeviceHasIt(check, kind_at, f, devices[f.device]);
   return f;
@@ -223,9 +278,14 @@ std::vector<Fault> ParseFaults(const YamlCheck& check, const At& at,
   check.ExpectSeq(at);
   std::vector<Fault> out;
   for (size_t i = 0; i < at.node.size(); ++i) {
-    out.push_back(ParseFault(check, YamlCheck::Element(at, i), devices));
+    out.push_back(ParseFault(check, YamlCheck::Element(at, i), devices, nullptr));
   }
   return out;
+}
+
+Fault ParseInjectedFault(const YamlCheck& check, const At& item,
+                         const std::vector<DeviceSpec>& devices, const Injection& inject) {
+  return ParseFault(check, item, devices, &inject);
 }
 
 }  // namespace gpulse::sim

@@ -5,30 +5,38 @@
 
 namespace gpulse::sim {
 
-FaultState::FaultState(const Scenario& scenario) : scenario_(scenario) {
-  for (const Fault& f : scenario.faults) {
+FaultState::FaultState(const Scenario& scenario)
+    : scenario_(scenario), faults_(scenario.faults) {
+  for (const Fault& f : faults_) {
     if (f.kind == FaultKind::kXid) xids_.push_back({f.at, f.device, f.xid});
   }
   std::stable_sort(xids_.begin(), xids_.end(),
                    [](const XidEvent& a, const XidEvent& b) { return a.at < b.at; });
 }
 
+void FaultState::Inject(const Fault& fault) {
+  faults_.push_back(fault);
+  if (fault.kind == FaultKind::kXid) {
+    xids_.push_back({fault.at, fault.device, fault.xid, /*injected=*/true});
+  }
+}
+
 bool FaultState::Lost(unsigned device, double t) const {
-  for (const Fault& f : scenario_.faults) {
+  for (const Fault& f : faults_) {
     if (f.device == device && f.kind == FaultKind::kGpuLost && Active(f, t)) return true;
   }
   return false;
 }
 
 bool FaultState::NoPermission(unsigned device, double t) const {
-  for (const Fault& f : scenario_.faults) {
+  for (const Fault& f : faults_) {
     if (f.device == device && f.kind == FaultKind::kNoPermission && Active(f, t)) return true;
   }
   return false;
 }
 
 bool FaultState::InforomCorrupt(unsigned device, double t) const {
-  for (const Fault& f : scenario_.faults) {
+  for (const Fault& f : faults_) {
     if (f.device == device && f.kind == FaultKind::kInforomCorrupt && Active(f, t)) return true;
   }
   return false;
@@ -37,7 +45,7 @@ bool FaultState::InforomCorrupt(unsigned device, double t) const {
 bool FaultState::NotSupported(unsigned device, Call call, double t) const {
   const auto bit = static_cast<size_t>(call);
   if (scenario_.devices[device].unsupported.test(bit)) return true;
-  for (const Fault& f : scenario_.faults) {
+  for (const Fault& f : faults_) {
     if (f.device == device && f.kind == FaultKind::kNotSupported && f.calls.test(bit) &&
         Active(f, t)) {
       return true;
@@ -48,7 +56,7 @@ bool FaultState::NotSupported(unsigned device, Call call, double t) const {
 
 unsigned long long FaultState::ThrottleReasons(unsigned device, double t) const {
   unsigned long long mask = 0;
-  for (const Fault& f : scenario_.faults) {
+  for (const Fault& f : faults_) {
     if (f.device == device && f.kind == FaultKind::kThrottle && Active(f, t)) mask |= f.reasons;
   }
   return mask;
@@ -56,7 +64,7 @@ unsigned long long FaultState::ThrottleReasons(unsigned device, double t) const 
 
 double FaultState::ThrottledSeconds(unsigned device, unsigned long long reasons, double t) const {
   std::vector<std::pair<double, double>> spans;  // [begin, end) clipped to [0, t]
-  for (const Fault& f : scenario_.faults) {
+  for (const Fault& f : faults_) {
     if (f.device != device || f.kind != FaultKind::kThrottle || (f.reasons & reasons) == 0) {
       continue;
     }
@@ -74,7 +82,7 @@ double FaultState::ThrottledSeconds(unsigned device, unsigned long long reasons,
 }
 
 std::optional<GpmFaultMode> FaultState::Gpm(unsigned device, double t) const {
-  for (const Fault& f : scenario_.faults) {
+  for (const Fault& f : faults_) {
     if (f.device == device && f.kind == FaultKind::kGpm && Active(f, t)) return f.gpm_mode;
   }
   return std::nullopt;
@@ -94,7 +102,7 @@ CounterValues FaultState::Counters(unsigned device, double t) const {
   c.nvlink_crc_data = base.nvlink_crc_data;
   c.nvlink_replay = base.nvlink_replay;
   c.nvlink_recovery = base.nvlink_recovery;
-  for (const Fault& f : scenario_.faults) {
+  for (const Fault& f : faults_) {
     if (f.device != device || !Active(f, t)) continue;
     switch (f.kind) {
       case FaultKind::kEcc:

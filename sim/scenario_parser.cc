@@ -89,8 +89,12 @@ std::string BuiltinNames() {
 
 }  // namespace
 
-Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
-                               const std::string& default_name) {
+namespace {
+
+// The boundary every YAML text the simulator reads goes through: its shape bounded, repeated keys
+// refused, then fn(check, doc); any error, thrown or not, becomes the error value.
+template <typename T, typename Fn>
+Result<T> ParseText(std::string_view text, const std::string& source, Fn&& fn) {
   YamlCheck check(source);
   try {
     // Bounded before a node is built: a scenario of a million GPUs is refused by its size here,
@@ -109,7 +113,7 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
                              ": " + key + ": duplicate key (first at line " + std::to_string(dup->first_line) +
                              "); a repeated key is refused, never silently dropped");
     }
-    return ParseDocument(check, doc, default_name);
+    return fn(check, doc);
   } catch (const ScenarioError& e) {
     return InvalidArgument(e.what());
   } catch (const YAML::Exception& e) {
@@ -121,6 +125,27 @@ Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
   } catch (const std::exception& e) {
     return InvalidArgument(source + ": " + e.what());
   }
+}
+
+}  // namespace
+
+Result<Scenario> ParseScenario(std::string_view text, const std::string& source,
+                               const std::string& default_name) {
+  return ParseText<Scenario>(text, source, [&](const YamlCheck& check, const YAML::Node& doc) {
+    return ParseDocument(check, doc, default_name);
+  });
+}
+
+Result<Fault> ParseInjectedFaultText(std::string_view text, const std::vector<DeviceSpec>& devices,
+                                     unsigned device, double now) {
+  auto parse = [&](const YamlCheck& check, const YAML::Node& doc) {
+    At root = YamlCheck::Root(doc);
+    if (!doc.IsDefined() || doc.IsNull()) {
+      check.Fail(root, "the fault is empty: give a map such as {kind: xid, xid: 79}");
+    }
+    return ParseInjectedFault(check, root, devices, Injection{device, now});
+  };
+  return ParseText<Fault>(text, "injected fault", parse);
 }
 
 Result<Scenario> LoadScenario(const char* selector) {

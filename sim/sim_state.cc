@@ -60,9 +60,23 @@ const DeviceHandle* Session::Find(nvmlDevice_t device) const {
   return nullptr;
 }
 
+void Session::InjectFault(const Fault& fault) {
+  faults_.Inject(fault);
+  if (fault.kind != FaultKind::kXid) return;
+  for (const auto& set : event_sets_) {
+    const bool registered =
+        std::any_of(set->registrations.begin(), set->registrations.end(),
+                    [&](const EventSet::Registration& r) { return r.device == fault.device; });
+    set->delivered.push_back(!registered);  // true: never delivered to this set
+  }
+}
+
 nvmlEventSet_t Session::CreateEventSet() {
   auto set = std::make_unique<EventSet>();
-  set->delivered.assign(faults_.Xids().size(), false);
+  const auto& xids = faults_.Xids();
+  set->delivered.resize(xids.size());
+  // A set created after an injection never sees the injected events (they happened before it).
+  for (size_t i = 0; i < xids.size(); ++i) set->delivered[i] = xids[i].injected;
   event_sets_.push_back(std::move(set));
   return reinterpret_cast<nvmlEventSet_t>(event_sets_.back().get());
 }

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fault_state.h"
@@ -40,7 +41,10 @@ struct EventSet {
     double since;  // t of registration; XIDs from then on are delivered
   };
   std::vector<Registration> registrations;
-  std::vector<bool> delivered;  // by XidEvent index
+  // By XidEvent index (FaultState::Xids()); true once delivered, or when it will never be: an
+  // injected event whose device this set did not have registered at the injection, or one
+  // injected before the set was created. Session::InjectFault extends it for a new event.
+  std::vector<bool> delivered;
 };
 
 // What an nvmlGpmSample_t points at: which scope nvmlGpmSampleGet / nvmlGpmMigSampleGet recorded
@@ -88,6 +92,11 @@ class Session {
   // The handle `device` points at, or null when it is not one of this session's handles.
   const DeviceHandle* Find(nvmlDevice_t device) const;
 
+  // Adds a fault injected at run time (gpulseSimInjectFault), validated against the scenario. An
+  // XID fault is delivered to each event set that has its device registered now, once its time
+  // (the injection's) is reached; a set created or registered later never sees it.
+  void InjectFault(const Fault& fault);
+
   nvmlEventSet_t CreateEventSet();
   EventSet* FindEventSet(nvmlEventSet_t set);
   bool FreeEventSet(nvmlEventSet_t set);
@@ -130,7 +139,10 @@ class Simulator {
   long long UnixMicros(double t) const;
 
   const std::string& scenario_name() const { return scenario_name_; }
+  // Why the last nvmlInit_v2 failed ("" after a success), or the last gpulseSimInjectFault (""
+  // after a success): whichever came last.
   const std::string& last_error() const { return last_error_; }
+  void set_last_error(std::string why) { last_error_ = std::move(why); }
 
   // Call counting (GPULSE_SIM_CALL_COUNTS=FILE, sim/README.md): the counters live in FILE, mapped
   // shared, so another process reads them while this one runs.

@@ -81,7 +81,7 @@ void YamlCheck::ExpectSeq(const At& at) const {
   if (!at.node.IsSequence()) Fail(at, "expected a list, got " + Shown(at));
 }
 
-void YamlCheck::CheckKeys(const At& at, std::initializer_list<std::string_view> allowed) const {
+void YamlCheck::CheckKeys(const At& at, std::span<const std::string_view> allowed) const {
   ExpectMap(at);
   for (const auto& kv : at.node) {
     const YAML::Node& key = kv.first;

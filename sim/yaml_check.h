@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -84,7 +85,10 @@ class YamlCheck {
   void ExpectMap(const At& at) const;
   void ExpectSeq(const At& at) const;
   // Fails on the first key of the map `at` that is not in `allowed`, listing the allowed keys.
-  void CheckKeys(const At& at, std::initializer_list<std::string_view> allowed) const;
+  void CheckKeys(const At& at, std::span<const std::string_view> allowed) const;
+  void CheckKeys(const At& at, std::initializer_list<std::string_view> allowed) const {
+    CheckKeys(at, std::span<const std::string_view>(allowed.begin(), allowed.size()));
+  }
   // Fails unless `at` (a map child) is present.
   void Require(const At& at) const;
 

@@ -41,6 +41,9 @@ Status Backend::SetPowerLimit(std::size_t /*pos*/, double /*watts*/) { return No
 Status Backend::ResetGpu(std::size_t /*pos*/) {
   return Unavailable("this backend cannot reset a GPU");
 }
+Status Backend::InjectFault(std::size_t /*pos*/, std::string_view /*fault*/) {
+  return Unavailable("fault injection needs simulated GPUs (--simulate)");
+}
 
 ProcessList Backend::Processes(std::size_t /*pos*/) {
   ProcessList list;
@@ -54,6 +57,12 @@ void Backend::ReadInstance(std::size_t /*pos*/, std::size_t /*mig_pos*/,
   UnsupportedSample(fields, out);
 }
 
+void Backend::ReadSkipped(std::size_t skipped_pos, std::span<const FieldIndex> fields,
+                          Sample& out) {
+  UnsupportedSample(fields, out);
+  if (info().skipped[skipped_pos].lost) out.state = DeviceState::kLost;
+}
+
 void ReadEntity(Backend& backend, const Entity& e, std::span<const FieldIndex> fields,
                 Sample& out) {
   if (e.readable() && e.kind == EntityKind::kGpu) {
@@ -63,6 +72,17 @@ void ReadEntity(Backend& backend, const Entity& e, std::span<const FieldIndex> f
   if (e.readable() && e.kind == EntityKind::kGpuInstance && e.mig_pos) {
     backend.ReadInstance(*e.device_pos, *e.mig_pos, fields, out);
     return;
+  }
+  if (e.kind == EntityKind::kGpu && e.state != EntityState::kPresent && !e.device_pos) {
+    // A GPU the backend counted but could not open: found by its index among the skipped.
+    const auto& skipped = backend.info().skipped;
+    for (std::size_t i = 0; i < skipped.size(); ++i) {
+      if (skipped[i].index == e.gpu) {
+        backend.ReadSkipped(i, fields, out);
+        if (e.state == EntityState::kLost) out.state = DeviceState::kLost;
+        return;
+      }
+    }
   }
   UnsupportedSample(fields, out);
   if (e.state == EntityState::kLost) out.state = DeviceState::kLost;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "core/device.h"
 #include "core/entity.h"
@@ -47,6 +48,13 @@ class Backend {
   // REQUIRES: pos < info().devices.size(), mig_pos < its mig_instances.size()
   virtual void ReadInstance(std::size_t pos, std::size_t mig_pos,
                             std::span<const FieldIndex> fields, Sample& out);
+
+  // Reads a GPU the backend counted but cannot open (info().skipped[skipped_pos]): it has no
+  // readings, so every field is unsupported, and it is lost when the driver said so. The fault
+  // layer (faults/) adds the Xids the kernel log has for it. REQUIRES: skipped_pos <
+  // info().skipped.size()
+  virtual void ReadSkipped(std::size_t skipped_pos, std::span<const FieldIndex> fields,
+                           Sample& out);
 
   virtual const ReadStats& stats() const = 0;
 
@@ -96,6 +104,18 @@ class Backend {
   // A real GPU is never reset through this call (kUnavailable); the agent refuses or does it
   // itself (--allow-reset). The default: kUnavailable.
   virtual Status ResetGpu(std::size_t pos);
+
+  // Simulated GPUs only (--simulate): injects a fault into the GPU at `pos` now, at the
+  // simulator's current time (the simulated clock when one is set), as the scenario's faults
+  // happen (sim/README.md, "Injecting faults at run time"). `fault` is one YAML flow map in the
+  // scenario's fault grammar without `device` and `at`; kinds that allow `until` take an optional
+  // `duration_s` (> 0) instead: "{kind: xid, xid: 79}", "{kind: ecc, sbe: 0, dbe: 1}",
+  // "{kind: throttle, reasons: [sw_thermal_slowdown], duration_s: 5}", "{kind: gpu_lost}". An
+  // injected XID shows in the next Read of the XID field (sample.xid_events). Errors are values,
+  // with the simulator's reason: kInvalidArgument for a bad fault, kNotFound when the GPU is
+  // already lost, kUnavailable when the devices are not simulated. The default: kUnavailable.
+  // REQUIRES: pos < info().devices.size()
+  virtual Status InjectFault(std::size_t pos, std::string_view fault);
 };
 
 // Unix time of simulated second 0 when a simulated clock drives the readings: 2026-01-01T00:00Z.

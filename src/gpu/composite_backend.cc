@@ -254,6 +254,12 @@ class CompositeBackend final : public Backend {
   Status ResetGpu(std::size_t pos) override {
     return Set(pos, [=](Backend& b, std::size_t p) { return b.ResetGpu(p); });
   }
+  Status InjectFault(std::size_t pos, std::string_view fault) override {
+    // A copy: a call that misses its deadline still runs later, after `fault` is gone.
+    return Set(pos, [text = std::string(fault)](Backend& b, std::size_t p) {
+      return b.InjectFault(p, text);
+    });
+  }
 
  private:
   // Runs `fn` on member `m`'s worker. nullopt when the member has failed, is stalled, throws or

@@ -47,6 +47,10 @@ class FakeBackend : public Backend {
       if (f == kPower) out.values[f] = base_ + static_cast<double>(pos);
     }
   }
+  Status InjectFault(std::size_t pos, std::string_view fault) override {
+    injected.push_back(std::to_string(pos) + " " + std::string(fault));
+    return Status::Ok();
+  }
   void Release() {
     {
       std::lock_guard lock(mu);
@@ -56,6 +60,7 @@ class FakeBackend : public Backend {
   }
 
   std::atomic<int> reads{0};
+  std::vector<std::string> injected;  // "pos fault" per InjectFault
   std::atomic<bool> throw_on_read{false};
   bool block = false;  // guarded by mu
   std::mutex mu;
@@ -118,6 +123,15 @@ TEST(Composite, RoutesEachReadToItsOwnBackendAndPosition) {
   EXPECT_EQ(Power(*f.backend, 2), 200.0);
   EXPECT_EQ(Power(*f.backend, 3), 101.0);
   EXPECT_TRUE(BackendFailures(*f.backend).empty());
+}
+
+TEST(Composite, InjectFaultGoesToTheBackendOwningTheDeviceAtItsOwnPosition) {
+  Fleet f = MakeFleet();
+  std::string fault = "{kind: xid, xid: 79}";
+  ASSERT_TRUE(f.backend->InjectFault(3, fault).ok());  // nvml position 1
+  fault = "overwritten: the composite keeps its own copy";
+  EXPECT_EQ(f.nvml->injected, std::vector<std::string>{"1 {kind: xid, xid: 79}"});
+  EXPECT_TRUE(f.amd->injected.empty());
 }
 
 TEST(Composite, AHangingBackendIsReportedOnceAndTheOtherKeepsReading) {

@@ -101,6 +101,7 @@ struct SimApi {
   nvmlReturn_t (*SetPowerLimit)(nvmlDevice_t, unsigned);
   nvmlReturn_t (*ValidateInforom)(nvmlDevice_t);
   int (*ResetDevice)(unsigned);
+  int (*InjectFault)(unsigned, const char*);
   const char* (*ScenarioName)();
   const char* (*LastError)();
   void (*SetClock)(double);
@@ -193,7 +194,7 @@ inline const std::vector<const char*>& NvmlSymbols() {
 inline const std::vector<const char*>& SimSymbols() {
   static const std::vector<const char*> names = {"gpulseSimScenarioName", "gpulseSimLastError",
                                                  "gpulseSimSetClock", "gpulseSimBuiltinScenarios",
-                                                 "gpulseSimResetDevice"};
+                                                 "gpulseSimResetDevice", "gpulseSimInjectFault"};
   return names;
 }
 
@@ -289,6 +290,7 @@ inline const SimApi& Sim() {
     bind(a.SetPowerLimit, "nvmlDeviceSetPowerManagementLimit");
     bind(a.ValidateInforom, "nvmlDeviceValidateInforom");
     bind(a.ResetDevice, "gpulseSimResetDevice");
+    bind(a.InjectFault, "gpulseSimInjectFault");
     bind(a.ScenarioName, "gpulseSimScenarioName");
     bind(a.LastError, "gpulseSimLastError");
     bind(a.SetClock, "gpulseSimSetClock");

@@ -117,6 +117,9 @@ struct NvmlApi {
   const char* (*GpulseSimLastError)() = nullptr;    // why the simulator's nvmlInit failed
   void (*GpulseSimSetClock)(double) = nullptr;      // freezes the simulator's time
   int (*GpulseSimResetDevice)(unsigned) = nullptr;  // resets a simulated GPU (an nvmlReturn_t)
+  // Injects a fault (YAML text) into a simulated GPU now; an nvmlReturn_t, the reason in
+  // GpulseSimLastError.
+  int (*GpulseSimInjectFault)(unsigned, const char*) = nullptr;
 };
 
 // One row of the symbol table: the names tried in order and where the winner is stored.

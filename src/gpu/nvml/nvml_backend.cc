@@ -318,6 +318,30 @@ Status NvmlBackend::ResetGpu(std::size_t pos) {
                        "resetting simulated GPU " + std::to_string(device.index));
 }
 
+Status NvmlBackend::InjectFault(std::size_t pos, std::string_view fault) {
+  const DeviceInfo& device = info_.devices.at(pos);
+  if (!info_.simulated || api_.GpulseSimInjectFault == nullptr) {
+    return Unavailable("fault injection needs simulated GPUs (--simulate)");
+  }
+  const std::string what = "injecting a fault into simulated GPU " + std::to_string(device.index);
+  if (fault.find('\0') != std::string_view::npos) {
+    return InvalidArgument(what + ": the fault text contains a NUL byte");
+  }
+  const std::string text(fault);
+  const int rc = api_.GpulseSimInjectFault(device.index, text.c_str());
+  if (rc == NVML_SUCCESS) return Status::Ok();
+  std::string why = api_.GpulseSimLastError != nullptr ? api_.GpulseSimLastError() : "";
+  if (why.empty()) why = ReturnName(static_cast<nvmlReturn_t>(rc));
+  switch (rc) {
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return InvalidArgument(what + ": " + why);
+    case NVML_ERROR_GPU_IS_LOST:
+      return NotFound(what + ": " + why);
+    default:
+      return Unavailable(what + ": " + why);
+  }
+}
+
 std::int64_t NvmlBackend::NowMonoNs() const {
   return simulated_ns_ ? *simulated_ns_ : MonotonicNowNs();
 }

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "gpu/backend.h"
@@ -38,13 +39,14 @@ class NvmlBackend final : public gpu::Backend {
   // Settings (docs/nvml-backend.md, "Settings"): read and changed through NVML on request, never
   // cached. A missing optional symbol makes the setting absent (ReadSettings) or kUnavailable (the
   // setters). ResetGpu resets simulated GPUs only (gpulseSimResetDevice); on a real GPU it is
-  // kUnavailable and touches nothing.
+  // kUnavailable and touches nothing. InjectFault likewise (gpulseSimInjectFault).
   DeviceSettings ReadSettings(std::size_t pos) override;
   Status SetComputeMode(std::size_t pos, int mode) override;
   Status SetEccMode(std::size_t pos, bool enabled) override;
   Status SetApplicationClocks(std::size_t pos, unsigned mem_mhz, unsigned sm_mhz) override;
   Status SetPowerLimit(std::size_t pos, double watts) override;
   Status ResetGpu(std::size_t pos) override;
+  Status InjectFault(std::size_t pos, std::string_view fault) override;
 
  private:
   NvmlBackend(const NvmlApi& api, std::shared_ptr<void> keepalive)

@@ -127,6 +127,7 @@ std::vector<SymbolSpec> SymbolTable(NvmlApi& a) {
       {{"gpulseSimLastError"}, kOptional, Slot(a.GpulseSimLastError)},
       {{"gpulseSimSetClock"}, kOptional, Slot(a.GpulseSimSetClock)},
       {{"gpulseSimResetDevice"}, kOptional, Slot(a.GpulseSimResetDevice)},
+      {{"gpulseSimInjectFault"}, kOptional, Slot(a.GpulseSimInjectFault)},
   };
 }
 
