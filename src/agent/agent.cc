@@ -489,7 +489,11 @@ std::shared_ptr<const exporter::Snapshot> Agent::ReadOnWorker(std::span<const Fi
       bool fresh = f != xid && latest && now_ms - latest->t_ms < options_.min_refresh_ms;
       (fresh ? shared : read_now).push_back(f);
     }
-    if (!r.readable || read_now.empty()) {
+    if (!r.readable && entities_[pos].kind == EntityKind::kGpu) {
+      gpu::ReadEntity(backend_, entities_[pos], fields, s);  // skipped: the fault layer's Xids
+      NoteAction(pos, s);
+      ObserveStrayXids(pos, s.xid_events, now_ms);
+    } else if (!r.readable || read_now.empty()) {
       s.values.assign(AllFields().size(), std::nullopt);
       s.unsupported.assign(AllFields().size(), false);
       s.xid_events.clear();
@@ -499,6 +503,7 @@ std::shared_ptr<const exporter::Snapshot> Agent::ReadOnWorker(std::span<const Fi
       std::uint64_t before = backend_.stats().failed_calls;
       gpu::ReadEntity(backend_, entities_[pos], read_now, s);
       r.failed_calls = backend_.stats().failed_calls - before;
+      NoteAction(pos, s);
       ObserveStrayXids(pos, s.xid_events, now_ms);
       if (s.state == DeviceState::kLost) {
         MarkLost(entities_, pos, clock_.NowUnixNs(), "the driver answered GPU_IS_LOST");
@@ -514,6 +519,7 @@ std::shared_ptr<const exporter::Snapshot> Agent::ReadOnWorker(std::span<const Fi
   snap->failed_calls_total = backend_.stats().failed_calls;
   snap->profiling_failed_total = backend_.stats().profiling_failed_calls;
   snap->profiling_rejected_total = backend_.stats().profiling_rejected_values;
+  exporter::NoteFaults(backend_, *snap);
   snap->extension_exposition = ManagementExposition();
   if (options_.health_in_health_endpoint) snap->extension_health_failure = HealthFailure();
   snap->duration_ns = MonotonicNowNs() - snap->start_mono_ns;

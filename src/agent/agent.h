@@ -62,6 +62,9 @@ struct AgentOptions {
   std::string procfs_root = "/proc";       // level-1 diagnostics: /proc/modules
   std::string dev_root = "/dev";           // level-1 diagnostics: /dev/nvidia*
   std::string sysfs_root = "/sys";         // a real GPU's reset
+  // `gpulse inject` (simulated GPUs only): the kernel-log file the agent reads (--kmsg), where
+  // injected Xids are written as the driver would; "" when it reads none or /dev/kmsg.
+  std::string inject_kernel_log;
 };
 
 class Agent final : public exporter::Extension {
@@ -150,6 +153,11 @@ class Agent final : public exporter::Extension {
   void ObserveHealth(std::size_t pos, const Sample& s, std::int64_t t_ms);
   void ObserveReading(std::size_t pos, const health::GpuReading& r);
   void ObserveStrayXids(std::size_t pos, const std::vector<std::uint64_t>& xids, std::int64_t t_ms);
+  // Keeps the GPU's recommended action from a read through the fault layer (docs/faults.md).
+  void NoteAction(std::size_t pos, const Sample& s);
+  nlohmann::json ActionJson(std::size_t pos) const;
+  // Reads every GPU of the group now, so its recommended actions are current.
+  void RefreshActions(int group_id);
   void RestoreSettings(const std::map<std::size_t, DeviceSettings>& before,
                        const nlohmann::json& applied);
   void Deliver(int group_id, std::size_t pos, health::Violation v);
@@ -194,6 +202,7 @@ class Agent final : public exporter::Extension {
   Reply EnableStats(const nlohmann::json& body);
   Reply ProcessInfo(unsigned pid, const std::map<std::string, std::string>& query) const;
   Reply AdvanceClock(const nlohmann::json& body);
+  Reply Inject(const nlohmann::json& body);  // agent_inject.cc
   nlohmann::json GroupJson(int id) const;
   nlohmann::json WatchJson(const WatchRow& w) const;
   nlohmann::json JobJson(const Job& job) const;
@@ -235,6 +244,7 @@ class Agent final : public exporter::Extension {
   std::map<std::pair<std::size_t, unsigned>, std::uint64_t> violation_counts_;  // (pos, cond)
   std::vector<Listener> listeners_;
   std::map<std::size_t, std::int64_t> last_reset_ms_;  // GPU position -> its last policy reset
+  std::map<std::size_t, XidAction> actions_;  // GPU position -> its last recommended action
   std::uint64_t listener_dropped_ = 0;
   std::unique_ptr<AlertSender> alerts_;
 

@@ -186,6 +186,9 @@ Agent::Reply Agent::Dispatch(const net::HttpRequest& req) {
     // write rule, not a GET anyone may repeat.
     return m == "POST" ? DiagRoute(body) : method_not_allowed("POST");
   }
+  if (what == "inject" && p.size() == 1) {
+    return m == "POST" ? Inject(body) : method_not_allowed("POST");
+  }
   if (what == "clock" && p.size() == 1) {
     if (get)
       return Route::Ok({{"simulated", clock_.simulated()}, {"now_unix_ns", clock_.NowUnixNs()}});

@@ -72,7 +72,8 @@ json Agent::HealthJson(int group_id) const {
                     {"uuid", e.uuid},
                     {"overall", health::VerdictKey(h.overall)},
                     {"subsystems", systems},
-                    {"incidents", incidents}});
+                    {"incidents", incidents},
+                    {"recommended_action", ActionJson(pos)}});
     all.push_back(std::move(h));
   }
   // A GPU the driver would not open (skipped) stays in the answer: its health is unknown, which is
@@ -89,7 +90,8 @@ json Agent::HealthJson(int group_id) const {
          {"overall", "warn"},
          {"subsystems", json::array()},
          {"incidents",
-          json::array({{{"subsystem", "driver"}, {"result", "warn"}, {"message", why}}})}});
+          json::array({{{"subsystem", "driver"}, {"result", "warn"}, {"message", why}}})},
+         {"recommended_action", ActionJson(pos)}});
     health::GpuHealth unknown;
     unknown.overall = health::Verdict::kWarn;
     all.push_back(std::move(unknown));
@@ -128,6 +130,7 @@ json Agent::DiagJson(int group_id) {
     g.minor_number = backend_.info().devices[*e.device_pos].minor_number;
     g.settings = backend_.ReadSettings(*e.device_pos);
     gpu::ReadEntity(backend_, e, health::ReadingFields(), s);
+    NoteAction(pos, s);
     g.reading = health::ReadingFromSample(s, clock_.NowUnixNs() / kNsPerMs);
     ObserveStrayXids(pos, s.xid_events, clock_.NowUnixNs() / kNsPerMs);
     g.processes = backend_.Processes(*e.device_pos);
@@ -167,7 +170,10 @@ Agent::Reply Agent::HealthRoute(const std::string& method, const std::vector<std
                                            "(gpulse health -g {} --set pm)",
                                            *gid, *gid));
     }
-    if (get && !watch) return Route::Ok(HealthJson(*gid));  // the check
+    if (get && !watch) {  // the check
+      RefreshActions(*gid);
+      return Route::Ok(HealthJson(*gid));
+    }
     if (get) {
       json out = HealthToJson(it->second.systems, it->second.update_ms, it->second.keep_age_s);
       out["group"] = *gid;

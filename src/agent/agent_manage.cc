@@ -13,6 +13,7 @@
 #include "agent/api_util.h"
 #include "agent/manage_util.h"
 #include "core/fields.h"
+#include "core/xid_catalogue.h"
 #include "health/reading.h"
 #include "prom/writer.h"
 
@@ -132,7 +133,40 @@ void Agent::RefreshMonitors() {
 
 void Agent::ObserveHealth(std::size_t pos, const Sample& s, std::int64_t t_ms) {
   if (entities_[pos].kind != EntityKind::kGpu) return;
+  NoteAction(pos, s);
   ObserveReading(pos, health::ReadingFromSample(s, t_ms));
+}
+
+void Agent::NoteAction(std::size_t pos, const Sample& s) {
+  if (entities_[pos].kind == EntityKind::kGpu && s.recommended_action) {
+    actions_[pos] = *s.recommended_action;
+  }
+}
+
+json Agent::ActionJson(std::size_t pos) const {
+  auto it = actions_.find(pos);
+  if (it == actions_.end()) return nullptr;
+  const XidAction& a = it->second;
+  json j = {{"action", a.action}, {"rank", a.rank}};
+  if (a.action == "NONE") return j;
+  j["xid"] = a.xid;
+  j["description"] = a.description;
+  j["since_unix_ms"] = a.t_unix_ns / 1'000'000;
+  j["source"] = a.from_driver ? "driver" : "catalogue";
+  if (const ActionInfo* info = FindAction(a.action)) j["summary"] = info->summary;
+  return j;
+}
+
+void Agent::RefreshActions(int group_id) {
+  const std::int64_t now_ms = clock_.NowUnixNs() / kNsPerMs;
+  const FieldIndex xid = *IndexOf(230);
+  Sample s;
+  for (std::size_t pos : GroupEntities(group_id, groups_, entities_)) {
+    if (entities_[pos].kind != EntityKind::kGpu) continue;
+    gpu::ReadEntity(backend_, entities_[pos], std::span<const FieldIndex>(&xid, 1), s);
+    NoteAction(pos, s);
+    ObserveStrayXids(pos, s.xid_events, now_ms);
+  }
 }
 
 void Agent::ObserveReading(std::size_t pos, const health::GpuReading& r) {
@@ -165,6 +199,7 @@ void Agent::ObserveStrayXids(std::size_t pos, const std::vector<std::uint64_t>& 
   health::GpuReading r;
   r.t_ms = t_ms;
   r.xids = xids;
+  if (auto a = actions_.find(pos); a != actions_.end()) r.action = a->second;
   ObserveReading(pos, r);
 }
 
@@ -242,6 +277,14 @@ std::string Agent::ManagementExposition() const {
 
 std::string Agent::HealthFailure() const {
   const std::int64_t now_ms = clock_.NowUnixNs() / kNsPerMs;
+  // An action that needs more than the application restarted (docs/faults.md).
+  const int reset_rank = FindAction("RESET_GPU")->rank;
+  for (const auto& [pos, a] : actions_) {
+    if (a.rank >= reset_rank) {
+      return fmt::format("GPU {}: recommended action {} (Xid {})", entities_[pos].gpu, a.action,
+                         a.xid);
+    }
+  }
   for (const auto& [gid, w] : health_watches_) {
     for (std::size_t pos : GroupGpus(gid)) {
       auto m = monitors_.find(pos);

@@ -14,6 +14,7 @@
 #include "agent/alert_sender.h"
 #include "agent/api_util.h"
 #include "agent/manage_util.h"
+#include "core/xid_catalogue.h"
 
 namespace gpulse::agent {
 namespace {
@@ -81,8 +82,13 @@ void Agent::Deliver(int group_id, std::size_t pos, health::Violation v) {
   });
   if (alerts_) {
     const Entity& e = entities_[pos];
-    const bool critical =
-        rec.violation.condition == health::kCondDbe || rec.violation.condition == health::kCondXid;
+    const bool xid = rec.violation.condition == health::kCondXid ||
+                     rec.violation.condition == health::kCondAction;
+    // An action needs a person when it is more than restarting the application.
+    const ActionInfo* asked = FindAction(rec.violation.action);
+    const bool critical = rec.violation.condition == health::kCondDbe ||
+                          rec.violation.condition == health::kCondXid ||
+                          (asked != nullptr && asked->rank >= FindAction("RESET_GPU")->rank);
     json labels = {{"alertname", "GpulsePolicyViolation"},
                    {"condition", std::string(health::ConditionKey(rec.violation.condition))},
                    {"gpu", std::to_string(e.gpu)},
@@ -90,14 +96,21 @@ void Agent::Deliver(int group_id, std::size_t pos, health::Violation v) {
                    {"group", std::to_string(group_id)},
                    {"severity", critical ? "critical" : "warning"}};
     if (!options_.hostname.empty()) labels["Hostname"] = options_.hostname;
-    if (rec.violation.condition == health::kCondXid) {
+    json annotations = {{"summary", rec.violation.message},
+                        {"value", fmt::format("{}", rec.violation.value)}};
+    if (xid) {  // what the XID means and what to do (docs/faults.md)
       labels["xid"] = fmt::format("{}", rec.violation.value);
+      if (!rec.violation.action.empty()) labels["action"] = rec.violation.action;
+      if (!rec.violation.description.empty()) {
+        annotations["description"] = rec.violation.description;
+      }
+      if (const ActionInfo* a = FindAction(rec.violation.action)) {
+        annotations["action"] = std::string(a->summary);
+      }
     }
-    alerts_->Send(
-        {{"labels", labels},
-         {"annotations",
-          {{"summary", rec.violation.message}, {"value", fmt::format("{}", rec.violation.value)}}},
-         {"startsAt", Rfc3339(rec.violation.t_ms)}});
+    alerts_->Send({{"labels", labels},
+                   {"annotations", annotations},
+                   {"startsAt", Rfc3339(rec.violation.t_ms)}});
   }
   violations_.push_back(std::move(rec));
   while (violations_.size() > kMaxViolations) violations_.pop_front();
@@ -152,6 +165,8 @@ json Agent::ViolationJson(const ViolationRecord& r) const {
             {"time", Rfc3339(r.violation.t_ms)},
             {"value", r.violation.value},
             {"message", r.violation.message}};
+  if (!r.violation.action.empty()) j["recommended_action"] = r.violation.action;
+  if (!r.violation.description.empty()) j["xid_description"] = r.violation.description;
   if (!r.action.is_null()) j["action"] = r.action;
   if (!r.validation.is_null()) j["validation"] = r.validation;
   return j;

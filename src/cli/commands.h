@@ -29,12 +29,14 @@ Subcommand SetupHealth(CLI::App& parent);
 Subcommand SetupPolicy(CLI::App& parent);
 Subcommand SetupDiag(CLI::App& parent);
 Subcommand SetupConfig(CLI::App& parent);
+Subcommand SetupXid(CLI::App& parent);
+Subcommand SetupInject(CLI::App& parent);
 
 inline constexpr SetupFn kSubcommands[] = {
     &SetupDevices,       &SetupDmon,    &SetupFields,   &SetupPs,    &SetupRecord, &SetupReport,
     &SetupValidatePower, &SetupEnergy,  &SetupExporter, &SetupAgent, &SetupGroup,  &SetupWatch,
     &SetupStats,         &SetupCollect, &SetupWindow,   &SetupTop,    &SetupHealth, &SetupPolicy,
-    &SetupDiag,          &SetupConfig,
+    &SetupDiag,          &SetupConfig,  &SetupXid,      &SetupInject,
 };
 
 inline constexpr const char* kAppDescription =

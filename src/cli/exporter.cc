@@ -6,11 +6,13 @@
 
 #include <fmt/format.h>
 #include <grp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "agent/agent.h"
 #include "cli/build_info.h"
@@ -19,6 +21,7 @@
 #include "cli/procfs_options.h"
 #include "cli/subcommand.h"
 #include "core/utf8.h"
+#include "faults/fault_backend.h"
 #include "gpu/registry.h"
 #include "identity/mask_tokens.h"
 #include "identity/pod_resources.h"
@@ -37,6 +40,7 @@ struct ExporterCliOptions {
   bool no_hostname = false;
   bool once = false;
   bool print_counters = false;
+  std::optional<std::string> kmsg;  // --kmsg: the kernel log to read ("none": none)
   DcgmCompat dcgm;  // dcgm-exporter's own flags and variables
   CLI::Option* min_refresh = nullptr;
   CLI::Option* staleness = nullptr;
@@ -89,6 +93,10 @@ Status ApplyAgentFlags(ExporterCliOptions& o) {
   }
   o.exp.allow_writes = true;
   o.exp.max_body_bytes = 64 * 1024;
+  // `gpulse inject` writes the driver's Xid lines into the kernel-log file the agent reads.
+  if (struct stat st {}; o.kmsg && ::stat(o.kmsg->c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    o.agent_options.inject_kernel_log = *o.kmsg;
+  }
   o.agent_options.tcp_writes = o.allow_tcp_writes;
   if (!o.exp.web_config_file.empty()) {
     auto web = net::LoadWebConfig(o.exp.web_config_file);
@@ -221,6 +229,24 @@ Status ApplyDcgmExporterFlags(ExporterCliOptions& o) {
   return Status::Ok();
 }
 
+// Every read goes through the fault layer (docs/faults.md): the kernel log's Xids with NVML's,
+// and the recommended actions. Real GPUs read /dev/kmsg unless told otherwise; simulated ones have
+// no kernel log of their own, so only a --kmsg file. A log that cannot be read is stated, not fatal.
+std::unique_ptr<gpu::Backend> WithFaultLayer(const ExporterCliOptions& o,
+                                             std::unique_ptr<gpu::Backend> backend) {
+  faults::FaultOptions f;
+  f.kernel_log = o.kmsg.value_or(backend->info().simulated ? "none" : "/dev/kmsg");
+  if (f.kernel_log == "none") f.kernel_log.clear();
+  f.procfs_root = o.procfs_root.empty() ? "/proc" : o.procfs_root;
+  auto layer = std::make_unique<faults::FaultBackend>(std::move(backend), f);
+  const faults::KernelLogStatus k = layer->kernel_log();
+  if (!k.error.empty()) {
+    fmt::print(stderr, "gpulse {}: kernel log not read, Xids come from NVML only: {}\n",
+               o.agent ? "agent" : "exporter", k.error);
+  }
+  return layer;
+}
+
 // The agent owns the reads: it is created over the backend before the exporter takes the backend,
 // shut down after the server drains, and destroyed after the exporter (which reads through it).
 int RunAgent(ExporterCliOptions& o, std::unique_ptr<gpu::Backend> backend,
@@ -266,16 +292,17 @@ int Run(ExporterCliOptions& o) {
   auto proc = ChooseProcfs(o.procfs_root, (*backend)->info().simulated);
   if (!proc) return UsageOrFailure(proc.error());
   if (*proc) o.exp.procfs_root = (*proc)->root();
+  std::unique_ptr<gpu::Backend> read = WithFaultLayer(o, std::move(backend).value());
   if (o.once) {
-    fmt::print("{}", exporter::RenderOnce(**backend, *counters, o.exp));
+    fmt::print("{}", exporter::RenderOnce(*read, *counters, o.exp));
     return kExitOk;
   }
   // A body is allocated and freed per scrape (80 kB on a MIG node, more with many GPUs): keep the
   // freed pages for the next one instead of faulting in fresh ones every time (sys/heap.h).
   sys::KeepFreedMemory(16 << 20, 16 << 20);
   sys::LimitArenas(2);  // the loop's and one for every other thread: RSS that does not creep
-  if (o.agent) return RunAgent(o, std::move(backend).value(), *counters);
-  auto e = exporter::Exporter::Create(o.exp, std::move(backend).value(), *counters);
+  if (o.agent) return RunAgent(o, std::move(read), *counters);
+  auto e = exporter::Exporter::Create(o.exp, std::move(read), *counters);
   if (!e) return UsageOrFailure(e.error());
   (*e)->Run();
   return kExitOk;
@@ -387,6 +414,10 @@ Subcommand SetupServe(CLI::App& parent, bool agent) {
       ->capture_default_str()
       ->check(CLI::Range(1, 10'000));
   AddProcfsOption(*app, o->procfs_root);
+  app->add_option("--kmsg", o->kmsg,
+                  "Read Xid and SXid lines from this kernel log: /dev/kmsg, or a file of records "
+                  "in its format; \"none\" reads none (default: /dev/kmsg, none with --simulate)")
+      ->type_name("PATH");
   app->add_flag("--slurm-jobs", o->exp.slurm_jobs,
                 "Label series with hpc_job: the Slurm jobs whose processes use the GPU or MIG "
                 "instance, from their cgroups (needs the host's /proc: --procfs-root)");

@@ -48,6 +48,13 @@ void PrintCheck(const json& j) {
       box.Row("", fmt::format("{} system: {} - {}", SystemName(i["subsystem"]),
                               ResultText(i["result"]), i["message"].get<std::string>()));
     }
+    // gpulse's: what the GPU's pending faults call for (docs/faults.md).
+    const json& a = g.value("recommended_action", json());
+    if (a.is_object() && a["action"] != "NONE") {
+      std::string desc = a.value("description", "");
+      box.Row("", fmt::format("Recommended action: {} - Xid {}{}{}", a["action"].get<std::string>(),
+                              a["xid"].get<std::uint64_t>(), desc.empty() ? "" : ": ", desc));
+    }
   }
   fmt::print("{}", box.Render());
 }

@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "exporter/live_frame.h"
 #include "exporter/snapshot.h"
+#include "faults/fault_backend.h"
 #include "gpu/registry.h"
 
 namespace gpulse::cli {
@@ -142,8 +143,14 @@ Result<std::unique_ptr<LiveSource>> OpenDirect(const LiveSourceOptions& o, std::
   if (!backend) return backend.error();
   auto proc = ChooseProcfs(o.procfs_root, (*backend)->info().simulated);
   if (!proc) return proc.error();
-  return std::unique_ptr<LiveSource>(new DirectSource(
-      std::move(backend).value(), std::move(proc).value(), o.interval_ms, std::move(why)));
+  // Through the fault layer, so a direct view shows recommended actions too (docs/faults.md): the
+  // kernel log of real GPUs when it can be read (quietly not, when it cannot), none for simulated.
+  faults::FaultOptions f;
+  if (!(*backend)->info().simulated) f.kernel_log = "/dev/kmsg";
+  f.procfs_root = o.procfs_root.empty() ? "/proc" : o.procfs_root;
+  auto layer = std::make_unique<faults::FaultBackend>(std::move(backend).value(), f);
+  return std::unique_ptr<LiveSource>(new DirectSource(std::move(layer), std::move(proc).value(),
+                                                      o.interval_ms, std::move(why)));
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ struct PolicyOptions {
   std::optional<double> max_temp, max_power;
   std::optional<std::int64_t> max_pages;
   bool dbe = false, pcie = false, nvlink = false, xid = false;
+  std::optional<std::string> actions;  // -a: the recommended-action condition ("any" or a list)
   std::optional<std::int64_t> update_ms;
   bool get = false, clear = false, reg = false;
   OutputFormat out;
@@ -33,6 +34,12 @@ struct PolicyOptions {
 int Usage(const std::string& why) {
   fmt::print(stderr, "gpulse policy: {}\n", why);
   return kExitUsage;
+}
+
+std::string Joined(const json& names) {
+  std::string out;
+  for (const json& n : names) out += (out.empty() ? "" : ",") + n.get<std::string>();
+  return out;
 }
 
 std::string ConditionsText(const json& p) {
@@ -53,6 +60,9 @@ std::string ConditionsText(const json& p) {
       text = "NVLink errors";
     else if (k == "xid")
       text = "XID errors";
+    else if (k == "action")
+      text = p.contains("actions") ? "Recommended action - " + Joined(p["actions"])
+                                   : std::string("Recommended action - any");
     out += (out.empty() ? "" : ", ") + text;
   }
   return out;
@@ -94,7 +104,8 @@ int Set(const PolicyOptions& o) {
   if (o.max_power) conditions.push_back("power");
   if (o.nvlink) conditions.push_back("nvlink");
   if (o.xid) conditions.push_back("xid");
-  if (conditions.empty()) return Usage("--set needs conditions: -T, -P, -M, -e, -p, -n or -x");
+  if (o.actions) conditions.push_back("action");
+  if (conditions.empty()) return Usage("--set needs conditions: -T, -P, -M, -e, -p, -n, -x or -a");
   json body = {{"group", o.group},
                {"conditions", conditions},
                {"action", std::stoi(parts[0])},
@@ -103,6 +114,7 @@ int Set(const PolicyOptions& o) {
   if (o.max_power) body["max_power_w"] = *o.max_power;
   if (o.max_pages) body["max_pages"] = *o.max_pages;
   if (o.update_ms) body["update_ms"] = *o.update_ms;
+  if (o.actions && *o.actions != "any") body["actions"] = SplitNonEmpty(*o.actions, ',');
   int code = kExitOk;
   auto j = CallForVerb("policy", o.host, "POST", "/api/v1/policy", body, 201, &code);
   if (!j) return code;
@@ -160,8 +172,10 @@ int Run(const PolicyOptions& o) {
   int actions = !o.set.empty() + o.get + o.clear + o.reg;
   if (actions != 1) return Usage("give one of --set ACTION,VALIDATION, --get, --clear, --reg");
   const bool conditions = o.max_temp || o.max_power || o.max_pages || o.dbe || o.pcie || o.nvlink ||
-                          o.xid || o.update_ms;
-  if (conditions && o.set.empty()) return Usage("-T, -P, -M, -e, -p, -n, -x and -u go with --set");
+                          o.xid || o.actions || o.update_ms;
+  if (conditions && o.set.empty()) {
+    return Usage("-T, -P, -M, -e, -p, -n, -x, -a and -u go with --set");
+  }
   if (o.count && !o.reg) return Usage("--count goes with --reg");
   if (o.reg && o.out.csv()) return Usage("--reg streams violations as text or JSON lines, not csv");
   if (o.get) return Get(o);
@@ -198,6 +212,11 @@ Subcommand SetupPolicy(CLI::App& parent) {
   app->add_flag("-p,--pcierrors", o->pcie, "Condition: PCIe replay errors");
   app->add_flag("-n,--nvlinkerrors", o->nvlink, "Condition: NVLink errors");
   app->add_flag("-x,--xiderrors", o->xid, "Condition: XID errors");
+  app->add_option("-a,--recommended-action", o->actions,
+                  "Condition (gpulse's): the GPU's recommended action becomes one of ACTIONS "
+                  "(comma-separated, e.g. RESET_GPU,RESTART_BM; \"any\": every one; "
+                  "docs/faults.md)")
+      ->type_name("ACTIONS");
   app->add_option("-u,--update-interval", o->update_ms, "With --set: ms between reads (1000)")
       ->check(CLI::Range(100, 3'600'000));
   app->add_flag("--get", o->get, "Show the group's policy");

@@ -72,6 +72,10 @@ EntityModel ParseEntity(const json& e) {
   m.pci_bus_id = String(e, "pci_bus_id");
   m.state = StateOf(String(e, "state"));
   m.reason = String(e, "reason");
+  if (const json* a = Member(e, "recommended_action"); a != nullptr && a->is_object()) {
+    m.action = String(*a, "action");
+    m.action_xid = Integer(*a, "xid");
+  }
   m.utilization_percent = Number(e, "utilization_percent");
   m.memory_used_bytes = Number(e, "memory_used_bytes");
   m.memory_total_bytes = Number(e, "memory_total_bytes");

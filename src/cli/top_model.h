@@ -31,6 +31,10 @@ struct EntityModel {
   std::optional<std::string> profile, name, uuid, pci_bus_id;
   PanelState state = PanelState::kOk;
   std::optional<std::string> reason;  // why lost or skipped
+  // The recommended action of the GPU's pending faults (docs/faults.md) and its Xid; absent when
+  // nothing is pending.
+  std::optional<std::string> action;
+  std::optional<std::int64_t> action_xid;
   Reading utilization_percent;
   Reading memory_used_bytes, memory_total_bytes;
   Reading power_watts, power_limit_watts;

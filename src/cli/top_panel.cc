@@ -136,7 +136,11 @@ std::string ShortUuid(const std::string& uuid, bool utf8) {
 
 std::string StateText(const EntityModel& e) {
   switch (e.state) {
-    case PanelState::kOk:
+    case PanelState::kOk:  // a pending recommended action (docs/faults.md) replaces "ok"
+      if (e.action) {
+        return "ACTION: " + Clean(*e.action) +
+               (e.action_xid ? fmt::format(" (Xid {})", *e.action_xid) : std::string());
+      }
       return "ok";
     case PanelState::kLost:
       return e.reason ? "LOST: " + Clean(*e.reason) : "LOST";
@@ -149,7 +153,7 @@ std::string StateText(const EntityModel& e) {
 Style StateStyle(const EntityModel& e) {
   switch (e.state) {
     case PanelState::kOk:
-      return ToneStyle(Tone::kOk);
+      return e.action ? ToneStyle(Tone::kLost, true) : ToneStyle(Tone::kOk);
     case PanelState::kLost:
       return ToneStyle(Tone::kLost, true);
     case PanelState::kSkipped:

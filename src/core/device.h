@@ -135,6 +135,18 @@ struct XidCount {
   std::uint64_t count = 0;
 };
 
+// The action a GPU's pending faults call for (docs/faults.md): the most severe one gpulse has not
+// yet seen done, with the Xid that raised it. Filled by the fault layer (faults/), which the
+// exporter and the agent read through; absent elsewhere.
+struct XidAction {
+  std::string action;  // an ActionInfo name (core/xid_catalogue.h): "RESET_GPU", ...; "NONE"
+  int rank = 0;        // its severity (ActionInfo::rank); 0 with "NONE"
+  std::uint64_t xid = 0;        // the Xid that raised it (0 with "NONE")
+  std::int64_t t_unix_ns = 0;   // when
+  bool from_driver = false;     // the driver's own recovery action (Xid 154), not the catalogue's
+  std::string description;      // the catalogue's description of the Xid
+};
+
 // One device's readings at one tick. `values` is indexed by FieldIndex over AllFields(); only the
 // requested fields can be present.
 struct Sample {
@@ -155,6 +167,8 @@ struct Sample {
   // The profiling (GPM) graphics-engine ratio has read exactly 0 for several reads while NVML's
   // utilization said the GPU was busy: DCGM's "profiling stuck at 0" failure (nvml_gpm.h).
   bool profiling_stuck = false;
+  // The recommended action (XidAction), when the device was read through the fault layer.
+  std::optional<XidAction> recommended_action;
 };
 
 }  // namespace gpulse

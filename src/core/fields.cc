@@ -423,8 +423,25 @@ constexpr std::array kSelfMetrics = {
     SelfMetricSpec{kDeviceSampleAge, "gpulse_device_sample_age_seconds", "seconds", G,
                    "Seconds between reading the GPU and writing this response."},
     SelfMetricSpec{kXidErrorsTotal, "gpulse_xid_errors_total", "", C,
-                   "XID error events since the exporter started, per XID code (every event counts, "
-                   "unlike the last-value gauge DCGM_FI_DEV_XID_ERRORS)."},
+                   "XID error events per XID code, from NVML's events and the kernel log, each "
+                   "event once; the kernel log's lines from before the exporter started "
+                   "included (every event counts, unlike the last-value gauge "
+                   "DCGM_FI_DEV_XID_ERRORS)."},
+    SelfMetricSpec{kGpuRecommendedAction, "gpulse_gpu_recommended_action", "", G,
+                   "The action the GPU's pending faults call for, as a label (NVIDIA's Xid "
+                   "catalogue bucket or the driver's recovery action; NONE when nothing is "
+                   "pending), with the Xid that raised it; the value is always 1 "
+                   "(docs/faults.md)."},
+    SelfMetricSpec{kSxidErrorsTotal, "gpulse_sxid_errors_total", "", C,
+                   "NVSwitch SXid errors in the kernel log, per switch and SXid code (lines "
+                   "written before the exporter started included)."},
+    SelfMetricSpec{kKernelLogReadable, "gpulse_kernel_log_readable", "", G,
+                   "1 when the kernel log (--kmsg) is being read for Xid and SXid lines, else 0 "
+                   "(then Xids come from NVML events only)."},
+    SelfMetricSpec{kKernelLogRecords, "gpulse_kernel_log_records_total", "", C,
+                   "Kernel log records read since start."},
+    SelfMetricSpec{kKernelLogLost, "gpulse_kernel_log_records_lost_total", "", C,
+                   "Kernel log records the kernel overwrote before gpulse read them."},
     SelfMetricSpec{kBackendFailedCalls, "gpulse_backend_failed_calls_total", "", C,
                    "GPU library calls that failed transiently since start; their readings were "
                    "absent from that read."},

@@ -309,6 +309,7 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std
   Header(out, SelfMetric::kScrapeDuration);
   AppendSample(out, SelfMetricAt(SelfMetric::kScrapeDuration).name, "", "", snap.duration_ns / 1e9,
                kFloat);
+  RenderKernelLog(snap, out);
   bool any_gpu = false, any_listed = false, any_live = false;
   for (std::size_t i = 0; i < n; ++i) {
     any_gpu = any_gpu || gpu(i);
@@ -354,20 +355,64 @@ void MetricsPage::RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std
                    snap.entities[i].sample.profiling_stuck ? 1 : 0, kInt);
     }
   }
-  // XIDs of every GPU, lost ones included: counters keep their last value, never reset.
-  bool xid_header = false;
+  RenderXids(snap, out);
+}
+
+void MetricsPage::RenderKernelLog(const Snapshot& snap, std::string& out) const {
+  using prom::AppendSample;
+  constexpr auto kInt = prom::ValueFormat::kInteger;
+  if (!snap.kernel_log || snap.kernel_log->path.empty()) return;
+  const faults::KernelLogStatus& k = *snap.kernel_log;
+  std::string path = "path=\"";
+  prom::AppendEscapedLabelValue(path, k.path);
+  path += '"';
+  auto one = [&](SelfMetric m, double v) {
+    Header(out, m);
+    AppendSample(out, SelfMetricAt(m).name, "", path, v, kInt);
+  };
+  one(SelfMetric::kKernelLogReadable, k.readable && k.error.empty() ? 1 : 0);
+  one(SelfMetric::kKernelLogRecords, static_cast<double>(k.records));
+  one(SelfMetric::kKernelLogLost, static_cast<double>(k.lost));
+  if (snap.sxids.empty()) return;
+  Header(out, SelfMetric::kSxidErrorsTotal);
+  std::string labels;
+  for (const faults::SxidCount& x : snap.sxids) {
+    labels = "nvswitch=\"" + (x.nvswitch ? std::to_string(*x.nvswitch) : std::string()) +
+             "\",pci_bus_id=\"";
+    prom::AppendEscapedLabelValue(labels, x.pci_bus_id);
+    labels += "\",sxid=\"" + std::to_string(x.sxid) + "\"";
+    AppendSample(out, SelfMetricAt(SelfMetric::kSxidErrorsTotal).name, "", labels,
+                 static_cast<double>(x.count), kInt);
+  }
+}
+
+// XIDs of every GPU, lost and skipped ones included: counters keep their last value, never reset.
+void MetricsPage::RenderXids(const Snapshot& snap, std::string& out) const {
+  using prom::AppendSample;
+  constexpr auto kInt = prom::ValueFormat::kInteger;
+  const std::size_t n = std::min(snap.entities.size(), entities_.size());
+  auto gpu = [&](std::size_t i) { return entities_[i].kind == EntityKind::kGpu; };
+  bool header = false;
   std::string extra;
   for (std::size_t i = 0; i < n; ++i) {
     if (!gpu(i)) continue;
     for (const XidCount& x : snap.entities[i].sample.xid_counts) {
-      if (!xid_header) {
-        Header(out, SelfMetric::kXidErrorsTotal);
-        xid_header = true;
-      }
+      if (!std::exchange(header, true)) Header(out, SelfMetric::kXidErrorsTotal);
       extra = "xid=\"" + std::to_string(x.xid) + "\"";
       AppendSample(out, SelfMetricAt(SelfMetric::kXidErrorsTotal).name, full_labels_[i], extra,
                    static_cast<double>(x.count), kInt);
     }
+  }
+  header = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::optional<XidAction>& a = snap.entities[i].sample.recommended_action;
+    if (!gpu(i) || !a) continue;
+    if (!std::exchange(header, true)) Header(out, SelfMetric::kGpuRecommendedAction);
+    extra = "action=\"";
+    prom::AppendEscapedLabelValue(extra, a->action);
+    extra += "\",xid=\"" + (a->xid != 0 ? std::to_string(a->xid) : std::string()) + "\"";
+    AppendSample(out, SelfMetricAt(SelfMetric::kGpuRecommendedAction).name, full_labels_[i], extra,
+                 1, kInt);
   }
 }
 

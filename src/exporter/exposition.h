@@ -89,6 +89,10 @@ class MetricsPage {
   void RenderSelf(const Snapshot& snap, std::int64_t now_mono_ns, std::string& out,
                   const PodLabels* pods = nullptr, std::size_t* ages_at = nullptr) const;
   void RenderPods(const Snapshot& snap, const PodLabels& pods, std::string& out) const;
+  // The kernel log's state and the NVSwitches' SXids (node-wide), and each GPU's Xid counts and
+  // recommended action (docs/faults.md).
+  void RenderKernelLog(const Snapshot& snap, std::string& out) const;
+  void RenderXids(const Snapshot& snap, std::string& out) const;
   // The four usage families (memory, SM, power, energy) of `rows`, in that order.
   void RenderUsage(const std::vector<HolderUsage>& rows, const std::array<SelfMetric, 4>& families,
                    std::string& out) const;

@@ -12,6 +12,19 @@ std::string Name(const Entity& e) {
   return fmt::format("GPU {} ({})", e.gpu, id);
 }
 
+// The GPUs' pending recommended actions (docs/faults.md): shown, not failing. A GPU fault is not
+// the exporter's ill health, and failing a liveness probe for it would restart the exporter.
+std::string PendingActions(const std::vector<Entity>& entities, const Snapshot& snap) {
+  std::string out;
+  for (std::size_t i = 0; i < snap.entities.size() && i < entities.size(); ++i) {
+    const auto& a = snap.entities[i].sample.recommended_action;
+    if (entities[i].kind != EntityKind::kGpu || !a || a->action == "NONE") continue;
+    out += fmt::format("; {}: {} (Xid {}{}{})", Name(entities[i]), a->action, a->xid,
+                       a->description.empty() ? "" : ": ", a->description);
+  }
+  return out.empty() ? out : "; recommended actions pending" + out;
+}
+
 }  // namespace
 
 HealthVerdict EvaluateHealth(const SystemInfo& info, const std::vector<Entity>& entities,
@@ -49,7 +62,7 @@ HealthVerdict EvaluateHealth(const SystemInfo& info, const std::vector<Entity>& 
                                  e.uuid, d.failed_calls)};
     }
   }
-  return {true, "ok"};
+  return {true, "ok" + PendingActions(entities, *snap)};
 }
 
 }  // namespace gpulse::exporter

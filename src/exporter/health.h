@@ -1,6 +1,7 @@
 // /health: healthy only when no GPU is lost (before or after start), the last read of every
 // entity succeeded, and that read is recent. Unlike dcgm-exporter's always-200 /health, a frozen or failing reader makes it fail,
-// so a liveness probe can restart the exporter (dcgm-exporter#164, gmt#188).
+// so a liveness probe can restart the exporter (dcgm-exporter#164, gmt#188). A healthy answer
+// names the GPUs' pending recommended actions (docs/faults.md) after "ok"; they never fail it.
 #pragma once
 
 #include <cstdint>

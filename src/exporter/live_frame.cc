@@ -109,6 +109,11 @@ json FrameBuilder::EntityJson(std::size_t pos, const Snapshot& snap) {
   std::string reason = e.reason;
   if (lost && reason.empty()) reason = "the driver answered GPU_IS_LOST";
   const char* state = lost ? "lost" : skipped ? "skipped" : "ok";
+  json action = nullptr;  // what the GPU's pending faults call for (docs/faults.md)
+  if (s != nullptr && s->recommended_action && s->recommended_action->action != "NONE") {
+    const XidAction& a = *s->recommended_action;
+    action = {{"action", a.action}, {"xid", a.xid}, {"description", a.description}};
+  }
   return {{"entity", pos},
           {"kind", EntityKindName(e.kind)},
           {"gpu", e.gpu},
@@ -119,6 +124,7 @@ json FrameBuilder::EntityJson(std::size_t pos, const Snapshot& snap) {
           {"pci_bus_id", Str(e.pci_bus_id)},
           {"state", state},
           {"reason", lost || skipped ? Str(reason) : json(nullptr)},
+          {"recommended_action", action},
           {"utilization_percent", Num(util)},
           {"memory_used_bytes", Num(bytes(used))},
           {"memory_total_bytes", Num(bytes(total))},

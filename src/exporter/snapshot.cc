@@ -22,8 +22,13 @@ std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend, const std::v
   for (std::size_t pos = 0; pos < entities.size(); ++pos) {
     DeviceReading& r = s->entities[pos];
     r.readable = entities[pos].readable();
+    if (!r.readable && entities[pos].kind == EntityKind::kGpu) {
+      // A skipped GPU: nothing to ask the driver, but the fault layer has its Xids.
+      gpu::ReadEntity(backend, entities[pos], fields, r.sample);
+      continue;
+    }
     if (!r.readable) {
-      // Nothing to ask the driver (a compute instance, a skipped GPU): no work on the scrape path.
+      // Nothing to ask the driver (a compute instance): no work on the scrape path.
       r.sample.t_mono_ns = s->start_mono_ns;
       r.sample.t_unix_ns = start_unix_ns;
       if (entities[pos].state == EntityState::kLost) r.sample.state = DeviceState::kLost;
@@ -37,8 +42,16 @@ std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend, const std::v
   s->failed_calls_total = backend.stats().failed_calls;
   s->profiling_failed_total = backend.stats().profiling_failed_calls;
   s->profiling_rejected_total = backend.stats().profiling_rejected_values;
+  NoteFaults(backend, *s);
   s->duration_ns = MonotonicNowNs() - s->start_mono_ns;
   return s;
+}
+
+void NoteFaults(const gpu::Backend& backend, Snapshot& snap) {
+  const faults::FaultBackend* f = faults::AsFaultBackend(backend);
+  if (f == nullptr) return;
+  snap.kernel_log = f->kernel_log();
+  snap.sxids = f->sxids();
 }
 
 void ReadProcesses(gpu::Backend& backend, Snapshot& snap) {

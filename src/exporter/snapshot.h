@@ -11,6 +11,7 @@
 
 #include "core/device.h"
 #include "core/fields.h"
+#include "faults/fault_backend.h"
 #include "gpu/backend.h"
 
 namespace gpulse::exporter {
@@ -63,6 +64,10 @@ struct Snapshot {
   std::vector<std::vector<std::string>> job_labels;
   std::optional<JobMappingStatus> job_mapping;  // with --hpc-job-mapping-dir only
   std::vector<HolderUsage> job_usage;  // Slurm mode only: each job's use of each entity
+  // The fault layer's (faults/): how reading the kernel log goes, and the NVSwitches' SXid counts;
+  // absent and empty when the backend is not read through it.
+  std::optional<faults::KernelLogStatus> kernel_log;
+  std::vector<faults::SxidCount> sxids;
 
   // At least one device answered (the basis of gpulse_backend_up).
   bool AnyDeviceRead() const;
@@ -79,5 +84,8 @@ std::shared_ptr<const Snapshot> ReadSnapshot(gpu::Backend& backend,
 
 // Lists the processes of every GPU of `backend` into `snap` (ReadSnapshot's `processes`).
 void ReadProcesses(gpu::Backend& backend, Snapshot& snap);
+
+// Copies the fault layer's kernel-log status and SXid counts into `snap` (when `backend` has one).
+void NoteFaults(const gpu::Backend& backend, Snapshot& snap);
 
 }  // namespace gpulse::exporter

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+
+#include "core/xid_catalogue.h"
 
 namespace gpulse::health {
 namespace {
@@ -17,7 +20,7 @@ struct ConditionRow {
 const ConditionRow kConditions[] = {
     {kCondDbe, "dbe"},         {kCondPcie, "pcie"},   {kCondMaxPages, "max_pages"},
     {kCondThermal, "thermal"}, {kCondPower, "power"}, {kCondNvlink, "nvlink"},
-    {kCondXid, "xid"},
+    {kCondXid, "xid"},         {kCondAction, "action"},
 };
 
 Result<double> Limit(const json& j, const char* key, double max) {
@@ -40,7 +43,7 @@ double Grew(const std::optional<double>& before, const std::optional<double>& no
 
 const std::vector<Condition>& AllConditions() {
   static const std::vector<Condition> all = {kCondDbe,   kCondPcie,   kCondMaxPages, kCondThermal,
-                                             kCondPower, kCondNvlink, kCondXid};
+                                             kCondPower, kCondNvlink, kCondXid,     kCondAction};
   return all;
 }
 
@@ -56,13 +59,14 @@ Result<Condition> ConditionFromKey(std::string_view key) {
     if (r.key == key) return r.c;
   }
   return InvalidArgument(fmt::format(
-      "policy: unknown condition '{}' (dbe, pcie, max_pages, thermal, power, nvlink, xid)", key));
+      "policy: unknown condition '{}' (dbe, pcie, max_pages, thermal, power, nvlink, xid, action)",
+      key));
 }
 
 Result<PolicySpec> PolicyFromJson(const json& j) {
   if (!j.is_object()) return InvalidArgument("policy: the body must be a JSON object");
   static const char* kKnown[] = {"group",     "conditions", "max_temp_c", "max_power_w",
-                                 "max_pages", "action",     "validation"};
+                                 "max_pages", "action",     "validation", "actions"};
   for (const auto& [k, v] : j.items()) {
     bool known = false;
     for (const char* n : kKnown) known = known || k == n;
@@ -107,6 +111,23 @@ Result<PolicySpec> PolicyFromJson(const json& j) {
       p.max_pages = static_cast<std::uint64_t>(*v);
     }
   }
+  if (j.contains("actions")) {
+    if (!(p.conditions & kCondAction)) {
+      return InvalidArgument("policy: 'actions' goes with the 'action' condition, which is not set");
+    }
+    const json& a = j.at("actions");
+    if (!a.is_array()) return InvalidArgument("policy: 'actions' must be an array of action names");
+    for (const json& name : a) {
+      if (!name.is_string() || FindAction(name.get<std::string>()) == nullptr ||
+          name.get<std::string>() == kActionIgnore) {
+        return InvalidArgument(fmt::format(
+            "policy: 'actions': {} is not a recommended action (gpulse xid lists them; "
+            "docs/faults.md)",
+            name.dump()));
+      }
+      p.actions.push_back(name.get<std::string>());
+    }
+  }
   auto small = [&](const char* key, int max) -> Result<int> {
     if (!j.contains(key)) return 0;
     const json& v = j.at(key);
@@ -140,13 +161,18 @@ json PolicyToJson(const PolicySpec& p) {
   if (p.max_temp_c) j["max_temp_c"] = *p.max_temp_c;
   if (p.max_power_w) j["max_power_w"] = *p.max_power_w;
   if (p.max_pages) j["max_pages"] = *p.max_pages;
+  if (!p.actions.empty()) j["actions"] = p.actions;
   return j;
 }
 
 std::vector<Violation> PolicyWatcher::Observe(const PolicySpec& spec, const GpuReading& r) {
   std::vector<Violation> out;
   auto fire = [&](Condition c, double value, std::string message) {
-    if (spec.conditions & c) out.push_back({c, r.t_ms, value, std::move(message)});
+    if (spec.conditions & c) out.push_back({c, r.t_ms, value, std::move(message), "", ""});
+  };
+  auto described = [](std::uint64_t xid) {
+    const XidEntry* e = FindXid(xid);
+    return e != nullptr ? std::string(e->description) : std::string();
   };
   if (r.lost) return out;
   if (double d = Grew(last_.ecc_dbe_volatile, r.ecc_dbe_volatile); d > 0) {
@@ -169,6 +195,14 @@ std::vector<Violation> PolicyWatcher::Observe(const PolicySpec& spec, const GpuR
   for (std::uint64_t x : primed_ ? r.xids : std::vector<std::uint64_t>{}) {
     fire(kCondXid, static_cast<double>(x),
          fmt::format("An XID error has violated policy manager values. XID: {}", x));
+    if (!out.empty() && out.back().condition == kCondXid) {
+      out.back().action = std::string(CatalogueAction(x).name);
+      out.back().description = described(x);
+    }
+  }
+  if (r.action) {
+    ObserveAction(spec, r, out);
+    last_action_ = r.action;
   }
   primed_ = true;
   // Limits: fire on the crossing, re-arm at or below the limit.
@@ -194,6 +228,29 @@ std::vector<Violation> PolicyWatcher::Observe(const PolicySpec& spec, const GpuR
   limit(kCondMaxPages, pages, max_pages, true, above_pages_, "retired pages", "Retired pages");
   KeepNewest(last_, r);
   return out;
+}
+
+// A new recommended action (another action, or the same raised again by a newer XID) fires; one
+// already pending when the policy starts fires at its first reading, as a limit already exceeded
+// does.
+void PolicyWatcher::ObserveAction(const PolicySpec& spec, const GpuReading& r,
+                                  std::vector<Violation>& out) const {
+  const XidAction& a = *r.action;
+  if (!(spec.conditions & kCondAction) || a.action == "NONE") return;
+  if (last_action_ && last_action_->action == a.action && last_action_->xid == a.xid &&
+      last_action_->t_unix_ns == a.t_unix_ns) {
+    return;
+  }
+  if (!spec.actions.empty() &&
+      std::find(spec.actions.begin(), spec.actions.end(), a.action) == spec.actions.end()) {
+    return;
+  }
+  Violation v{kCondAction, r.t_ms, static_cast<double>(a.xid),
+              fmt::format("The recommended action {} (XID {}{}) has violated policy manager "
+                          "values.",
+                          a.action, a.xid, a.from_driver ? ", the driver's" : ""),
+              a.action, a.description};
+  out.push_back(std::move(v));
 }
 
 }  // namespace gpulse::health

@@ -10,6 +10,8 @@
 //   power     the power went above the limit                    (value: W)
 //   nvlink    an NVLink CRC, replay or recovery counter grew    (value: the errors added)
 //   xid       an XID error was raised                           (value: the XID)
+//   action    the GPU's recommended action (docs/faults.md) became a new one, of those listed
+//             (`actions`; every action when none is listed)       (value: the XID behind it)
 // Counters are compared with the previous reading, so what happened before the policy was set is
 // not reported. A temperature or power limit fires when the reading crosses above it, and again
 // only after it has come back to or below it; the retired-pages limit fires when the count reaches
@@ -41,6 +43,7 @@ enum Condition : unsigned {
   kCondPower = 0x10,
   kCondNvlink = 0x20,
   kCondXid = 0x40,
+  kCondAction = 0x80,  // gpulse's: DCGM has no such condition
 };
 
 const std::vector<Condition>& AllConditions();
@@ -56,6 +59,7 @@ struct PolicySpec {
   std::optional<double> max_temp_c;        // with kCondThermal
   std::optional<double> max_power_w;       // with kCondPower
   std::optional<std::uint64_t> max_pages;  // with kCondMaxPages
+  std::vector<std::string> actions;        // with kCondAction: the actions that fire; empty: all
   PolicyAction action = PolicyAction::kNone;
   PolicyValidation validation = PolicyValidation::kNone;
 };
@@ -72,6 +76,10 @@ struct Violation {
   std::int64_t t_ms = 0;
   double value = 0;
   std::string message;  // dcgmi's words, e.g. "The maximum thermal limit has violated policy ..."
+  // kCondXid and kCondAction: the action the XID calls for (kCondXid: NVIDIA's catalogue;
+  // kCondAction: the GPU's recommended action) and the catalogue's description of the XID.
+  std::string action;
+  std::string description;
 };
 
 class PolicyWatcher {
@@ -82,7 +90,10 @@ class PolicyWatcher {
   std::vector<Violation> Observe(const PolicySpec& spec, const GpuReading& r);
 
  private:
+  void ObserveAction(const PolicySpec& spec, const GpuReading& r,
+                     std::vector<Violation>& out) const;
   GpuReading last_;  // the newest value of each counter seen
+  std::optional<XidAction> last_action_;  // the recommended action of the last reading with one
   bool above_temp_ = false, above_power_ = false, above_pages_ = false;
   bool primed_ = false;
 };

@@ -56,6 +56,7 @@ GpuReading ReadingFromSample(const Sample& s, std::int64_t t_ms) {
     if (i && *i < s.values.size()) r.*(slot.member) = s.values[*i];
   }
   r.xids = s.xid_events;
+  r.action = s.recommended_action;
   return r;
 }
 

@@ -33,6 +33,7 @@ struct GpuReading {
   std::optional<double> nvlink_replay;           // 429
   std::optional<double> nvlink_recovery;         // 439
   std::vector<std::uint64_t> xids;               // XID events since the previous read (230)
+  std::optional<XidAction> action;  // the recommended action, when read through the fault layer
 };
 
 // The catalogue fields a health watch or a policy reads (those this build's catalogue has).

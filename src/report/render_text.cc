@@ -5,10 +5,31 @@
 #include <ctime>
 
 #include "core/shell_words.h"
+#include "core/xid_catalogue.h"
 #include "report/render.h"
 
 namespace gpulse::report {
 namespace {
+
+// The most severe action NVIDIA's Xid catalogue gives the run's Xids (docs/faults.md), with the Xid
+// and its description; "" without Xids. A recording sees no resets, so nothing is cleared.
+std::string RecommendedAction(const std::vector<XidEvent>& xids) {
+  const ActionInfo* best = nullptr;
+  std::uint64_t by = 0;
+  for (const XidEvent& x : xids) {
+    const ActionInfo& a = CatalogueAction(x.xid);
+    if (best == nullptr || a.rank > best->rank) {
+      best = &a;
+      by = x.xid;
+    }
+  }
+  if (best == nullptr) return "";
+  if (best->rank == 0) return fmt::format("none ({}, Xid {})", best->name, by);
+  const XidEntry* e = FindXid(by);
+  return fmt::format("{} - {} (Xid {}{}{})", best->name, best->summary, by,
+                     e != nullptr && !e->description.empty() ? ": " : "",
+                     e != nullptr ? e->description : "");
+}
 
 std::string Iso8601(std::int64_t unix_ns) {
   std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
@@ -249,6 +270,9 @@ void Stats(std::string& o, const GpuReport& g) {
     for (const XidEvent& x : s.xids)
       xids += fmt::format("{}{} at {}", xids.empty() ? "" : ", ", x.xid, Seconds(x.elapsed_ns));
     o += fmt::format("    XID errors         {}\n", xids.empty() ? "none" : xids);
+    if (std::string action = RecommendedAction(s.xids); !action.empty()) {
+      o += fmt::format("    Recommended action {}\n", action);
+    }
     if (!s.throttle_ns) {
       o += "    Clock events       n/a\n";
     } else {

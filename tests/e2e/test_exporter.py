@@ -33,7 +33,7 @@ DCGM_LABELS = ["gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "
 # promtool lints dcgm-exporter's own conventions, which a drop-in replacement must keep: camelCase
 # label names (UUID, modelName, Hostname) and counters without _total. Anything else it says fails.
 PROMTOOL_ALLOWED = [
-    re.compile(r"^(DCGM_FI_\w+|gpulse_device_info|gpulse_xid_errors_total) label names should be written in "
+    re.compile(r"^(DCGM_FI_\w+|gpulse_device_info|gpulse_xid_errors_total|gpulse_gpu_recommended_action) label names should be written in "
                r"'snake_case' not 'camelCase'$"),
     re.compile(r"^DCGM_FI_\w+ counter metrics should have \"_total\" suffix$"),
     re.compile(r"^DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'$"),

@@ -135,5 +135,68 @@ TEST(PolicyWatcher, ConditionsNotSetAreNotReported) {
   EXPECT_TRUE(w.Observe(spec, b).empty());
 }
 
+TEST(PolicyJson, TheActionConditionTakesAListOfRecommendedActions) {
+  auto p = PolicyFromJson({{"conditions", {"action"}}, {"actions", {"RESET_GPU", "RESTART_BM"}}});
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->conditions, unsigned{kCondAction});
+  EXPECT_EQ(p->actions, (std::vector<std::string>{"RESET_GPU", "RESTART_BM"}));
+  auto again = PolicyFromJson(PolicyToJson(*p));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->actions, p->actions);
+  for (const json& bad : {json{{"conditions", {"xid"}}, {"actions", {"RESET_GPU"}}},
+                          json{{"conditions", {"action"}}, {"actions", {"REBOOT_PLEASE"}}},
+                          json{{"conditions", {"action"}}, {"actions", {"IGNORE"}}},
+                          json{{"conditions", {"action"}}, {"actions", "RESET_GPU"}}}) {
+    auto r = PolicyFromJson(bad);
+    EXPECT_FALSE(r.ok()) << bad.dump();
+    if (!r.ok()) {
+      EXPECT_NE(r.error().message.find("actions"), std::string::npos);
+    }
+  }
+}
+
+GpuReading WithAction(std::int64_t t_s, std::string action, std::uint64_t xid, std::int64_t at_ns) {
+  GpuReading r = At(t_s);
+  XidAction a;
+  a.action = std::move(action);
+  a.xid = xid;
+  a.t_unix_ns = at_ns;
+  a.description = "desc";
+  r.action = a;
+  return r;
+}
+
+TEST(PolicyWatcher, ANewRecommendedActionFiresOnceWithItsXidAndDescription) {
+  PolicySpec spec;
+  spec.conditions = kCondAction;
+  PolicyWatcher w;
+  EXPECT_TRUE(w.Observe(spec, WithAction(0, "NONE", 0, 0)).empty());
+  auto v = w.Observe(spec, WithAction(1, "RESET_GPU", 95, 5));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].condition, kCondAction);
+  EXPECT_EQ(v[0].value, 95);
+  EXPECT_EQ(v[0].action, "RESET_GPU");
+  EXPECT_EQ(v[0].description, "desc");
+  EXPECT_TRUE(w.Observe(spec, WithAction(2, "RESET_GPU", 95, 5)).empty()) << "the same action";
+  EXPECT_EQ(w.Observe(spec, WithAction(3, "RESET_GPU", 95, 9)).size(), 1u) << "raised again";
+  EXPECT_TRUE(w.Observe(spec, At(4)).empty()) << "a reading without the fault layer says nothing";
+  spec.actions = {"RESTART_BM"};
+  EXPECT_TRUE(w.Observe(spec, WithAction(5, "RESTART_APP", 13, 11)).empty()) << "not listed";
+  EXPECT_EQ(w.Observe(spec, WithAction(6, "RESTART_BM", 79, 12)).size(), 1u);
+}
+
+TEST(PolicyWatcher, AnXidViolationCarriesTheCataloguesActionAndDescription) {
+  PolicySpec spec;
+  spec.conditions = kCondXid;
+  PolicyWatcher w;
+  (void)w.Observe(spec, At(0));
+  GpuReading r = At(1);
+  r.xids = {79};
+  auto v = w.Observe(spec, r);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].action, "RESTART_BM");
+  EXPECT_EQ(v[0].description, "GPU has fallen off the bus");
+}
+
 }  // namespace
 }  // namespace gpulse::health

@@ -204,6 +204,12 @@
     if (e.state === 'ok') {
       for (const field of Object.keys(READINGS)) drawBar(card, field, READINGS[field](e));
     }
+    const action = part(card, 'action');   // what the GPU's pending faults call for
+    const a = e.recommended_action;
+    action.hidden = !a;
+    action.textContent = a ? 'Action: ' + a.action + ' (Xid ' + a.xid +
+        (a.description ? ': ' + a.description : '') + ')' : '';
+    if (a) card.dataset.action = a.action; else delete card.dataset.action;
     const span = Math.round(f.history_points * f.interval_seconds);
     const util = e.history.utilization_percent;
     const power = e.history.power_watts;
