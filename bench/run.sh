@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=build
 
-areas=(tick identity vendors record exporter mig network kubernetes collector power history live health)
+areas=(tick identity vendors record exporter mig network kubernetes collector power history live health faults)
 usage() {
   echo "usage: bench/run.sh [--build DIR] [AREA...]; areas: ${areas[*]}" >&2
   exit 2
@@ -72,6 +72,7 @@ area_power() { bash "$here/power/run.sh" "$build/bin/gpulse" 2048; }
 area_history() { bash "$here/agent/run.sh" "$build"; }
 area_live() { bash "$here/live/run.sh" "$build"; }
 area_health() { bash "$here/health/run.sh" "$build"; }
+area_faults() { bash "$here/faults/run.sh" "$build"; }
 
 for a in "${chosen[@]}"; do
   echo "<!-- bench/run.sh $a: $(date -u +%FT%TZ), gpulse at $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?') -->"
