@@ -84,6 +84,7 @@ void FaultBackend::PollKernelLog() {
   std::vector<KmsgRecord> records = log_->Poll();
   if (log_->TakeRestart()) {
     for (Target& t : targets_) t.faults.NoteReboot();
+    start_usec_ = -1;  // the new log began after this layer did: every record is since its start
   }
   for (const KmsgRecord& r : records) Dispatch(r);
   const KmsgSource::Stats& s = log_->stats();

@@ -99,6 +99,11 @@ void GpuFaults::NoteReset() {
 void GpuFaults::NoteReboot() {
   driver_action_ = 0;
   recent_.clear();  // nothing before a reboot explains an Xid after it
+  // No event of the new boot is one of the old: what was counted stays, the matching starts over.
+  for (auto& [xid, c] : counts_) {
+    c.before += std::max(c.nvml, c.log);
+    c.nvml = c.log = 0;
+  }
   Clear(true, true);
 }
 

@@ -45,7 +45,8 @@ class GpuFaults {
   void FromNvml(std::uint64_t xid, std::int64_t t_unix_ns);
 
   // A GPU reset was seen (or the driver's recovery action went back to none): the reset class and
-  // the process class clear. A reboot: everything clears.
+  // the process class clear. A reboot: everything clears, and the counts so far are kept while the
+  // matching of the two sources starts over (no event of the new boot is one of the old).
   void NoteReset();
   void NoteReboot();
   // The driver's recovery action as NVML's field reports it (0 none).

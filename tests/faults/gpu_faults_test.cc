@@ -75,6 +75,17 @@ TEST(GpuFaults, AResetClearsTheResetAndProcessClassesNotTheRebootClass) {
   EXPECT_EQ(CountOf(g, 95), 2u) << "counters never go back";
 }
 
+TEST(GpuFaults, AfterARebootNvmlsEventsAreNotMatchedWithTheOldBootsLines) {
+  GpuFaults g;
+  g.FromKernelLog(Log(95, 1 * kS), false);
+  g.NoteReboot();
+  g.FromNvml(95, 2 * kS);
+  EXPECT_EQ(CountOf(g, 95), 2u);
+  EXPECT_EQ(g.Recommended().action, "RESET_GPU");
+  g.FromKernelLog(Log(95, 2 * kS), false);  // the same event's line
+  EXPECT_EQ(CountOf(g, 95), 2u);
+}
+
 TEST(GpuFaults, RestartAppClearsWhenTheNamedProcessExits) {
   GpuFaults g;
   g.FromKernelLog(Log(13, 1 * kS, "m", 4242, true), false);

@@ -51,7 +51,7 @@ done
 TARGETS=(anchor exposition exposition_chunks scrape http_request http_response http_util basic_auth
          counters web_config collect_config scenario visible cgroup procfs run_json journal field_list
          power_parsers series_image agent_query pod_resources request_body clock_sync drm_readers
-         live_frame process_stat device_selection agent_reply agent_rows)
+         live_frame process_stat device_selection agent_reply agent_rows kernel_log)
 declare -A MAX_LEN=([exposition]=16384 [exposition_chunks]=16384 [scrape]=16384 [http_request]=65536
                     [http_response]=8192 [run_json]=16384 [journal]=16384 [power_parsers]=65536 [web_config]=8192
                     [collect_config]=8192 [scenario]=8192)
