@@ -192,15 +192,21 @@ Agent::Reply Agent::Inject(const json& body) {
     xid = 79;
     if (message.empty()) message = "GPU has fallen off the bus.";
   }
-  if (xid && r.nvml) faults.insert(faults.begin(), fmt::format("{{kind: xid, xid: {}}}", *xid));
+  // The Xid after the fault it reports (an ECC fault the simulator refuses leaves no Xid behind),
+  // except a loss: a lost GPU takes no more faults, so its Xid 79 goes first.
+  if (xid && r.nvml) {
+    auto at = r.kind == "lost" ? faults.begin() : faults.end();
+    faults.insert(at, fmt::format("{{kind: xid, xid: {}}}", *xid));
+  }
   if (r.kind == "lost") faults.push_back("{kind: gpu_lost}");
   // The fault happens now: on a simulated clock, the simulator's time must be the agent's.
   if (clock_.simulated()) backend_.SetSimulatedClock(clock_.SimulatedSeconds(clock_.NowUnixNs()));
   json done = json::array();
   for (const std::string& f : faults) {
     if (Status s = backend_.InjectFault(device, f); !s.ok()) {
-      return Route::Error(s.error().code == ErrorCode::kInvalidArgument ? 400 : 409,
-                          "inject: " + s.error().message);
+      std::string why = "inject: " + s.error().message;
+      if (!done.empty()) why += " (already injected: " + done.dump() + ")";
+      return Route::Error(s.error().code == ErrorCode::kInvalidArgument ? 400 : 409, why);
     }
     done.push_back(f);
   }
@@ -219,7 +225,8 @@ Agent::Reply Agent::Inject(const json& body) {
         ::write(fd, record.data(), record.size()) != static_cast<ssize_t>(record.size())) {
       const std::string why = std::strerror(errno);
       if (fd >= 0) ::close(fd);
-      return Route::Error(500, "inject: " + options_.inject_kernel_log + ": " + why);
+      return Route::Error(500, "inject: " + options_.inject_kernel_log + ": " + why +
+                                   " (the simulator's part was injected: " + done.dump() + ")");
     }
     ::close(fd);
     out["kernel_log"] = line;

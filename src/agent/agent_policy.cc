@@ -15,6 +15,7 @@
 #include "agent/api_util.h"
 #include "agent/manage_util.h"
 #include "core/xid_catalogue.h"
+#include "faults/fault_backend.h"
 
 namespace gpulse::agent {
 namespace {
@@ -146,6 +147,10 @@ json Agent::ResetForPolicy(std::size_t pos) {
     return out;
   }
   Log(fmt::format("GPU {} reset by a policy", e.gpu));
+  // A simulated GPU's reset went through the fault layer; a real one's through sysfs: say so.
+  if (!backend_.info().simulated) {
+    if (faults::FaultBackend* f = faults::AsFaultBackend(backend_)) f->NoteReset(*e.device_pos);
+  }
   bool refused = false;
   json applied = ApplyTargets({pos}, &refused);
   if (!applied.empty()) out["config"] = applied;

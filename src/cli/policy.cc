@@ -114,7 +114,11 @@ int Set(const PolicyOptions& o) {
   if (o.max_power) body["max_power_w"] = *o.max_power;
   if (o.max_pages) body["max_pages"] = *o.max_pages;
   if (o.update_ms) body["update_ms"] = *o.update_ms;
-  if (o.actions && *o.actions != "any") body["actions"] = SplitNonEmpty(*o.actions, ',');
+  if (o.actions && *o.actions != "any") {
+    auto names = SplitNonEmpty(*o.actions, ',');
+    if (names.empty()) return Usage("-a takes action names (RESET_GPU,RESTART_BM) or \"any\"");
+    body["actions"] = names;
+  }
   int code = kExitOk;
   auto j = CallForVerb("policy", o.host, "POST", "/api/v1/policy", body, 201, &code);
   if (!j) return code;

@@ -19,13 +19,16 @@ bool XidWanted(std::span<const FieldIndex> fields) {
   return false;
 }
 
-std::optional<double> VolatileEcc(const Sample& s) {
-  auto sbe = IndexOf(310), dbe = IndexOf(311);
-  if (!sbe || !dbe || s.values.size() <= std::max(*sbe, *dbe)) return std::nullopt;
-  const auto& a = s.values[*sbe];
-  const auto& b = s.values[*dbe];
-  if (!a && !b) return std::nullopt;
-  return a.value_or(0) + b.value_or(0);
+std::optional<double> Value(const Sample& s, FieldId id) {
+  auto f = IndexOf(id);
+  return f && *f < s.values.size() ? s.values[*f] : std::nullopt;
+}
+
+// A volatile ECC counter read now and before went back: the driver cleared it (a GPU reset).
+bool WentBack(std::optional<double>& last, const std::optional<double>& now) {
+  const bool back = last && now && *now < *last;
+  if (now) last = now;
+  return back;
 }
 
 }  // namespace
@@ -33,9 +36,8 @@ std::optional<double> VolatileEcc(const Sample& s) {
 FaultBackend::FaultBackend(std::unique_ptr<gpu::Backend> inner, FaultOptions options)
     : inner_(std::move(inner)), options_(std::move(options)) {
   const SystemInfo& info = inner_->info();
-  for (const DeviceInfo& d : info.devices) targets_.push_back({Pci(d.pci_bus_id), {}, {}});
-  for (const SkippedDevice& d : info.skipped) targets_.push_back({Pci(d.pci_bus_id), {}, {}});
-  start_usec_ = MonotonicNowNs() / 1000;
+  for (const DeviceInfo& d : info.devices) targets_.push_back({Pci(d.pci_bus_id), {}, {}, {}});
+  for (const SkippedDevice& d : info.skipped) targets_.push_back({Pci(d.pci_bus_id), {}, {}, {}});
   boot_unix_ns_ = UnixNowNs() - MonotonicNowNs();
   status_.path = options_.kernel_log;
   if (options_.kernel_log.empty()) return;
@@ -46,9 +48,21 @@ FaultBackend::FaultBackend(std::unique_ptr<gpu::Backend> inner, FaultOptions opt
   }
   log_ = std::move(*log);
   status_.readable = true;
+  // What the log holds now is from before this layer: NVML never delivers those events.
+  std::vector<KmsgRecord> records;
+  do {
+    records = log_->Poll();
+    for (const KmsgRecord& r : records) Dispatch(r, /*before_start=*/true);
+  } while (records.size() >= KmsgSource::kMaxRecordsPerPoll && log_->stats().error.empty());
+  (void)log_->TakeRestart();
+  Update();
 }
 
-void FaultBackend::Dispatch(const KmsgRecord& r) {
+void FaultBackend::Dispatch(const KmsgRecord& r, bool before_start) {
+  if ((r.priority >> 3) != 0) {  // not the kernel's: userspace writes get another facility
+    if (r.message.find("Xid (") != std::string::npos) ++status_.foreign;
+    return;
+  }
   if (auto x = ParseXidLine(r.message)) {
     ++status_.xid_lines;
     Target* t = nullptr;
@@ -69,13 +83,20 @@ void FaultBackend::Dispatch(const KmsgRecord& r) {
     rep.pid = x->pid;
     rep.pid_alive = x->pid && Alive(*x->pid);
     rep.text = x->text;
-    t->faults.FromKernelLog(rep, r.usec < start_usec_);
+    t->faults.FromKernelLog(rep, before_start);
     return;
   }
   if (auto s = ParseSxidLine(r.message)) {
+    // One error is a line and then "Severity ..." and "Data {...}" lines with its code.
+    if (s->text.starts_with("Severity ") || s->text.starts_with("Data {")) return;
     const std::string bus = fmt::format("{:04x}:{:02x}:{:02x}.{:x}", s->pci.domain, s->pci.bus,
                                         s->pci.device, s->pci.function);
-    ++sxids_[{s->nvswitch, bus, s->sxid}];
+    auto key = std::make_tuple(s->nvswitch, bus, s->sxid);
+    if (auto it = sxids_.find(key); it != sxids_.end()) {
+      ++it->second;
+    } else if (sxids_.size() < kMaxSxidSeries) {
+      sxids_.emplace(std::move(key), 1);
+    }
   }
 }
 
@@ -84,15 +105,22 @@ void FaultBackend::PollKernelLog() {
   std::vector<KmsgRecord> records = log_->Poll();
   if (log_->TakeRestart()) {
     for (Target& t : targets_) t.faults.NoteReboot();
-    start_usec_ = -1;  // the new log began after this layer did: every record is since its start
   }
-  for (const KmsgRecord& r : records) Dispatch(r);
+  for (const KmsgRecord& r : records) Dispatch(r, /*before_start=*/false);
+  Update();
+}
+
+void FaultBackend::Update() {
   const KmsgSource::Stats& s = log_->stats();
   status_.records = s.records;
   status_.lost = s.lost;
   status_.malformed = s.malformed;
   status_.restarts = s.restarts;
-  if (!s.error.empty()) status_.error = s.error;
+  status_.error = s.error;  // the last poll's: a read that works again clears it
+}
+
+void FaultBackend::NoteReset(std::size_t pos) {
+  if (pos < targets_.size()) targets_[pos].faults.NoteReset();
 }
 
 bool FaultBackend::Alive(std::uint32_t pid) const {
@@ -103,10 +131,9 @@ bool FaultBackend::Alive(std::uint32_t pid) const {
 void FaultBackend::Merge(Target& t, std::span<const FieldIndex> fields, Sample& out) {
   const std::int64_t now = UnixNowNs();
   for (std::uint64_t xid : out.xid_events) t.faults.FromNvml(xid, now);
-  if (auto ecc = VolatileEcc(out)) {
-    if (t.ecc_volatile && *ecc < *t.ecc_volatile) t.faults.NoteReset();
-    t.ecc_volatile = ecc;
-  }
+  const bool sbe_back = WentBack(t.ecc_sbe, Value(out, 310));
+  const bool dbe_back = WentBack(t.ecc_dbe, Value(out, 311));
+  if (sbe_back || dbe_back) t.faults.NoteReset();
   t.faults.ClearExited([this](std::uint32_t pid) { return Alive(pid); });
   out.xid_events = t.faults.TakeNewEvents();
   if (XidWanted(fields)) {

@@ -5,9 +5,12 @@
 // Each read polls the kernel log (without blocking), hands each Xid line to its GPU by PCI address
 // (GPUs NVML cannot open included) and each SXid line to the NVSwitch counts, then merges the
 // device's NVML events. A sample gets the merged events (xid_events), the merged counts
-// (xid_counts, when the XID field is read) and the recommended action. A GPU reset is seen when
-// this layer's ResetGpu succeeds or the volatile ECC counters go back; a reboot when the log
-// starts over.
+// (xid_counts, when the XID field is read) and the recommended action. The records the log holds
+// when the layer opens (read until the first empty read) are the ones from before it started.
+// Only the kernel's own records count (facility 0: a process writing to /dev/kmsg cannot forge
+// them). A GPU reset is seen when this layer's ResetGpu succeeds, when the owner says it reset
+// the GPU itself (NoteReset), or when a volatile ECC counter read twice goes back; a reboot when
+// the log starts over.
 //
 // Thread-safety: like every Backend, used from one thread at a time.
 #pragma once
@@ -44,7 +47,11 @@ struct KernelLogStatus {
   std::uint64_t lost = 0;       // overwritten before they were read
   std::uint64_t malformed = 0;
   std::uint64_t restarts = 0;  // the log started over (a reboot, for a file)
+  std::uint64_t foreign = 0;   // Xid-like records not from the kernel (another facility), ignored
 };
+
+// How many distinct NVSwitch SXid series one layer keeps (switch, address, code); more are dropped.
+inline constexpr std::size_t kMaxSxidSeries = 1024;
 
 // One NVSwitch's SXid counts.
 struct SxidCount {
@@ -89,24 +96,28 @@ class FaultBackend final : public gpu::Backend {
   std::vector<SxidCount> sxids() const;
   gpu::Backend& inner() { return *inner_; }
 
-  // Polls the kernel log now (each read does; the agent also does between reads).
+  // Polls the kernel log now (each read does).
   void PollKernelLog();
+  // The GPU at `pos` was reset by other means than ResetGpu (the agent's sysfs reset of a real
+  // GPU): its reset-class actions clear.
+  void NoteReset(std::size_t pos);
 
  private:
   struct Target {
     std::optional<PciAddress> pci;
     GpuFaults faults;
-    std::optional<double> ecc_volatile;  // the last SBE + DBE volatile count read
+    std::optional<double> ecc_sbe, ecc_dbe;  // the last volatile ECC counts read (310, 311)
   };
   void Merge(Target& t, std::span<const FieldIndex> fields, Sample& out);
-  void Dispatch(const KmsgRecord& r);
+  void Dispatch(const KmsgRecord& r, bool before_start);
+  void Update();  // the status from the log's counters
   bool Alive(std::uint32_t pid) const;
 
   std::unique_ptr<gpu::Backend> inner_;
   FaultOptions options_;
   std::unique_ptr<KmsgSource> log_;
   KernelLogStatus status_;
-  std::int64_t start_usec_ = 0;    // the kernel log's clock when this layer started
+  // the kernel log's clock when this layer started
   std::int64_t boot_unix_ns_ = 0;  // unix time of the kernel log's 0
   // info().devices first (by position), then info().skipped.
   std::vector<Target> targets_;

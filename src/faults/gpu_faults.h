@@ -17,7 +17,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -62,6 +61,8 @@ class GpuFaults {
   // The most severe pending action (the newest among equals), or NONE.
   XidAction Recommended() const;
   std::size_t pending() const { return pending_.size(); }
+  // Reports of codes beyond kMaxCodes distinct ones, not counted (a hostile or corrupt log).
+  std::uint64_t dropped() const { return dropped_; }
 
  private:
   struct Count {
@@ -75,19 +76,31 @@ class GpuFaults {
     bool from_driver;
     bool has_text;
   };
+  // The count of `xid`, or null when it would be a code past kMaxCodes.
+  Count* CountOf(std::uint64_t xid);
   void NewEvent(const XidReport& r);
   // Adds the report's details to the pending action its first source raised without them.
   void Refine(const XidReport& r);
   void Raise(const XidReport& r);
+  void Add(Pending p);
   void Clear(bool reset, bool reboot);
 
   std::map<std::uint64_t, Count> counts_;
-  std::vector<std::uint64_t> new_events_;
-  std::vector<Pending> pending_;
-  std::deque<std::pair<std::int64_t, std::uint64_t>> recent_;  // (t, xid) of the last window
+  std::vector<std::uint64_t> new_events_;  // at most kMaxNewEvents, the oldest dropped
+  std::vector<Pending> pending_;           // at most kMaxPending
+  // When the last Xid other than 45, and the last 63 or 64, came (the incident window).
+  std::optional<std::int64_t> last_other_ns_, last_retirement_ns_;
   std::optional<std::uint64_t> last_xid_;
   std::uint64_t driver_action_ = 0;
+  std::uint64_t dropped_ = 0;
 };
+
+// Bounds on what a log can make one GPU hold: distinct codes counted (the catalogue has 176),
+// actions pending (one per action and process, the least severe dropped first), and events kept
+// for a reader that does not come.
+inline constexpr std::size_t kMaxCodes = 512;
+inline constexpr std::size_t kMaxPending = 64;
+inline constexpr std::size_t kMaxNewEvents = 4096;
 
 // How far apart two Xids may be and still count as one incident (Xid 45 after another Xid, Xid 48
 // with 63 or 64).

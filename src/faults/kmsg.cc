@@ -39,9 +39,10 @@ std::optional<KmsgRecord> ParseKmsgRecord(std::string_view line) {
     f[i] = head.substr(0, comma);
     head = comma == std::string_view::npos ? std::string_view{} : head.substr(comma + 1);
   }
-  unsigned priority = 0;
   KmsgRecord r;
-  if (!Field(f[0], priority) || !Field(f[1], r.seq) || !Field(f[2], r.usec) || r.usec < 0) {
+  constexpr std::int64_t kMaxUsec = std::int64_t{1} << 53;
+  if (!Field(f[0], r.priority) || r.priority > 0xffff || !Field(f[1], r.seq) ||
+      !Field(f[2], r.usec) || r.usec < 0 || r.usec > kMaxUsec) {
     return std::nullopt;
   }
   r.message = std::string(line.substr(semi + 1));
@@ -79,6 +80,7 @@ bool KmsgSource::TakeRestart() { return std::exchange(restarted_, false); }
 
 std::vector<KmsgRecord> KmsgSource::Poll() {
   std::vector<KmsgRecord> out;
+  stats_.error.clear();
   if (device_) {
     PollDevice(out);
   } else {
@@ -137,6 +139,7 @@ bool KmsgSource::Reopen() {
   }
   offset_ = 0;
   partial_.clear();
+  discarding_ = false;
   restarted_ = true;
   ++stats_.restarts;
   return true;
@@ -158,18 +161,26 @@ void KmsgSource::PollFile(std::vector<KmsgRecord>& out) {
     total += static_cast<std::size_t>(n);
     std::string_view chunk(buf.data(), static_cast<std::size_t>(n));
     for (std::size_t nl; (nl = chunk.find('\n')) != std::string_view::npos;) {
-      if (partial_.empty()) {
+      if (std::exchange(discarding_, false)) {
+        chunk.remove_prefix(nl + 1);  // the end of a line dropped as too long
+        continue;
+      }
+      if (partial_.size() + nl > kMaxLineBytes) {
+        ++stats_.malformed;  // too long to be a record: dropped whole
+      } else if (partial_.empty()) {
         Line(chunk.substr(0, nl), out);
       } else {
         partial_.append(chunk.substr(0, nl));
         Line(partial_, out);
-        partial_.clear();
       }
+      partial_.clear();
       chunk.remove_prefix(nl + 1);
     }
+    if (discarding_) continue;
     if (partial_.size() + chunk.size() > kMaxLineBytes) {
       ++stats_.malformed;
       partial_.clear();
+      discarding_ = true;
     } else {
       partial_.append(chunk);
     }

@@ -27,12 +27,14 @@
 namespace gpulse::faults {
 
 struct KmsgRecord {
+  unsigned priority = 0;  // facility << 3 | level; the kernel's own records have facility 0
   std::uint64_t seq = 0;
   std::int64_t usec = 0;  // the kernel's timestamp: microseconds since boot (CLOCK_MONOTONIC)
   std::string message;
 };
 
-// One record line, without its newline; nullopt when it is not in the format.
+// One record line, without its newline; nullopt when it is not in the format (or its timestamp
+// is past 2^53 µs, which no boot reaches).
 std::optional<KmsgRecord> ParseKmsgRecord(std::string_view line);
 
 class KmsgSource {
@@ -77,7 +79,8 @@ class KmsgSource {
   bool device_ = false;
   off_t offset_ = 0;
   ino_t inode_ = 0;
-  std::string partial_;  // a file's last line until its newline arrives
+  std::string partial_;      // a file's last line until its newline arrives
+  bool discarding_ = false;  // within a line too long to keep: skip to its newline
   bool restarted_ = false;
   Stats stats_;
 };

@@ -98,10 +98,9 @@ std::optional<PciAddress> ParsePciAddress(std::string_view s) {
 }
 
 std::optional<XidLine> ParseXidLine(std::string_view m) {
-  constexpr std::string_view kHead = "NVRM: Xid (";
-  std::size_t at = m.find(kHead);
-  if (at == std::string_view::npos) return std::nullopt;
-  m.remove_prefix(at + kHead.size());
+  constexpr std::string_view kHead = "NVRM: Xid (";  // the driver's line starts with it
+  if (!StartsWith(m, kHead)) return std::nullopt;
+  m.remove_prefix(kHead.size());
   std::size_t close = m.find("): ");
   if (close == std::string_view::npos) return std::nullopt;
   std::string_view attr = m.substr(0, close);
@@ -131,17 +130,14 @@ std::optional<XidLine> ParseXidLine(std::string_view m) {
 }
 
 std::optional<SxidLine> ParseSxidLine(std::string_view m) {
-  constexpr std::string_view kHead = "SXid (";
-  std::size_t at = m.find(kHead);
-  if (at == std::string_view::npos) return std::nullopt;
+  // "nvidia-nvswitchN: SXid (", at the start of the line.
+  constexpr std::string_view kSwitch = "nvidia-nvswitch", kHead = ": SXid (";
+  if (!StartsWith(m, kSwitch)) return std::nullopt;
+  m.remove_prefix(kSwitch.size());
   SxidLine out;
-  constexpr std::string_view kSwitch = "nvidia-nvswitch";
-  std::size_t sw = m.substr(0, at).rfind(kSwitch);
-  if (sw != std::string_view::npos) {
-    std::string_view n = m.substr(sw + kSwitch.size());
-    out.nvswitch = Number<unsigned>(Take(n, IsDigit));
-  }
-  m.remove_prefix(at + kHead.size());
+  out.nvswitch = Number<unsigned>(Take(m, IsDigit));
+  if (!StartsWith(m, kHead)) return std::nullopt;
+  m.remove_prefix(kHead.size());
   std::size_t close = m.find("): ");
   if (close == std::string_view::npos) return std::nullopt;
   auto pci = ParsePciAddress(m.substr(0, close));

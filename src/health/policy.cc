@@ -18,8 +18,8 @@ struct ConditionRow {
 };
 
 const ConditionRow kConditions[] = {
-    {kCondDbe, "dbe"},         {kCondPcie, "pcie"},   {kCondMaxPages, "max_pages"},
-    {kCondThermal, "thermal"}, {kCondPower, "power"}, {kCondNvlink, "nvlink"},
+    {kCondDbe, "dbe"},         {kCondPcie, "pcie"},     {kCondMaxPages, "max_pages"},
+    {kCondThermal, "thermal"}, {kCondPower, "power"},   {kCondNvlink, "nvlink"},
     {kCondXid, "xid"},         {kCondAction, "action"},
 };
 
@@ -43,7 +43,7 @@ double Grew(const std::optional<double>& before, const std::optional<double>& no
 
 const std::vector<Condition>& AllConditions() {
   static const std::vector<Condition> all = {kCondDbe,   kCondPcie,   kCondMaxPages, kCondThermal,
-                                             kCondPower, kCondNvlink, kCondXid,     kCondAction};
+                                             kCondPower, kCondNvlink, kCondXid,      kCondAction};
   return all;
 }
 
@@ -113,17 +113,22 @@ Result<PolicySpec> PolicyFromJson(const json& j) {
   }
   if (j.contains("actions")) {
     if (!(p.conditions & kCondAction)) {
-      return InvalidArgument("policy: 'actions' goes with the 'action' condition, which is not set");
+      return InvalidArgument(
+          "policy: 'actions' goes with the 'action' condition, which is not set");
     }
     const json& a = j.at("actions");
-    if (!a.is_array()) return InvalidArgument("policy: 'actions' must be an array of action names");
+    if (!a.is_array() || a.empty()) {
+      return InvalidArgument(
+          "policy: 'actions' must be a non-empty array of action names (leave it out for every "
+          "action)");
+    }
     for (const json& name : a) {
       if (!name.is_string() || FindAction(name.get<std::string>()) == nullptr ||
           name.get<std::string>() == kActionIgnore) {
-        return InvalidArgument(fmt::format(
-            "policy: 'actions': {} is not a recommended action (gpulse xid lists them; "
-            "docs/faults.md)",
-            name.dump()));
+        return InvalidArgument(
+            fmt::format("policy: 'actions': {} is not a recommended action (gpulse xid lists them; "
+                        "docs/faults.md)",
+                        name.dump()));
       }
       p.actions.push_back(name.get<std::string>());
     }
@@ -174,7 +179,22 @@ std::vector<Violation> PolicyWatcher::Observe(const PolicySpec& spec, const GpuR
     const XidEntry* e = FindXid(xid);
     return e != nullptr ? std::string(e->description) : std::string();
   };
-  if (r.lost) return out;
+  for (std::uint64_t x : primed_ ? r.xids : std::vector<std::uint64_t>{}) {
+    fire(kCondXid, static_cast<double>(x),
+         fmt::format("An XID error has violated policy manager values. XID: {}", x));
+    if (!out.empty() && out.back().condition == kCondXid) {
+      out.back().action = std::string(CatalogueAction(x).name);
+      out.back().description = described(x);
+    }
+  }
+  if (r.action) {
+    ObserveAction(spec, r, out);
+    last_action_ = r.action;
+  }
+  if (r.lost) {
+    primed_ = true;
+    return out;
+  }
   if (double d = Grew(last_.ecc_dbe_volatile, r.ecc_dbe_volatile); d > 0) {
     fire(kCondDbe, *r.ecc_dbe_volatile,
          fmt::format("A double-bit ECC error has violated policy manager values. DBE count: {}",
@@ -191,18 +211,6 @@ std::vector<Violation> PolicyWatcher::Observe(const PolicySpec& spec, const GpuR
   if (nvlink > 0) {
     fire(kCondNvlink, nvlink,
          fmt::format("NVLink errors have violated policy manager values. Errors: {}", nvlink));
-  }
-  for (std::uint64_t x : primed_ ? r.xids : std::vector<std::uint64_t>{}) {
-    fire(kCondXid, static_cast<double>(x),
-         fmt::format("An XID error has violated policy manager values. XID: {}", x));
-    if (!out.empty() && out.back().condition == kCondXid) {
-      out.back().action = std::string(CatalogueAction(x).name);
-      out.back().description = described(x);
-    }
-  }
-  if (r.action) {
-    ObserveAction(spec, r, out);
-    last_action_ = r.action;
   }
   primed_ = true;
   // Limits: fire on the crossing, re-arm at or below the limit.
@@ -245,11 +253,14 @@ void PolicyWatcher::ObserveAction(const PolicySpec& spec, const GpuReading& r,
       std::find(spec.actions.begin(), spec.actions.end(), a.action) == spec.actions.end()) {
     return;
   }
-  Violation v{kCondAction, r.t_ms, static_cast<double>(a.xid),
+  Violation v{kCondAction,
+              r.t_ms,
+              static_cast<double>(a.xid),
               fmt::format("The recommended action {} (XID {}{}) has violated policy manager "
                           "values.",
                           a.action, a.xid, a.from_driver ? ", the driver's" : ""),
-              a.action, a.description};
+              a.action,
+              a.description};
   out.push_back(std::move(v));
 }
 

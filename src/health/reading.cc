@@ -50,13 +50,14 @@ GpuReading ReadingFromSample(const Sample& s, std::int64_t t_ms) {
   GpuReading r;
   r.t_ms = t_ms;
   r.lost = s.state == DeviceState::kLost;
+  // A lost GPU's Xids (79 as it falls off) and action still count; its readings do not.
+  r.xids = s.xid_events;
+  r.action = s.recommended_action;
   if (r.lost) return r;
   for (const Slot& slot : kSlots) {
     auto i = IndexOf(slot.id);
     if (i && *i < s.values.size()) r.*(slot.member) = s.values[*i];
   }
-  r.xids = s.xid_events;
-  r.action = s.recommended_action;
   return r;
 }
 

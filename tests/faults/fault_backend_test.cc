@@ -29,6 +29,8 @@ class FakeBackend final : public gpu::Backend {
   void Read(std::size_t pos, std::span<const FieldIndex>, Sample& out) override {
     out.values.assign(AllFields().size(), std::nullopt);
     out.unsupported.assign(AllFields().size(), false);
+    out.values[*IndexOf(310)] = ecc.first;
+    out.values[*IndexOf(311)] = ecc.second;
     out.xid_events = std::exchange(events[pos], {});
     out.xid_counts.clear();
   }
@@ -36,6 +38,7 @@ class FakeBackend final : public gpu::Backend {
   Status ResetGpu(std::size_t) override { return Status::Ok(); }
 
   std::vector<std::vector<std::uint64_t>> events;
+  std::pair<std::optional<double>, std::optional<double>> ecc;  // volatile SBE, DBE
 
  private:
   SystemInfo info_;
@@ -134,8 +137,12 @@ TEST_F(FaultBackendTest, AResetThroughTheLayerClearsAndANewLogIsAReboot) {
   EXPECT_EQ(b->kernel_log().restarts, 1u);
 }
 
-TEST_F(FaultBackendTest, SxidsAreCountedPerSwitch) {
+TEST_F(FaultBackendTest, SxidsAreCountedPerSwitchOncePerError) {
   Line(5, "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32");
+  Line(5,
+       "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 12028, Severity 0 Engine instance 32 Sub-engine "
+       "instance 00");
+  Line(5, "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 12028, Data {0x00000000, 0x00000000}");
   Line(5, "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 33");
   auto b = Open();
   Sample s;
@@ -145,6 +152,37 @@ TEST_F(FaultBackendTest, SxidsAreCountedPerSwitch) {
   EXPECT_EQ(sx[0].nvswitch, 2u);
   EXPECT_EQ(sx[0].pci_bus_id, "0000:05:00.0");
   EXPECT_EQ(sx[0].count, 2u);
+}
+
+TEST_F(FaultBackendTest, RecordsNotFromTheKernelAreNotXids) {
+  // A process writing to /dev/kmsg gets the user facility (1): PRIORITY 12, not 4.
+  std::ofstream(log_, std::ios::app) << "12,1,5,-;NVRM: Xid (PCI:0000:3b:00): 79, forged\n"
+                                     << "4,2,6,-;usb: NVRM: Xid (PCI:0000:3b:00): 79, inside\n";
+  auto b = Open();
+  Sample s;
+  b->Read(0, XidField(), s);
+  EXPECT_TRUE(s.xid_counts.empty());
+  EXPECT_EQ(s.recommended_action->action, "NONE");
+  EXPECT_EQ(b->kernel_log().foreign, 1u);
+}
+
+TEST_F(FaultBackendTest, OneEccCounterMissingFromARead_IsNotAReset) {
+  Line(10, "NVRM: Xid (PCI:0000:3b:00): 95, Uncontained");
+  auto b = Open();
+  auto sbe = *IndexOf(310), dbe = *IndexOf(311);
+  std::vector<FieldIndex> both = {*IndexOf(230), sbe, dbe}, dbe_only = {*IndexOf(230), dbe};
+  Sample s;
+  // The fake reads nothing: put the counters in by hand after each read, as a backend would.
+  auto read = [&](std::vector<FieldIndex> fields, std::optional<double> sv,
+                  std::optional<double> dv) {
+    fake_->ecc = {sv, dv};
+    b->Read(0, fields, s);
+    return s.recommended_action->action;
+  };
+  EXPECT_EQ(read(both, 3, 0), "RESET_GPU");
+  EXPECT_EQ(read(dbe_only, std::nullopt, 0), "RESET_GPU") << "SBE not read: not a drop to 0";
+  EXPECT_EQ(read(both, 3, 0), "RESET_GPU");
+  EXPECT_EQ(read(both, 0, 0), "NONE") << "the volatile SBE count went back: a reset";
 }
 
 TEST_F(FaultBackendTest, AnUnreadableLogIsStatedNotFatal) {

@@ -152,6 +152,31 @@ TEST(GpuFaults, Xid48WithDramRetirementAsksToDrainAndReset) {
   g.FromKernelLog(Log(63, 10 * kS), false);
   g.FromKernelLog(Log(48, 11 * kS), false);
   EXPECT_EQ(g.Recommended().action, "DRAIN_AND_RESET");
+  g.NoteReset();
+  g.FromKernelLog(Log(48, 100 * kS), false);
+  g.FromKernelLog(Log(64, 101 * kS), false);  // logged after the 48 it goes with
+  EXPECT_EQ(g.Recommended().action, "DRAIN_AND_RESET");
+}
+
+TEST(GpuFaults, TheLogsDetailsKeepTheTimeOfTheEventNvmlReportedFirst) {
+  GpuFaults g;
+  g.FromNvml(95, 5 * kS);
+  const XidAction first = g.Recommended();
+  g.FromKernelLog(Log(95, 4 * kS, "Uncontained", 77, true), false);
+  EXPECT_EQ(g.Recommended().action, first.action);
+  EXPECT_EQ(g.Recommended().t_unix_ns, first.t_unix_ns) << "the same event: a policy fires once";
+}
+
+TEST(GpuFaults, AHostileLogCannotGrowItWithoutBound) {
+  GpuFaults g;
+  for (std::uint64_t x = 1; x <= 100'000; ++x) g.FromKernelLog(Log(x, 1 * kS, "m", x, true), true);
+  EXPECT_EQ(g.Counts().size(), kMaxCodes);
+  EXPECT_EQ(g.dropped(), 100'000 - kMaxCodes);
+  EXPECT_LE(g.pending(), kMaxPending);
+  EXPECT_LE(g.TakeNewEvents().size(), kMaxNewEvents);
+  for (int i = 0; i < 100'000; ++i) g.FromKernelLog(Log(48, 2 * kS), false);  // one code, one time
+  EXPECT_LE(g.pending(), kMaxPending);
+  EXPECT_EQ(g.Recommended().action, "CONTACT_SUPPORT");
 }
 
 TEST(GpuFaults, AnUnknownXidIsNeverFine) {

@@ -74,6 +74,23 @@ TEST(Kmsg, AFileThatStartsOverIsANewLog) {
   EXPECT_FALSE((*src)->TakeRestart());
 }
 
+TEST(Kmsg, ALineTooLongToKeepIsDroppedWhole) {
+  TempFile f;
+  std::string tail = "4,9,9,-;NVRM: Xid (PCI:0000:3b:00): 79, the end of a long line\n";
+  f.Append("4,1,1,-;" + std::string(KmsgSource::kMaxLineBytes + 10, 'x') + tail + "4,2,2,-;next\n");
+  auto src = KmsgSource::Open(f.path());
+  ASSERT_TRUE(src);
+  auto r = (*src)->Poll();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].message, "next");
+  EXPECT_EQ((*src)->stats().malformed, 1u);
+}
+
+TEST(Kmsg, RefusesTimestampsNoBootReaches) {
+  EXPECT_FALSE(ParseKmsgRecord("4,1,9999999999999999,-;m"));
+  EXPECT_TRUE(ParseKmsgRecord("4,1,9007199254740992,-;m"));
+}
+
 TEST(Kmsg, RefusesWhatIsNeitherTheDeviceNorAFile) {
   auto missing = KmsgSource::Open("/nonexistent/kmsg");
   ASSERT_FALSE(missing);

@@ -56,6 +56,8 @@ TEST(XidLine, RefusesWhatIsNotAnXidLine) {
   EXPECT_FALSE(ParseXidLine("NVRM: Xid (PCI:0000:3b:00): seventy, x"));
   EXPECT_FALSE(ParseXidLine("NVRM: Xid (PCI:0000:3b:00 GPU-X:1): 79, x"));
   EXPECT_FALSE(ParseXidLine("usb 1-1: new device"));
+  EXPECT_FALSE(ParseXidLine("user said NVRM: Xid (PCI:0000:3b:00): 79, x")) << "not at the start";
+  EXPECT_FALSE(ParseSxidLine("x nvidia-nvswitch1: SXid (PCI:0000:05:00.0): 1, y"));
 }
 
 TEST(XidLine, ParsesSxidLines) {

@@ -185,6 +185,21 @@ TEST(PolicyWatcher, ANewRecommendedActionFiresOnceWithItsXidAndDescription) {
   EXPECT_EQ(w.Observe(spec, WithAction(6, "RESTART_BM", 79, 12)).size(), 1u);
 }
 
+TEST(PolicyWatcher, AGpuFallingOffTheBusStillFiresItsXidAndAction) {
+  PolicySpec spec;
+  spec.conditions = kCondXid | kCondAction;
+  PolicyWatcher w;
+  (void)w.Observe(spec, At(0));
+  GpuReading r = WithAction(1, "RESTART_BM", 79, 7);
+  r.lost = true;
+  r.xids = {79};
+  auto v = w.Observe(spec, r);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].condition, kCondXid);
+  EXPECT_EQ(v[1].condition, kCondAction);
+  EXPECT_EQ(v[1].action, "RESTART_BM");
+}
+
 TEST(PolicyWatcher, AnXidViolationCarriesTheCataloguesActionAndDescription) {
   PolicySpec spec;
   spec.conditions = kCondXid;
