@@ -1,6 +1,7 @@
-// What an XID error code means: the description NVIDIA publishes for it in "Xid Errors" (GPU
-// Deployment and Management Documentation, docs.nvidia.com/deploy/xid-errors, the catalog for
-// Ampere and later), used for the exporter's err_code / err_msg labels as dcgm-exporter has them.
+// What an XID error code means, in one phrase: the descriptions of NVIDIA's older "Xid Errors"
+// table (docs.nvidia.com/deploy/xid-errors/archive), used for the exporter's err_code / err_msg
+// labels as dcgm-exporter has them. NVIDIA's Ampere and later catalogue, with its resolution
+// buckets and gpulse's recommended actions, is core/xid_catalogue.h.
 #pragma once
 
 #include <cstdint>

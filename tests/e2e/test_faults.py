@@ -95,7 +95,6 @@ class KernelLogExporterTest(unittest.TestCase):
                    record("NVRM: Xid (PCI:0000:ff:00): 31, a GPU of another node", 3300),
                    record("usb 1-1: new high-speed USB device", 3200),
                    " SUBSYSTEM=pci\n")
-        started = time.monotonic()
         with Exporter("--simulate", self.scenario, "--kmsg", self.log) as e:
             counts, actions = self.scrape(e)
             self.assertEqual(counts.get((0, 48)), 1, counts)
@@ -108,13 +107,13 @@ class KernelLogExporterTest(unittest.TestCase):
             self.write(record("NVRM: Xid (PCI:0000:3b:00): 94, pid=4242, name=python3, Contained: "
                               "SM (0x1). RST: No, D-RST: No"),
                        record("NVRM: Xid (PCI:0000:5d:00): 31, pid=4343, name=python3, MMU Fault"))
-            # Wait (bounded) until the simulator's events are due, then read twice.
-            while time.monotonic() - started < 2.5:
-                time.sleep(0.1)
-            for _ in range(2):
-                counts, actions = self.scrape(e)
-                self.assertEqual(counts, {(0, 48): 1, (0, 94): 1, (1, 13): 1, (1, 31): 1, (1, 43): 1,
-                                          (1, 79): 1})
+            # Read until NVML's events (due at simulated 1.0 s) have come too, then once more: no
+            # report, from either source, counts twice.
+            want = {(0, 48): 1, (0, 94): 1, (1, 13): 1, (1, 31): 1, (1, 43): 1, (1, 79): 1}
+            self.assertEqual(eventually(lambda: self.scrape(e)[0], want, timeout=60), want)
+            time.sleep(0.2)  # past --min-refresh-ms: the next scrape is a new read
+            counts, actions = self.scrape(e)
+            self.assertEqual(counts, want)
             self.assertEqual(actions[0], ("RESET_GPU", "48"), "Xid 94 asks less than 48")
             self.assertEqual(actions[1], ("RESTART_BM", "79"))
             status, _, body = e.get("/metrics")

@@ -12,6 +12,7 @@
 
 #include "core/fields.h"
 #include "gpu/nvml/nvml_backend.h"
+#include "unit/scenario_backend.h"
 
 namespace gpulse::nvml {
 namespace {
@@ -31,15 +32,10 @@ ErrorCode Code(const Status& st) { return st.ok() ? ErrorCode::kInternal : st.er
 class NvmlInjectTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gpulse-inject-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-    std::ofstream(dir_ / "inject.yaml") << kScenario;
-    gpu::BackendOptions options;
-    options.simulate = (dir_ / "inject.yaml").string();
-    options.simulator_library = std::string(GPULSE_BIN_DIR) + "/libgpulse-nvml-sim.so";
-    auto opened = OpenNvmlBackend(options);
+    scenario_ = std::make_unique<testing::ScenarioDir>(
+        "gpulse-inject", ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+        kScenario);
+    auto opened = scenario_->Open();
     ASSERT_TRUE(opened.ok()) << opened.error().message;
     backend_ = std::move(opened).value();
     ASSERT_TRUE(backend_->info().simulated);
@@ -47,11 +43,7 @@ class NvmlInjectTest : public ::testing::Test {
     // moment the backend registered its event set, which must not matter for injected XIDs.
     ASSERT_TRUE(backend_->SetSimulatedClock(0));
   }
-  void TearDown() override {
-    backend_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  void TearDown() override { backend_.reset(); }
   // The XID field, and power (a device call, which finds a lost GPU).
   Sample ReadXid(std::size_t pos) {
     const FieldIndex fields[] = {F(155), F(230)};
@@ -60,7 +52,7 @@ class NvmlInjectTest : public ::testing::Test {
     return s;
   }
 
-  std::filesystem::path dir_;
+  std::unique_ptr<testing::ScenarioDir> scenario_;  // outlives backend_
   std::unique_ptr<gpu::Backend> backend_;
 };
 

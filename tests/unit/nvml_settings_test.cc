@@ -15,6 +15,7 @@
 #include "core/fields.h"
 #include "gpu/nvml/nvml_backend.h"
 #include "unit/fake_nvml.h"
+#include "unit/scenario_backend.h"
 
 namespace gpulse::nvml {
 namespace {
@@ -41,25 +42,16 @@ FieldIndex F(FieldId id) { return *IndexOf(id); }
 class NvmlSettingsSimTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gpulse-settings-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-    std::ofstream(dir_ / "settings.yaml") << kScenario;
-    gpu::BackendOptions options;
-    options.simulate = (dir_ / "settings.yaml").string();
-    options.simulator_library = std::string(GPULSE_BIN_DIR) + "/libgpulse-nvml-sim.so";
-    auto opened = OpenNvmlBackend(options);
+    scenario_ = std::make_unique<testing::ScenarioDir>(
+        "gpulse-settings", ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+        kScenario);
+    auto opened = scenario_->Open();
     ASSERT_TRUE(opened.ok()) << opened.error().message;
     backend_ = std::move(opened).value();
     ASSERT_TRUE(backend_->info().simulated);
     ASSERT_TRUE(backend_->SetSimulatedClock(0));
   }
-  void TearDown() override {
-    backend_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  void TearDown() override { backend_.reset(); }
   // Field 84 of GPU `pos` at simulated time `t`.
   Sample ReadInforom(std::size_t pos, double t) {
     EXPECT_TRUE(backend_->SetSimulatedClock(t));
@@ -69,7 +61,7 @@ class NvmlSettingsSimTest : public ::testing::Test {
     return s;
   }
 
-  std::filesystem::path dir_;
+  std::unique_ptr<testing::ScenarioDir> scenario_;  // outlives backend_
   std::unique_ptr<gpu::Backend> backend_;
 };
 
