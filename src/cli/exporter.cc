@@ -396,8 +396,9 @@ Subcommand SetupServe(CLI::App& parent, bool agent) {
           ->capture_default_str()
           ->check(CLI::Range(1, 3'600'000));
   app->add_option("--max-connections", o->exp.max_connections,
-                  "Connections served at once; at the limit the oldest that has not yet passed a "
-                  "request makes room, else a new one is closed")
+                  "Connections served at once; at the limit a connection that has not passed a "
+                  "request, else the one idle the longest, makes room (each idle TLS connection "
+                  "holds about 15 KiB)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1'000'000));
   app->add_option("--max-connections-per-peer", o->exp.max_connections_per_peer,
