@@ -1,5 +1,6 @@
 // Library-level exports: init/shutdown, error strings, versions, device enumeration, and the
 // simulator-only gpulseSim* functions.
+#include <limits>
 #include <string>
 
 #include "api_common.h"
@@ -126,6 +127,15 @@ GPULSE_SIM_EXPORT void gpulseSimSetClock(double seconds) {
   Simulator& sim = Simulator::Instance();
   std::lock_guard lock(sim.mutex());
   sim.SetClock(seconds);
+}
+
+GPULSE_SIM_EXPORT double gpulseSimTrueEnergyJ(unsigned index, double t0, double t1) {
+  Simulator& sim = Simulator::Instance();
+  std::lock_guard lock(sim.mutex());
+  Session* s = sim.session();
+  if (s == nullptr || index >= s->device_count() || !(t1 >= t0))
+    return std::numeric_limits<double>::quiet_NaN();
+  return s->model(index).EnergyJ(t1) - s->model(index).EnergyJ(t0);
 }
 
 GPULSE_SIM_EXPORT const char* gpulseSimBuiltinScenarios(void) {

@@ -37,6 +37,7 @@ const std::initializer_list<std::string_view> kDeviceKeys = {
     "pcie_link_width",
     "power_usage",
     "energy_offset_j",
+    "energy_update_ms",
     "compute_mode",
     "persistence_mode",
     "min_power_limit_w",
@@ -145,6 +146,8 @@ void ParseMemoryAndPower(const YamlCheck& check, const DeviceFields& f, unsigned
       check.Fail(mode, "expected 'average' or 'instant', got '" + m + "'");
     }
   }
+  At update = f.Get("energy_update_ms");
+  if (update.present) d.energy_update_s = check.Number(update, 0, 10000) / 1000.0;
   At offset = f.Get("energy_offset_j");
   if (offset.present) {
     d.energy_offset_j = check.Number(offset, 0, 1e12);

@@ -45,6 +45,12 @@ GPULSE_SIM_API int gpulseSimResetDevice(unsigned index);
 // (UNINITIALIZED excepted). Thread-safe, like every simulator call.
 GPULSE_SIM_API int gpulseSimInjectFault(unsigned index, const char* fault);
 
+// The true energy of the GPU at `index` over [t0, t1] (seconds on the simulator's clock, as
+// gpulseSimSetClock takes them), in joules: the exact integral of its power curve, which no reading
+// rounds, averages or delays. Tests check reported energy and its bound against it. NaN before
+// nvmlInit_v2, for an index past the device count, or when t1 < t0.
+GPULSE_SIM_API double gpulseSimTrueEnergyJ(unsigned index, double t0, double t1);
+
 // The built-in scenario names, comma separated ("1xH200,4xA40-tp2,..."). Static storage.
 GPULSE_SIM_API const char* gpulseSimBuiltinScenarios(void);
 

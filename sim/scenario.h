@@ -172,6 +172,8 @@ struct DeviceSpec {
   unsigned pcie_link_gen = 4, pcie_link_width = 16;
   PowerUsageMode power_usage = PowerUsageMode::kAverage;
   double energy_offset_j = 0;  // the energy counter at t = 0 (energy since driver load)
+  // The counter's update period: it shows the energy up to the last multiple of this (0: exact).
+  double energy_update_s = 0;
   // Settings (DCGM's configuration manager): their values after a reset, the power limit range and
   // whether the caller may change them (false: every Set* is NO_PERMISSION, as for a non-root
   // user).

@@ -101,8 +101,10 @@ double DeviceModel::EnergyJ(double t) const {
 
 unsigned long long DeviceModel::EnergyCounterMj(double t) const {
   const auto offset_mj = static_cast<unsigned long long>(spec_.energy_offset_j * 1000.0);
+  const double u = spec_.energy_update_s;
+  const double shown = u > 0 ? std::floor(t / u) * u : t;  // the counter's last update
   return offset_mj +
-         static_cast<unsigned long long>(std::floor(std::max(EnergyJ(t), 0.0) * 1000.0));
+         static_cast<unsigned long long>(std::floor(std::max(EnergyJ(shown), 0.0) * 1000.0));
 }
 
 double DeviceModel::AveragePowerW(double t, double window_s) const {

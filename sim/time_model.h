@@ -4,7 +4,8 @@
 //   - power(t) = keyframe power + a wobble of ±2 % of (power − idle power), period 7 s, per-device
 //     phase (so an idle GPU does not wobble);
 //   - the energy counter is the exact integral of power(t) (closed form, loops included) plus a
-//     per-device offset, so energy differences over any interval equal ∫ power dt;
+//     per-device offset, so energy differences over any interval equal ∫ power dt (with
+//     energy_update_ms, as of the counter's last update);
 //   - the 1 s average power, and the temperature (which follows the 5 s mean power, counting the
 //     time before t = 0 as idle), are derived from that integral, so they lag power as real
 //     readings do;
@@ -40,10 +41,11 @@ class DeviceModel {
 
   const DeviceSpec& spec() const { return spec_; }
 
-  double PowerW(double t) const;                          // instantaneous, W
-  unsigned PowerInstantMw(double t) const;                // field 186
-  double EnergyJ(double t) const;                         // ∫_0^t power, without the offset
-  unsigned long long EnergyCounterMj(double t) const;     // offset + ∫_0^t power, in mJ
+  double PowerW(double t) const;            // instantaneous, W
+  unsigned PowerInstantMw(double t) const;  // field 186
+  double EnergyJ(double t) const;           // ∫_0^t power, without the offset
+  // offset + ∫_0^t' power in mJ, t' the counter's last update at or before t (energy_update_ms).
+  unsigned long long EnergyCounterMj(double t) const;
   double AveragePowerW(double t, double window_s) const;  // mean over [t − window, t], clamped at 0
   unsigned PowerUsageMw(double t) const;    // nvmlDeviceGetPowerUsage: 1 s average or instant
   unsigned PowerAverageMw(double t) const;  // field 185: 1 s average

@@ -2,11 +2,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <tuple>
 #include <cctype>
 #include <cmath>
 #include <limits>
 #include <set>
+#include <tuple>
 
 #include "agent/agent.h"
 #include "agent/api_util.h"
@@ -538,18 +538,25 @@ json Agent::JobJson(const Job& job) const {
   }
   // The job's energy is the sum over its GPUs that were read; a GPU read without an energy figure
   // makes the sum unknown (null), never an undercount. A GPU never read (skipped) adds nothing.
-  double joules = 0;
-  bool any = false, unknown = false;
+  // Its bound is the sum of theirs, null when one has none.
+  double joules = 0, bound = 0;
+  bool any = false, unknown = false, unbounded = false;
   for (const json& g : j["gpus"]) {
     const bool read = g.value("sample_count", 0) > 0;
     if (g.contains("energy_joules") && g["energy_joules"].is_number()) {
       joules += g["energy_joules"].get<double>();
       any = true;
+      if (g.contains("energy_bound_joules") && g["energy_bound_joules"].is_number()) {
+        bound += g["energy_bound_joules"].get<double>();
+      } else {
+        unbounded = true;
+      }
     } else if (read) {
       unknown = true;
     }
   }
   j["energy_joules"] = any && !unknown ? json(joules) : json(nullptr);
+  j["energy_bound_joules"] = any && !unknown && !unbounded ? json(bound) : json(nullptr);
   return j;
 }
 

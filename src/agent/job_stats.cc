@@ -67,18 +67,18 @@ std::set<unsigned> ConflictingPids(const Activity& activity, unsigned gpu, unsig
 
 json ProcessJson(const ProcessUse& p) {
   auto mean = [](double sum, std::uint64_t n) { return n == 0 ? json(nullptr) : json(sum / n); };
-  return {{"pid", p.pid},
-          {"first_seen_unix_ns", p.first_seen_unix_ns},
-          {"last_seen_unix_ns", p.last_seen_unix_ns},
-          {"max_memory_bytes", p.max_memory_bytes ? json(*p.max_memory_bytes) : json(nullptr)},
-          {"sm_utilization_mean_percent", mean(p.sm_util_sum, p.sm_util_samples)},
-          {"memory_utilization_mean_percent", mean(p.mem_util_sum, p.mem_util_samples)},
-          {"gpu_instance_id", p.gpu_instance_id ? json(*p.gpu_instance_id) : json(nullptr)},
-          {"compute_instance_id",
-           p.compute_instance_id ? json(*p.compute_instance_id) : json(nullptr)},
-          {"type", p.compute && p.graphics ? "compute+graphics"
-                   : p.graphics            ? "graphics"
-                                           : "compute"}};
+  return {
+      {"pid", p.pid},
+      {"first_seen_unix_ns", p.first_seen_unix_ns},
+      {"last_seen_unix_ns", p.last_seen_unix_ns},
+      {"max_memory_bytes", p.max_memory_bytes ? json(*p.max_memory_bytes) : json(nullptr)},
+      {"sm_utilization_mean_percent", mean(p.sm_util_sum, p.sm_util_samples)},
+      {"memory_utilization_mean_percent", mean(p.mem_util_sum, p.mem_util_samples)},
+      {"gpu_instance_id", p.gpu_instance_id ? json(*p.gpu_instance_id) : json(nullptr)},
+      {"compute_instance_id", p.compute_instance_id ? json(*p.compute_instance_id) : json(nullptr)},
+      {"type", p.compute && p.graphics ? "compute+graphics"
+               : p.graphics            ? "graphics"
+                                       : "compute"}};
 }
 
 }  // namespace
@@ -168,7 +168,8 @@ Activity Activity::FromJson(const json& j) {
     if (p.contains("gi") && p["gi"].is_number()) u.gpu_instance_id = p["gi"].get<unsigned>();
     if (p.contains("ci") && p["ci"].is_number()) u.compute_instance_id = p["ci"].get<unsigned>();
     // Saved before the type was kept: a compute process, as most are.
-    const unsigned type = p.contains("type") && p["type"].is_number() ? p["type"].get<unsigned>() : 1;
+    const unsigned type =
+        p.contains("type") && p["type"].is_number() ? p["type"].get<unsigned>() : 1;
     u.compute = (type & 1U) != 0;
     u.graphics = (type & 2U) != 0;
     a.processes[{u.gpu, u.pid}] = u;
@@ -228,6 +229,10 @@ json DeriveStats(const StatsWindow& w, const HistoryStore& history,
     g["sample_count"] = samples[e.gpu];
     const json& mj = g.contains("energy_millijoules") ? g["energy_millijoules"] : json(nullptr);
     g["energy_joules"] = mj.is_number() ? json(mj.get<double>() / 1000.0) : json(nullptr);
+    const json& bj =
+        g.contains("energy_bound_millijoules") ? g["energy_bound_millijoules"] : json(nullptr);
+    g["energy_bound_joules"] =
+        mj.is_number() && bj.is_number() ? json(bj.get<double>() / 1000.0) : json(nullptr);
     json ps = json::array();
     for (const auto& [k, p] : activity.processes) {
       if (p.gpu != e.gpu || (w.only_pid && p.pid != *w.only_pid)) continue;

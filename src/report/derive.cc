@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/energy_bound.h"
+
 namespace gpulse::report {
 namespace {
 
@@ -40,8 +42,7 @@ class AggregateBuilder {
     if (s.has(GpuSample::kMemoryUsed)) mem_.Add(s.memory_used_bytes);
     // The largest device's total (inferscope: the first sample's, the same on a homogeneous node;
     // on a mixed host the first device's total under another device's peak read wrong).
-    if (s.has(GpuSample::kMemoryTotal))
-      total_ = std::max(total_.value_or(0), s.memory_total_bytes);
+    if (s.has(GpuSample::kMemoryTotal)) total_ = std::max(total_.value_or(0), s.memory_total_bytes);
     if (s.has(GpuSample::kUtilization)) util_.Add(s.utilization_percent);
     if (s.has(GpuSample::kPower)) power_.Add(s.power_draw_milliwatts);
     if (s.has(GpuSample::kTemperature)) temp_.Add(s.temperature_celsius);
@@ -117,6 +118,12 @@ constexpr SlowdownCause kSlowdownCauses[] = {
 // Everything per device, built in one pass over that device's samples in time order.
 class DeviceBuilder {
  public:
+  // `limit_w`: the enforced power limit at open, the base of the power ceiling of the bounds.
+  void SetLimit(std::optional<double> limit_w) {
+    limit_w_ = limit_w;
+    if (auto c = CeilingW(limit_w, std::nullopt)) integral_bound_.emplace(*c);
+  }
+
   void Add(const GpuSample& s) {
     agg_.Add(s);
     if (s.has(GpuSample::kPower)) power_.Add(s.power_draw_milliwatts / 1000.0);
@@ -132,14 +139,20 @@ class DeviceBuilder {
       max_mem_ = std::max(max_mem_.value_or(0), s.memory_used_bytes);
     if (s.has(GpuSample::kEnergy)) {
       if (!first_energy_) first_energy_ = {s.elapsed_ns, s.energy_millijoules};
+      NoteCounterStill(s);
       last_energy_ = {s.elapsed_ns, s.energy_millijoules};
     }
     if (s.has(GpuSample::kPower)) {
+      max_power_w_ = std::max(max_power_w_.value_or(0), s.power_draw_milliwatts / 1000.0);
       if (prev_power_) {
         double dt_s = static_cast<double>(s.elapsed_ns - prev_power_->elapsed_ns) * 1e-9;
         // mW * s = mJ, over consecutive samples that both have power: a sample without power is a
         // gap in the integral, never bridged by interpolation.
         integral_mj_ += 0.5 * (prev_power_->power_draw_milliwatts + s.power_draw_milliwatts) * dt_s;
+        if (integral_bound_) {
+          integral_bound_->Add(dt_s, prev_power_->power_draw_milliwatts / 1000.0,
+                               s.power_draw_milliwatts / 1000.0);
+        }
         integrated_ = true;
       }
       if (!first_power_ns_) first_power_ns_ = s.elapsed_ns;
@@ -197,8 +210,9 @@ class DeviceBuilder {
       std::map<std::string, std::optional<double>> pct;
       for (const SlowdownCause& c : kSlowdownCauses) {
         auto it = slowdown_ns_.find(c.name);
-        pct[c.name] = it == slowdown_ns_.end() ? 0.0 : 100.0 * static_cast<double>(it->second) /
-                                                           static_cast<double>(reasons_span_ns_);
+        pct[c.name] = it == slowdown_ns_.end() ? 0.0
+                                               : 100.0 * static_cast<double>(it->second) /
+                                                     static_cast<double>(reasons_span_ns_);
       }
       pct["reliability"] = std::nullopt;  // no clock-event reason says it
       d.stats.slowdown_percent = std::move(pct);
@@ -212,6 +226,38 @@ class DeviceBuilder {
                                      std::uint64_t last) const {
     if (!first_->has(e) || !prev_->has(e) || last < first) return std::nullopt;
     return last - first;
+  }
+
+  // The longest span over which the counter was seen not to move while the device drew power: a
+  // lower bound on the counter's update period (core/energy_bound.h).
+  void NoteCounterStill(const GpuSample& s) {
+    const bool drawing = s.has(GpuSample::kPower) && s.power_draw_milliwatts > 0;
+    if (last_energy_ && last_energy_->second == s.energy_millijoules && drawing) {
+      still_ns_ += s.elapsed_ns - last_energy_->first;
+      longest_still_ns_ = std::max(longest_still_ns_, still_ns_);
+    } else {
+      still_ns_ = 0;
+    }
+  }
+
+  // The bounds of the figures in `e` (core/energy_bound.h): the counter's needs a ceiling (the
+  // limit or the highest reading), the integral's the enforced limit (it is summed interval by
+  // interval, each against the limit or its own readings when higher).
+  void Bound(DeviceEnergy& e) const {
+    std::optional<double> ceiling = CeilingW(limit_w_, max_power_w_);
+    if (!ceiling) return;
+    PowerSensor sensor;
+    sensor.ceiling_w = *ceiling;
+    if (e.counter_millijoules) {
+      e.counter_bound_millijoules =
+          1000.0 * CounterBoundJ(sensor, static_cast<double>(longest_still_ns_) * 1e-9);
+    }
+    if (e.integrated_millijoules && integral_bound_) {
+      e.integrated_bound_millijoules = 1000.0 * integral_bound_->bound_j();
+    }
+    if (e.source == EnergySource::kCounter) e.bound_millijoules = e.counter_bound_millijoules;
+    if (e.source == EnergySource::kIntegratedFallback)
+      e.bound_millijoules = e.integrated_bound_millijoules;
   }
 
   DeviceEnergy Energy() const {
@@ -235,9 +281,16 @@ class DeviceBuilder {
         double counter = static_cast<double>(*e.counter_millijoules);
         e.relative_difference = (integral_mj_ - counter) / counter;
       }
+      Bound(e);
+      if (same_span && e.counter_bound_millijoules && e.integrated_bound_millijoules) {
+        e.disagreement =
+            Disagree(static_cast<double>(*e.counter_millijoules), *e.counter_bound_millijoules,
+                     integral_mj_, *e.integrated_bound_millijoules);
+      }
     } else if (integrated_) {
       e.source = EnergySource::kIntegratedFallback;
       e.millijoules = static_cast<std::uint64_t>(std::llround(std::max(0.0, integral_mj_)));
+      Bound(e);
     }
     return e;
   }
@@ -247,6 +300,9 @@ class DeviceBuilder {
   std::optional<std::uint64_t> max_mem_;
   std::optional<GpuSample> first_, prev_, prev_power_;
   double integral_mj_ = 0;
+  std::optional<IntegralBound> integral_bound_;  // with a limit only
+  std::optional<double> limit_w_, max_power_w_;
+  std::int64_t still_ns_ = 0, longest_still_ns_ = 0;
   bool integrated_ = false;  // two consecutive samples with power seen
   bool power_gap_ = false;   // a sample without power between samples with it
   std::optional<std::int64_t> first_power_ns_, last_power_ns_;
@@ -377,7 +433,7 @@ Report Derive(const Run& run) {
   std::map<std::uint32_t, DeviceBuilder> devices;
   // Every sampled GPU has its entry, even one lost before its first sample (its XIDs and
   // processes are still its job statistics).
-  for (const DeviceInfo& d : run.devices) devices[d.index];
+  for (const DeviceInfo& d : run.devices) devices[d.index].SetLimit(d.power_limit_watts);
   for (const GpuSample& s : run.gpu_samples) {
     cluster.Add(s);
     devices[s.device_index].Add(s);
@@ -386,6 +442,8 @@ Report Derive(const Run& run) {
   g.aggregates = cluster.Build();
   g.device_count = devices.size();
   bool any_integrated = false;
+  bool every_bound = true;
+  double bound_mj = 0;
   for (const auto& [index, builder] : devices) {
     DeviceReport d = builder.Build(index);
     for (const DeviceInfo& info : run.devices) {
@@ -401,11 +459,14 @@ Report Derive(const Run& run) {
     if (d.energy.millijoules) {
       g.energy_millijoules = g.energy_millijoules.value_or(0) + *d.energy.millijoules;
       any_integrated = any_integrated || *d.energy.source == EnergySource::kIntegratedFallback;
+      every_bound = every_bound && d.energy.bound_millijoules.has_value();
+      bound_mj += d.energy.bound_millijoules.value_or(0);
     }
     g.per_device.push_back(std::move(d));
   }
   if (g.energy_millijoules) {
     g.energy_source = any_integrated ? EnergySource::kIntegratedFallback : EnergySource::kCounter;
+    if (every_bound) g.energy_bound_millijoules = bound_mj;
   }
   g.per_instance = DeriveInstances(run);
   report.resource = DeriveResource(run);

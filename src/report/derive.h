@@ -40,6 +40,14 @@ struct DeviceEnergy {
   std::optional<EnergySource> source;                // which one is reported (counter preferred)
   std::optional<std::uint64_t> millijoules;          // the reported value, whole millijoules
   std::optional<double> relative_difference;  // (integrated − counter) / counter, when both
+  // How far each figure can be from the true energy over its span (core/energy_bound.h,
+  // docs/energy.md): absent without a power ceiling (no enforced limit and no reading).
+  std::optional<double> counter_bound_millijoules;
+  std::optional<double> integrated_bound_millijoules;
+  std::optional<double> bound_millijoules;  // of the reported figure
+  // Counter and integral cover the same span and differ by more than their bounds allow: an
+  // assumption of the model is wrong for this device; both figures stay, neither is averaged.
+  bool disagreement = false;
 };
 
 struct MinMaxMean {
@@ -99,6 +107,8 @@ struct GpuReport {
   std::uint64_t device_count = 0;
   GpuAggregates aggregates;  // cluster-wide, over every sample of every device
   std::optional<std::uint64_t> energy_millijoules;  // sum of per-device reported energy
+  // The sum of the per-device bounds; absent when a device with energy has none.
+  std::optional<double> energy_bound_millijoules;
   // kCounter when every device with energy used the counter, else kIntegratedFallback (the
   // weakest link governs, as in inferscope).
   std::optional<EnergySource> energy_source;

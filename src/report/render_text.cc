@@ -200,10 +200,16 @@ std::string NoEnergyReason(const DeviceReport& d) {
   return "fewer than 2 samples with power or energy";
 }
 
+// "± 12.3 J" after a figure, or "" without a bound (docs/energy.md, "Error bounds").
+std::string PlusMinus(std::optional<double> bound_mj) {
+  return bound_mj ? fmt::format(" ± {:.1f} J", *bound_mj / 1000.0) : "";
+}
+
 void Energy(std::string& o, const GpuReport& g) {
   if (!g.energy_millijoules) return;
   o += fmt::format("Energy (source: {}):\n", EnergySourceName(*g.energy_source));
-  o += fmt::format("  Total              {}\n", Joules(g.energy_millijoules));
+  o += fmt::format("  Total              {}{}\n", Joules(g.energy_millijoules),
+                   PlusMinus(g.energy_bound_millijoules));
   for (const DeviceReport& d : g.per_device) {
     const DeviceEnergy& e = d.energy;
     if (!e.millijoules) {
@@ -215,8 +221,15 @@ void Energy(std::string& o, const GpuReport& g) {
       cross = fmt::format("; integrated {}, {:+.2f}%", Joules(e.integrated_millijoules),
                           *e.relative_difference * 100);
     }
-    o += fmt::format("  GPU {}              {} ({}{})\n", d.device_index, Joules(e.millijoules),
-                     EnergySourceName(*e.source), cross);
+    o += fmt::format("  GPU {}              {}{} ({}{})\n", d.device_index, Joules(e.millijoules),
+                     PlusMinus(e.bound_millijoules), EnergySourceName(*e.source), cross);
+    if (e.disagreement) {
+      o += fmt::format(
+          "  GPU {}              counter and integral differ by more than their bounds ({} and "
+          "{}): a sensor assumption does not hold on this GPU (docs/energy.md)\n",
+          d.device_index, PlusMinus(e.counter_bound_millijoules).substr(1),
+          PlusMinus(e.integrated_bound_millijoules).substr(1));
+    }
   }
 }
 
@@ -245,7 +258,8 @@ std::string Slowdowns(const std::optional<std::map<std::string, std::optional<do
     std::string name = cause;
     std::replace(name.begin(), name.end(), '_', ' ');
     auto it = pct->find(cause);
-    const std::string v = it != pct->end() && it->second ? fmt::format("{:.0f}%", *it->second) : "n/a";
+    const std::string v =
+        it != pct->end() && it->second ? fmt::format("{:.0f}%", *it->second) : "n/a";
     out += (out.empty() ? "" : ", ") + name + " " + v;
   }
   return out;
@@ -281,11 +295,13 @@ void Stats(std::string& o, const GpuReport& g) {
         t += fmt::format("{}{} {}", t.empty() ? "" : ", ", reason, Seconds(ns));
       o += fmt::format("    Clock events       {}\n", t.empty() ? "none" : t);
     }
-    o += fmt::format("    PCIe rx / tx       {} / {}\n", Mmm(Scaled(s.pcie_rx_bytes_per_second, 1e-6), "", "{:.0f}"),
+    o += fmt::format("    PCIe rx / tx       {} / {}\n",
+                     Mmm(Scaled(s.pcie_rx_bytes_per_second, 1e-6), "", "{:.0f}"),
                      Mmm(Scaled(s.pcie_tx_bytes_per_second, 1e-6), " MB/s", "{:.0f}"));
     o += fmt::format("    Slowdowns          {}\n", Slowdowns(s.slowdown_percent));
     std::string incidents;
-    for (const std::string& i : s.health_incidents) incidents += (incidents.empty() ? "" : "; ") + i;
+    for (const std::string& i : s.health_incidents)
+      incidents += (incidents.empty() ? "" : "; ") + i;
     o += fmt::format("    Health             {}{}\n", s.overall_health,
                      incidents.empty() ? "" : " (" + incidents + ")");
     if (s.processes.empty())

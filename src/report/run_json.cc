@@ -139,6 +139,10 @@ json EnergyJson(const DeviceEnergy& e, json& into) {
   into["energy_counter_millijoules"] = Opt(e.counter_millijoules);
   into["energy_integrated_millijoules"] = Opt(e.integrated_millijoules);
   into["energy_relative_difference"] = Opt(e.relative_difference);
+  into["energy_bound_millijoules"] = Opt(e.bound_millijoules);
+  into["energy_counter_bound_millijoules"] = Opt(e.counter_bound_millijoules);
+  into["energy_integrated_bound_millijoules"] = Opt(e.integrated_bound_millijoules);
+  into["energy_disagreement"] = e.disagreement;
   return into;
 }
 
@@ -217,6 +221,7 @@ json GpuSection(const GpuReport& g) {
   j["device_count"] = g.device_count;
   j["energy_millijoules"] = Opt(g.energy_millijoules);
   j["energy_source"] = SourceJson(g.energy_source);
+  j["energy_bound_millijoules"] = Opt(g.energy_bound_millijoules);
   json per = json::array();
   for (const DeviceReport& d : g.per_device) {
     json e = AggregatesJson(d.aggregates);

@@ -803,6 +803,10 @@ class JobTest(AgentTestCase):
                 self.assertAlmostEqual(g["energy_joules"], pw["mean"] * 600, delta=0.02 * pw["mean"] * 600)
                 self.assertAlmostEqual(g["energy_joules"], mean_w * 600, delta=0.02 * mean_w * 600)
                 self.assertLess(abs(g["energy_relative_difference"]), 0.01, "counter and power integral agree")
+                # Issue 44: the bound of a 600 s counter figure is a few tenths of a percent.
+                self.assertEqual(g["energy_bound_joules"], g["energy_bound_millijoules"] / 1000)
+                self.assertLess(g["energy_bound_joules"], 0.01 * g["energy_joules"])
+                self.assertFalse(g["energy_disagreement"])
                 self.assertEqual(g["xid_errors"], [])
                 self.assertEqual((g["ecc_dbe_errors"], g["ecc_sbe_errors"], g["pcie_replays"]), (0, 0, 0))
                 self.assertEqual(g["sm_clock_mhz"]["max"], 1980)
@@ -815,6 +819,7 @@ class JobTest(AgentTestCase):
                                  (self.start_ns, self.start_ns + 600 * S))
                 self.assertEqual(proc["max_memory_bytes"], 73900 << 20)
         self.assertAlmostEqual(j["energy_joules"], sum(g["energy_joules"] for g in j["gpus"]))
+        self.assertAlmostEqual(j["energy_bound_joules"], sum(g["energy_bound_joules"] for g in j["gpus"]))
 
     def test_energy_integral_is_the_history_s(self):
         j = self.job()

@@ -319,6 +319,13 @@ class RecordTest(GpulseTestCase):
         dev = doc["gpu"]["per_device"][0]
         self.assertEqual(dev["energy_source"], "counter")
         self.assertLess(abs(dev["energy_relative_difference"]), 0.01, dev)
+        # Issue 44: each figure carries its bound, and counter and integral agree within them.
+        self.assertEqual(dev["energy_bound_millijoules"], dev["energy_counter_bound_millijoules"])
+        self.assertGreater(dev["energy_bound_millijoules"], 0)
+        self.assertGreater(dev["energy_integrated_bound_millijoules"], 0)
+        self.assertFalse(dev["energy_disagreement"])
+        self.assertEqual(doc["gpu"]["energy_bound_millijoules"], dev["energy_bound_millijoules"])
+        self.assertRegex(load(os.path.join(out, "report.txt")), r"GPU 0 +[0-9.]+ J ± [0-9.]+ J \(counter")
         first = doc["gpu_timeline"]["samples"][0]
         self.assertLess(first["elapsed_ns"], 100_000_000, "the first reading is stamped when it was read")
         self.assertIn("power_draw_milliwatts", first)

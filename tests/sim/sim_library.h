@@ -192,9 +192,10 @@ inline const std::vector<const char*>& NvmlSymbols() {
 }
 
 inline const std::vector<const char*>& SimSymbols() {
-  static const std::vector<const char*> names = {"gpulseSimScenarioName", "gpulseSimLastError",
-                                                 "gpulseSimSetClock", "gpulseSimBuiltinScenarios",
-                                                 "gpulseSimResetDevice", "gpulseSimInjectFault"};
+  static const std::vector<const char*> names = {
+      "gpulseSimScenarioName",     "gpulseSimLastError",   "gpulseSimSetClock",
+      "gpulseSimBuiltinScenarios", "gpulseSimResetDevice", "gpulseSimInjectFault",
+      "gpulseSimTrueEnergyJ"};
   return names;
 }
 
