@@ -225,10 +225,10 @@ void Energy(std::string& o, const GpuReport& g) {
                      PlusMinus(e.bound_millijoules), EnergySourceName(*e.source), cross);
     if (e.disagreement) {
       o += fmt::format(
-          "  GPU {}              counter and integral differ by more than their bounds ({} and "
-          "{}): a sensor assumption does not hold on this GPU (docs/energy.md)\n",
-          d.device_index, PlusMinus(e.counter_bound_millijoules).substr(1),
-          PlusMinus(e.integrated_bound_millijoules).substr(1));
+          "  GPU {}              counter and integral differ by more than their bounds (±{} and "
+          "±{}): a sensor assumption does not hold on this GPU (docs/energy.md)\n",
+          d.device_index, Joules(e.counter_bound_millijoules),
+          Joules(e.integrated_bound_millijoules));
     }
   }
 }

@@ -9,17 +9,15 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <random>
 #include <sstream>
 
-#include "gpu/registry.h"
 #include "report/derive.h"
+#include "report/render.h"
 #include "sampling/recorder.h"
+#include "scenario_backend.h"
 
 namespace gpulse {
 namespace {
@@ -81,8 +79,8 @@ struct Sampled {
 
 // Samples the simulated GPU from `start_s` for `length_s` every `cadence_s` (± 10 % jitter), with
 // ticks dropped now and then and, in some runs, a gap of 1-5 s.
-Sampled SampleRun(std::mt19937& rng, gpu::Backend& b, void (*set_clock)(double), double start_s,
-                  double length_s, double cadence_s) {
+Sampled SampleRun(std::mt19937& rng, gpu::Backend& b, double start_s, double length_s,
+                  double cadence_s) {
   std::uniform_real_distribution<double> u(0, 1);
   std::vector<FieldIndex> fields = sampling::RequiredTimelineFields();
   auto extra = sampling::OptionalTimelineFields();
@@ -96,7 +94,7 @@ Sampled SampleRun(std::mt19937& rng, gpu::Backend& b, void (*set_clock)(double),
   while (t <= start_s + length_s) {
     const bool dropped = !first && (u(rng) < 0.05 || (gap && t > gap_at && t < gap_at + gap_len));
     if (!dropped) {
-      set_clock(t);
+      EXPECT_TRUE(b.SetSimulatedClock(t));
       gpulse::Sample s;
       b.Read(0, fields, s);
       auto g = sampling::ToGpuSample(s, 0, static_cast<std::int64_t>(std::llround(t * 1e9)));
@@ -114,31 +112,34 @@ Sampled SampleRun(std::mt19937& rng, gpu::Backend& b, void (*set_clock)(double),
 
 class EnergyBound : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("gpulse-bound-" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  // Opens the simulator on `yaml`; the clock setter and the truth come from the loaded library.
-  std::unique_ptr<gpu::Backend> Open(const std::string& yaml) {
-    std::ofstream(dir_ / "bound.yaml") << yaml;
-    gpu::BackendOptions options;
-    options.simulate = (dir_ / "bound.yaml").string();
-    options.simulator_library = kSim;
-    auto backend = gpu::OpenBackend(options);
-    EXPECT_TRUE(backend.ok()) << backend.error().message << "\n" << yaml;
-    if (!backend.ok()) return nullptr;
+  // The real clock again for the tests after this one, which share the loaded simulator.
+  void TearDown() override {
+    backend_.reset();
     void* h = dlopen(kSim.c_str(), RTLD_NOW | RTLD_NOLOAD);
-    set_clock_ = reinterpret_cast<void (*)(double)>(dlsym(h, "gpulseSimSetClock"));
+    if (h == nullptr) return;
+    if (auto set = reinterpret_cast<void (*)(double)>(dlsym(h, "gpulseSimSetClock"))) set(-1);
+    dlclose(h);
+  }
+
+  // The simulator on `yaml`, its clock frozen by the backend; the truth comes from the library.
+  gpu::Backend* Open(const std::string& yaml) {
+    backend_.reset();
+    scenario_.reset();  // the same directory: the old one goes before the new one is written
+    scenario_ = std::make_unique<testing::ScenarioDir>(
+        "gpulse-bound", ::testing::UnitTest::GetInstance()->current_test_info()->name(), yaml);
+    auto opened = scenario_->Open();
+    EXPECT_TRUE(opened.ok()) << opened.error().message << "\n" << yaml;
+    if (!opened.ok()) return nullptr;
+    backend_ = std::move(opened).value();
+    void* h = dlopen(kSim.c_str(), RTLD_NOW | RTLD_NOLOAD);
     truth_ =
         reinterpret_cast<double (*)(unsigned, double, double)>(dlsym(h, "gpulseSimTrueEnergyJ"));
     dlclose(h);  // the backend holds its own reference
-    return std::move(backend).value();
+    return backend_.get();
   }
 
-  std::filesystem::path dir_;
-  void (*set_clock_)(double) = nullptr;
+  std::unique_ptr<testing::ScenarioDir> scenario_;
+  std::unique_ptr<gpu::Backend> backend_;
   double (*truth_)(unsigned, double, double) = nullptr;
 };
 
@@ -151,14 +152,12 @@ TEST_F(EnergyBound, EveryFigurePlusOrMinusItsBoundContainsTheTrueEnergy) {
     const double length = 2 + 58 * u(rng), cadence = 0.05 + 0.95 * u(rng), start = 5 * u(rng);
     Knobs k = RandomKnobs(rng, length + start);
     const std::string yaml = Yaml(k);
-    auto b = Open(yaml);
+    gpu::Backend* b = Open(yaml);
     ASSERT_NE(b, nullptr);
     ASSERT_NE(truth_, nullptr);
-    Sampled s = SampleRun(rng, *b, set_clock_, start, length, cadence);
-    set_clock_(-1);
+    Sampled s = SampleRun(rng, *b, start, length, cadence);
     if (s.run.gpu_samples.size() < 2) continue;
     const double truth_mj = 1000 * truth_(0, s.first_s, s.last_s);
-    b.reset();
     report::Report r = report::Derive(s.run);
     const report::DeviceEnergy& e = r.gpu.per_device.at(0).energy;
     const std::string where = "seed " + std::to_string(seed) + ", cadence " +
@@ -193,22 +192,21 @@ TEST_F(EnergyBound, SixtySecondsAtOneSecondWithACounterIsWithinOnePercent) {
   k.wobble = true;
   k.update_ms = 100;
   k.keyframes = {{0, 400}, {20, 400}, {20, 650}, {40, 650}, {40, 300}};
-  auto b = Open(Yaml(k));
+  gpu::Backend* b = Open(Yaml(k));
   ASSERT_NE(b, nullptr);
+  ASSERT_NE(truth_, nullptr);
   std::vector<FieldIndex> fields = sampling::RequiredTimelineFields();
   auto extra = sampling::OptionalTimelineFields();
   fields.insert(fields.end(), extra.begin(), extra.end());
   report::Run run;
   run.devices = b->info().devices;
   for (int i = 0; i <= 60; ++i) {
-    set_clock_(i);
+    ASSERT_TRUE(b->SetSimulatedClock(i));
     gpulse::Sample s;
     b->Read(0, fields, s);
     run.gpu_samples.push_back(*sampling::ToGpuSample(s, 0, i * 1'000'000'000LL));
   }
-  set_clock_(-1);
   const double truth_mj = 1000 * truth_(0, 0, 60);
-  b.reset();
   const report::DeviceEnergy& e = report::Derive(run).gpu.per_device.at(0).energy;
   ASSERT_EQ(*e.source, report::EnergySource::kCounter);
   ASSERT_TRUE(e.bound_millijoules);
@@ -231,9 +229,14 @@ TEST(EnergyBoundModel, DisagreementIsFlaggedWhenTheFiguresCannotBothBeRight) {
     g.energy_millijoules = 1'000'000 + static_cast<std::uint64_t>(i) * 500'000;  // 500 W
     run.gpu_samples.push_back(g);
   }
-  const report::DeviceEnergy& e = report::Derive(run).gpu.per_device.at(0).energy;
+  const report::Report r = report::Derive(run);
+  const report::DeviceEnergy& e = r.gpu.per_device.at(0).energy;
   EXPECT_TRUE(e.disagreement);
   EXPECT_EQ(*e.millijoules, 5'000'000u) << "the counter's figure stays as it is";
+  const std::string text = report::RenderText(run, r);
+  EXPECT_NE(text.find("GPU 0              5000.0 J ± 12.1 J (counter"), std::string::npos) << text;
+  EXPECT_NE(text.find("differ by more than their bounds (±12.1 J and ±600.0 J)"), std::string::npos)
+      << text;
 }
 
 TEST(EnergyBoundModel, NoCeilingMeansNoBound) {
@@ -259,6 +262,19 @@ TEST(EnergyBoundModel, CounterBoundGrowsWithTheObservedUpdatePeriod) {
   EXPECT_EQ(CeilingW(std::nullopt, std::nullopt), std::nullopt);
   EXPECT_DOUBLE_EQ(*CeilingW(700, 500), 770);
   EXPECT_DOUBLE_EQ(*CeilingW(700, 800), 800);
+}
+
+TEST(EnergyBoundModel, AnIntervalCanBeOffByTheLargerOfItsTrapezoidAndTheRestUpToTheCeiling) {
+  IntegralBound low(400);
+  low.Add(1, 100, 100);  // truth anywhere in [0, 400] J: 100 J can be off by 300 J
+  EXPECT_DOUBLE_EQ(low.energy_j(), 100);
+  EXPECT_DOUBLE_EQ(low.bound_j(), 300);
+  IntegralBound high(400);
+  high.Add(0.5, 300, 500);  // a reading above the ceiling raises it for this interval
+  EXPECT_DOUBLE_EQ(high.energy_j(), 200);
+  EXPECT_DOUBLE_EQ(high.bound_j(), 200);
+  high.Add(0, 1, 1);  // an empty interval adds nothing
+  EXPECT_DOUBLE_EQ(high.bound_j(), 200);
 }
 
 }  // namespace
